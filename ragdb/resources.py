@@ -1,0 +1,22 @@
+"""Where the SQL files live: beside the package in a wheel, at the repository root in a checkout."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """Find `sql/` or `migrations/`, in the installed package first, then in the checkout."""
+    for candidate in (_PACKAGE / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"ragdb's {name}/ folder is missing next to {_PACKAGE}")
+
+
+@cache
+def sql(name: str) -> str:
+    """Text of `sql/<name>.sql`, read once per process."""
+    return (resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8")
