@@ -28,8 +28,9 @@ CREATE INDEX chunks_file ON chunks(file_id, first_char);
 -- so any SQLite client can query it: SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'lora'.
 -- rowid = chunks.id.
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    path,
-    body,
+    path,                                    -- the file path, split into words
+    context,                                 -- enclosing signatures or heading path
+    body,                                    -- the chunk text
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 

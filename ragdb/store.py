@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
+import json
 import os
+import time
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Iterator, Sequence
 
 import apsw
 import sqlite_vec
 
+from ragdb.chunking import chunk_text, file_kind
 from ragdb.errors import MissingIndexError, RagdbError
-from ragdb.resources import resource_dir
+from ragdb.resources import resource_dir, sql
+from ragdb.tokenize import TOKENIZER_VERSION, analyse
 
 DEFAULT_DB = Path("data/processed/rag.db")
 
@@ -92,3 +102,256 @@ def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         {"key": key, "value": value},
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexing: files -> chunks -> rows, one transaction per run.
+
+DEFAULT_INCLUDE = ("*.py", "*.md", "*.txt", "*.rst")
+MAX_CHUNK_SIZE = 2000
+MAX_FILE_BYTES = 4 * 1024 * 1024
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".venv", ".tox"})
+
+
+@dataclass
+class IndexStats:
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    chunks_written: int = 0
+    chunks_total: int = 0
+    seconds: float = 0.0
+    full_rebuild: bool = False
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def files_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+def _walk(root: Path, include: Sequence[str]) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in include):
+                yield Path(dirpath) / name
+
+
+def _relative(path: Path) -> str:
+    """The stored path: relative to the current directory, as the user typed the corpus root."""
+    return Path(os.path.relpath(path)).as_posix()
+
+
+def collect_files(roots: Sequence[Path], include: Sequence[str]) -> list[Path]:
+    """Every file to consider, checked up front so a bad root fails before anything changes."""
+    files: list[Path] = []
+    for root in roots:
+        if not root.exists():
+            raise RagdbError(f"cannot index {root}: no such file or directory")
+        if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
+            raise RagdbError(f"cannot index {root}: permission denied")
+        files.extend(_walk(root, include))
+    return sorted(set(files))
+
+
+def _root_prefixes(roots: Sequence[Path]) -> list[str]:
+    prefixes = []
+    for root in roots:
+        rel = _relative(root)
+        prefixes.append(rel if root.is_file() else ("" if rel == "." else rel.rstrip("/") + "/"))
+    return prefixes
+
+
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    """Whether a stored path lies under one of this run's roots ("" is the current directory)."""
+    return any(p == "" or path == p or path.startswith(p) for p in prefixes)
+
+
+def _read_text(path: Path) -> tuple[str | None, bytes, str]:
+    """(text, raw bytes, reason it was skipped or '')."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, b"", "too large"
+        raw = path.read_bytes()
+    except OSError:
+        return None, b"", "unreadable"
+    if b"\x00" in raw[:8192]:
+        return None, raw, "binary"
+    try:
+        return raw.decode("utf-8"), raw, ""
+    except UnicodeDecodeError:
+        return None, raw, "not UTF-8"
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    find = text.find
+    pos = find("\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = find("\n", pos + 1)
+    return starts
+
+
+def index_paths(
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    *,
+    max_chunk_size: int = MAX_CHUNK_SIZE,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    progress: Callable[[int], None] | None = None,
+    on_files: Callable[[int], None] | None = None,
+) -> IndexStats:
+    """Bring the index in step with the files under `roots`, in a single transaction.
+
+    Only new or changed files (by SHA-256) are re-chunked; files gone from disk lose their rows.
+    A kill or Ctrl-C before the commit leaves the previous index whole: WAL readers never see
+    a half-written run.
+    """
+    if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
+        raise RagdbError(f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}")
+    started = time.perf_counter()
+    started_at = _now()
+    files = collect_files(roots, include)
+    if on_files:
+        on_files(len(files))
+    stats = IndexStats(files_seen=len(files))
+    prefixes = _root_prefixes(roots)
+    with conn:
+        stats.full_rebuild = _needs_rebuild(conn, max_chunk_size)
+        if stats.full_rebuild:
+            conn.execute(sql("index_clear"))
+        known = {path: (file_id, sha) for file_id, path, sha in conn.execute(sql("index_files_known"))}
+        seen: set[str] = set()
+        for path in files:
+            rel = _relative(path)
+            seen.add(rel)
+            text, raw, reason = _read_text(path)
+            if text is None:
+                stats.skipped[reason] = stats.skipped.get(reason, 0) + 1
+                if rel in known:
+                    conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
+                    stats.files_removed += 1
+            else:
+                digest = hashlib.sha256(raw).hexdigest()
+                old = known.get(rel)
+                if old is not None and old[1] == digest:
+                    stats.files_unchanged += 1
+                else:
+                    if old is not None:
+                        conn.execute(sql("index_file_delete"), {"file_id": old[0]})
+                    stats.chunks_written += _write_file(
+                        conn, rel, path, text, len(raw), digest, max_chunk_size
+                    )
+                    stats.files_indexed += 1
+            if progress:
+                progress(1)
+        for rel, (file_id, _sha) in known.items():
+            if rel not in seen and _under(rel, prefixes):
+                conn.execute(sql("index_file_delete"), {"file_id": file_id})
+                stats.files_removed += 1
+        set_setting(conn, "max_chunk_size", str(max_chunk_size))
+        set_setting(conn, "tokenizer", TOKENIZER_VERSION)
+        if stats.files_indexed or stats.files_removed or stats.full_rebuild:
+            generation = int(get_setting(conn, "generation") or 0) + 1
+            set_setting(conn, "generation", str(generation))
+        stats.chunks_total = conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
+        stats.seconds = time.perf_counter() - started
+        conn.execute(
+            sql("index_run_insert"),
+            {
+                "started_at": started_at,
+                "finished_at": _now(),
+                "roots": json.dumps([_relative(r) for r in roots]),
+                "max_chunk_size": max_chunk_size,
+                "tokenizer": TOKENIZER_VERSION,
+                "full_rebuild": int(stats.full_rebuild),
+                "files_seen": stats.files_seen,
+                "files_indexed": stats.files_indexed,
+                "files_removed": stats.files_removed,
+                "files_skipped": stats.files_skipped,
+                "chunks_written": stats.chunks_written,
+                "chunks_total": stats.chunks_total,
+                "seconds": stats.seconds,
+            },
+        )
+    return stats
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _needs_rebuild(conn: apsw.Connection, max_chunk_size: int) -> bool:
+    """Chunk boundaries and analysed text depend on these, so a change invalidates every row."""
+    stored_size = get_setting(conn, "max_chunk_size")
+    stored_tokenizer = get_setting(conn, "tokenizer")
+    if stored_size is None and stored_tokenizer is None:
+        return False
+    return stored_size != str(max_chunk_size) or stored_tokenizer != TOKENIZER_VERSION
+
+
+def _write_file(
+    conn: apsw.Connection,
+    rel: str,
+    path: Path,
+    text: str,
+    size: int,
+    digest: str,
+    max_chunk_size: int,
+) -> int:
+    kind = file_kind(path.name) or "text"
+    file_id = conn.execute(
+        sql("index_file_insert"),
+        {
+            "path": rel,
+            "sha256": digest,
+            "size": size,
+            "kind": kind,
+            "n_chars": len(text),
+            "indexed_at": _now(),
+        },
+    ).fetchall()[0][0]
+    chunks = chunk_text(text, kind, max_chunk_size)
+    if not chunks:
+        return 0
+    starts = _line_starts(text)
+    path_terms = analyse(rel)
+    insert_chunk = sql("index_chunk_insert")
+    insert_fts = sql("index_fts_insert")
+    for chunk in chunks:
+        body = text[chunk.first:chunk.last]
+        chunk_id = _insert_returning_rowid(
+            conn,
+            insert_chunk,
+            {
+                "file_id": file_id,
+                "first_char": chunk.first,
+                "last_char": chunk.last,
+                "start_line": bisect_right(starts, chunk.first),
+                "end_line": bisect_right(starts, max(chunk.first, chunk.last - 1)),
+                "kind": chunk.kind,
+                "context": chunk.context,
+                "text": body,
+            },
+        )
+        conn.execute(
+            insert_fts,
+            {
+                "chunk_id": chunk_id,
+                "path": path_terms,
+                "context": analyse(chunk.context),
+                "body": analyse(body),
+            },
+        )
+    return len(chunks)
+
+
+def _insert_returning_rowid(conn: apsw.Connection, statement: str, params: dict) -> int:
+    conn.execute(statement, params)
+    return int(conn.last_insert_rowid())

@@ -1,0 +1,45 @@
+# ragdb: `make install` then `make test`. Every rule runs inside the uv-managed virtualenv.
+SHELL := /bin/bash
+UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
+RUN := $(UV) run --frozen
+CORPUS_TGZ ?= ../shared/corpus/vllm-0.10.1.tar.gz
+CORPUS := data/raw/vllm-0.10.1
+Q ?= How do I serve several LoRA adapters at once?
+
+.PHONY: install run debug clean fclean lint test bench bench-answer index corpus
+
+install:
+	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
+	$(UV) sync --frozen
+
+corpus: $(CORPUS)
+
+$(CORPUS):
+	@test -f "$(CORPUS_TGZ)" || { echo "corpus tarball $(CORPUS_TGZ) not found" >&2; exit 1; }
+	mkdir -p data/raw && tar -xzf "$(CORPUS_TGZ)" -C data/raw
+
+index: corpus
+	$(RUN) ragdb index data/raw
+
+run: index
+	$(RUN) ragdb answer "$(Q)"
+
+debug:
+	RAGDB_DEBUG=1 $(RUN) python -X dev -X faulthandler -m ragdb search "$(Q)" --k 5
+
+lint:
+	$(RUN) flake8 ragdb tests
+	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests
+
+test:
+	$(RUN) pytest -q
+
+bench: corpus
+	$(RUN) python -m ragdb.bench
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs data/bench
+	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
+
+fclean: clean
+	rm -rf data/processed data/raw data/models .venv

@@ -1,0 +1,290 @@
+"""The `ragdb` command: a thin layer over the library that turns every failure into one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import apsw
+import click
+import typer
+from pydantic import BaseModel, ValidationError
+
+from ragdb import evaluate as evaluation
+from ragdb import store
+from ragdb.errors import RagdbError
+from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search
+from ragdb.schemas import (
+    MinimalSearchResults,
+    MinimalSource,
+    RagDataset,
+    StudentSearchResults,
+)
+
+app = typer.Typer(
+    help="Ask questions about a codebase: answers with the exact places they come from.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+Model = TypeVar("Model", bound=BaseModel)
+
+DbOption = typer.Option(
+    None, "--db", help="rag.db to use [default: $RAGDB_DB or data/processed/rag.db]."
+)
+
+
+def _db(path: Optional[Path]) -> Path:
+    return path if path is not None else store.default_db_path()
+
+
+def _err(message: str) -> None:
+    typer.echo(f"ragdb: {message}", err=True)
+
+
+def load_json(path: Path, model: type[Model], what: str) -> Model:
+    """Read a pydantic model from a JSON file, or fail with one line that says what is wrong."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RagdbError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise RagdbError(f"{what} is a directory, not a JSON file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RagdbError(f"cannot read {what} {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise RagdbError(f"{what} {path} is not valid JSON: {exc}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise RagdbError(
+            f"{what} {path} does not have the expected shape ({exc.error_count()} problems; "
+            f"first at {where}: {first['msg']})"
+        ) from None
+
+
+def write_json(path: Path, model: BaseModel) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(model.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _source(hit: Hit) -> MinimalSource:
+    return MinimalSource(
+        file_path=hit.file_path,
+        first_character_index=hit.first,
+        last_character_index=hit.last,
+    )
+
+
+@app.command()
+def index(
+    paths: list[Path] = typer.Argument(None, help="Files or folders to index [default: data/raw]."),
+    db: Optional[Path] = DbOption,
+    max_chunk_size: int = typer.Option(
+        store.MAX_CHUNK_SIZE,
+        "--max_chunk_size",
+        "--max-chunk-size",
+        help=f"Largest chunk in characters (at most {store.MAX_CHUNK_SIZE}).",
+    ),
+    include: list[str] = typer.Option(
+        list(store.DEFAULT_INCLUDE), "--include", help="File name globs to index (repeatable)."
+    ),
+) -> None:
+    """Index files into rag.db: only new or changed files are re-chunked."""
+    roots = paths or [Path("data/raw")]
+    if not 1 <= max_chunk_size <= store.MAX_CHUNK_SIZE:
+        raise RagdbError(
+            f"--max_chunk_size must be between 1 and {store.MAX_CHUNK_SIZE}, got {max_chunk_size}"
+        )
+    store.collect_files(roots, include)  # fail on a bad root before creating rag.db
+    conn = store.connect(_db(db), create=True)
+    show_bar = sys.stderr.isatty()
+    with _progress(show_bar, "indexing") as advance:
+        stats = store.index_paths(
+            conn, roots, max_chunk_size=max_chunk_size, include=include,
+            progress=advance.step, on_files=advance.total,
+        )
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
+    typer.echo(
+        f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
+        f"unchanged, {stats.files_removed} removed, {stats.files_skipped} skipped"
+        + (f" ({skipped})" if skipped else "")
+        + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
+        + (" (full rebuild)" if stats.full_rebuild else "")
+        + f"; {stats.seconds:.1f} s"
+    )
+
+
+class _Progress:
+    """A progress bar on a terminal, silence elsewhere (logs and pipes stay clean)."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = label
+        self.bar: Any = None
+        self.count = 0
+
+    def total(self, n: int) -> None:
+        if self.enabled and n:
+            self.bar = click.progressbar(length=n, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+
+    def step(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _progress(enabled: bool, label: str) -> _Progress:
+    return _Progress(enabled, label)
+
+
+KOption = typer.Option(5, "--k", "-k", help=f"How many sources (1 to {MAX_K}).")
+ModeOption = typer.Option(Mode.lexical, "--mode", help="lexical (BM25), dense or hybrid.")
+
+
+@app.command("search")
+def search_command(
+    question: str = typer.Argument(..., help="What to look for."),
+    k: int = KOption,
+    mode: Mode = ModeOption,
+    as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Print the k most relevant places for a question: `path [first:last]` and a preview."""
+    check_k(k)
+    if not question.strip():
+        raise RagdbError("the question is empty: nothing to search for")
+    conn = store.connect(_db(db))
+    hits = search(conn, question, k, mode)
+    if as_json:
+        typer.echo(json.dumps([_source(h).model_dump() for h in hits], indent=2))
+        return
+    if not hits:
+        typer.echo("no sources found", err=True)
+        return
+    for rank, hit in enumerate(hits, 1):
+        typer.echo(f"{rank:2}. {hit.file_path} [{hit.first}:{hit.last}]  {hit.preview}")
+
+
+def _search_dataset(
+    dataset_path: Path = typer.Option(
+        ..., "--dataset_path", "--dataset-path", help="Questions (RagDataset JSON)."
+    ),
+    k: int = typer.Option(10, "--k", "-k", help=f"Sources per question (1 to {evaluation.MAX_K})."),
+    save_directory: Path = typer.Option(
+        Path("data/outputs/search_results"),
+        "--save_directory",
+        "--save-directory",
+        help="Where D/<dataset file name> is written.",
+    ),
+    mode: Mode = ModeOption,
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Search every question of a dataset and save the results in the assignment's format."""
+    if not 1 <= k <= evaluation.MAX_K:
+        raise RagdbError(f"--k must be between 1 and {evaluation.MAX_K} for a dataset, got {k}")
+    dataset = load_json(dataset_path, RagDataset, "dataset")
+    conn = store.connect(_db(db))
+    started = time.perf_counter()
+    results = []
+    for question in dataset.rag_questions:
+        hits = search(conn, question.question, k, mode) if question.question.strip() else []
+        results.append(
+            MinimalSearchResults(
+                question_id=question.question_id,
+                question=question.question,
+                question_str=question.question,
+                retrieved_sources=[_source(h) for h in hits],
+            )
+        )
+    out = save_directory / dataset_path.name
+    write_json(out, StudentSearchResults(search_results=results, k=k))
+    typer.echo(
+        f"{len(results)} questions searched in {time.perf_counter() - started:.2f} s; wrote {out}"
+    )
+
+
+app.command("search-dataset")(_search_dataset)
+app.command("search_dataset", hidden=True)(_search_dataset)
+
+
+def _evaluate(
+    student_search_results_path: Path = typer.Option(
+        ...,
+        "--student_search_results_path",
+        "--student-search-results-path",
+        help="A search-dataset output.",
+    ),
+    dataset_path: Path = typer.Option(
+        ..., "--dataset_path", "--dataset-path", help="The dataset with reference sources."
+    ),
+) -> None:
+    """Recall@1/3/5/10 of a results file against a dataset's reference sources."""
+    results = load_json(student_search_results_path, StudentSearchResults, "results file")
+    dataset = load_json(dataset_path, RagDataset, "dataset")
+    if not any(q.sources for q in dataset.rag_questions):
+        raise RagdbError(f"dataset {dataset_path} has no reference sources to evaluate against")
+    report = evaluation.evaluate(results, dataset)
+    typer.echo(f"questions: {report.questions} ({report.answered} in the results file)")
+    for k, value in report.recall.items():
+        typer.echo(f"recall@{k}: {value:.3f}")
+    if report.problems:
+        for problem in report.problems[:20]:
+            _err(f"invalid: {problem}")
+        raise RagdbError(f"the results file is invalid ({len(report.problems)} problems)")
+
+
+app.command("evaluate")(_evaluate)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Run the CLI; any RagdbError, bad option or interrupt ends in one line and a non-zero exit."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="ragdb", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(0)
+    except click.UsageError as exc:
+        _err(exc.format_message().replace("\n", " "))
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        _err("interrupted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        _err(exc.format_message())
+        sys.exit(exc.exit_code)
+    except RagdbError as exc:
+        _err(str(exc))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        _err("interrupted; rag.db keeps its last complete index")
+        sys.exit(130)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        _err(f"the database is corrupted ({exc}); delete it and run `ragdb index`")
+        sys.exit(1)
+    except apsw.Error as exc:
+        _err(f"database error: {exc}")
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(1)
+

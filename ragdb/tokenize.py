@@ -1,0 +1,87 @@
+"""Text analysis shared by indexing and querying: identifiers split into the words they are made of.
+
+FTS5 indexes the *analysed* text with its built-in `porter unicode61` tokenizer, so any SQLite
+client can query rag.db (a Python tokenizer registered through apsw would make the table unreadable
+to everything else). `Gemma2DecoderLayer` becomes `gemma2 decoder layer gemma2decoderlayer`: the
+parts let a question in plain words match, the joined form rewards the exact identifier.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Bump when analysis changes: the index records it and a different version forces a rebuild.
+TOKENIZER_VERSION = "ragdb-split-1"
+
+_TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
+
+# Question words and glue that carry no information for BM25 but cost a doclist scan each.
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    between both but by can could did do does doing done during each few for from further had has
+    have having he her here hers him his how i if in into is it its itself just me more most my no
+    nor not of off on once only or other our out over own same she should so some such than that
+    the their them then there these they this those through to too under until up upon very was we
+    were what when where which while who whom why will with would you your used use using uses
+    way ways""".split()
+)
+
+
+def _camel_parts(piece: str) -> list[str]:
+    """Split camelCase, but keep brand-like words whole.
+
+    `LoRA` -> lo + ra and `vLLM` -> v + llm would add noise terms, so a piece is only split when
+    every part has two or more characters and one has at least three (`toDict`, `HTTPServer`).
+    """
+    if not piece.isascii():
+        return [piece.lower()]
+    parts = _CAMEL_PART.findall(piece)
+    if len(parts) < 2 or "".join(parts) != piece:
+        return [piece.lower()]
+    if min(map(len, parts)) < 2 or max(map(len, parts)) < 3:
+        return [piece.lower()]
+    return [p.lower() for p in parts]
+
+
+def split_identifier(token: str) -> list[str]:
+    """Lower-cased words of one identifier: snake_case, camelCase, digits kept with their word."""
+    parts: list[str] = []
+    for piece in token.split("_"):
+        if piece:
+            parts.extend(_camel_parts(piece))
+    return parts
+
+
+def analyse_terms(text: str) -> list[str]:
+    """Terms of a text: each identifier's parts, then the whole identifier when it had several."""
+    terms: list[str] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        parts = split_identifier(token)
+        terms.extend(parts)
+        if len(parts) > 1:
+            terms.append("".join(parts))
+    return terms
+
+
+def analyse(text: str) -> str:
+    """The analysed text stored in chunks_fts."""
+    return " ".join(analyse_terms(text))
+
+
+def query_terms(question: str) -> list[str]:
+    """Distinct informative terms of a question, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for term in analyse_terms(question):
+        if term not in STOPWORDS and term not in seen:
+            seen[term] = None
+    return list(seen)
+
+
+def fts_query(question: str) -> str:
+    """An FTS5 MATCH expression: any of the question's terms, each quoted so none is an operator.
+
+    Returns "" when the question has no informative term (then there is nothing to search).
+    """
+    return " OR ".join(f'"{term}"' for term in query_terms(question))

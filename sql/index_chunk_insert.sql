@@ -1,0 +1,2 @@
+INSERT INTO chunks (file_id, first_char, last_char, start_line, end_line, kind, context, text)
+VALUES (:file_id, :first_char, :last_char, :start_line, :end_line, :kind, :context, :text);
