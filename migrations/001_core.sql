@@ -34,6 +34,15 @@ CREATE VIRTUAL TABLE chunks_fts USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
+-- Document frequencies straight from the FTS5 index (built in: readable by any client).
+CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab(chunks_fts, 'row');
+
+-- Stemmed terms found in more than half of all chunks. BM25 gives them no weight (FTS5 clamps
+-- their IDF to ~0) yet each costs a scan of most rows, so queries leave them out.
+CREATE TABLE fts_common_terms (
+    term  TEXT PRIMARY KEY
+) WITHOUT ROWID;
+
 -- Settings the index was built with; a change of the ones marked "rebuild" forces a full rebuild.
 CREATE TABLE settings (
     key    TEXT PRIMARY KEY,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ragdb import evaluate as evaluation
 from ragdb import store
 from ragdb.errors import RagdbError
-from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search
+from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k
 from ragdb.schemas import (
     MinimalSearchResults,
     MinimalSource,
@@ -172,7 +172,7 @@ def search_command(
     if not question.strip():
         raise RagdbError("the question is empty: nothing to search for")
     conn = store.connect(_db(db))
-    hits = search(conn, question, k, mode)
+    hits = Searcher(conn).search(question, k, mode)
     if as_json:
         typer.echo(json.dumps([_source(h).model_dump() for h in hits], indent=2))
         return
@@ -201,11 +201,11 @@ def _search_dataset(
     if not 1 <= k <= evaluation.MAX_K:
         raise RagdbError(f"--k must be between 1 and {evaluation.MAX_K} for a dataset, got {k}")
     dataset = load_json(dataset_path, RagDataset, "dataset")
-    conn = store.connect(_db(db))
+    searcher = Searcher(store.connect(_db(db)))
     started = time.perf_counter()
     results = []
     for question in dataset.rag_questions:
-        hits = search(conn, question.question, k, mode) if question.question.strip() else []
+        hits = searcher.search(question.question, k, mode) if question.question.strip() else []
         results.append(
             MinimalSearchResults(
                 question_id=question.question_id,

@@ -96,6 +96,11 @@ def get_setting(conn: apsw.Connection, key: str) -> str | None:
     return rows[0][0] if rows else None
 
 
+def generation(conn: apsw.Connection) -> int:
+    """Bumped by every index run that changed something: caches keyed on it stay correct."""
+    return int(get_setting(conn, "generation") or 0)
+
+
 def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO settings(key, value) VALUES (:key, :value) "
@@ -258,8 +263,8 @@ def index_paths(
         set_setting(conn, "max_chunk_size", str(max_chunk_size))
         set_setting(conn, "tokenizer", TOKENIZER_VERSION)
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
-            generation = int(get_setting(conn, "generation") or 0) + 1
-            set_setting(conn, "generation", str(generation))
+            conn.execute(sql("index_common_terms"))
+            set_setting(conn, "generation", str(generation(conn) + 1))
         stats.chunks_total = conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
         stats.seconds = time.perf_counter() - started
         conn.execute(

@@ -71,17 +71,21 @@ def analyse(text: str) -> str:
 
 
 def query_terms(question: str) -> list[str]:
-    """Distinct informative terms of a question, in order of first appearance."""
+    """Distinct informative terms of a question, in order of first appearance.
+
+    Single letters go too: `vLLM's` yields a lone `s` that matches half the corpus.
+    """
     seen: dict[str, None] = {}
     for term in analyse_terms(question):
-        if term not in STOPWORDS and term not in seen:
-            seen[term] = None
+        if term in STOPWORDS or term in seen or (len(term) == 1 and not term.isdigit()):
+            continue
+        seen[term] = None
     return list(seen)
 
 
-def fts_query(question: str) -> str:
-    """An FTS5 MATCH expression: any of the question's terms, each quoted so none is an operator.
+def fts_query(terms: list[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms, each quoted so none is an operator.
 
-    Returns "" when the question has no informative term (then there is nothing to search).
+    Returns "" when there is no term (then there is nothing to search).
     """
-    return " OR ".join(f'"{term}"' for term in query_terms(question))
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)

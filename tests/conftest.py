@@ -1,0 +1,98 @@
+"""Shared fixtures: small real corpora, a real rag.db, and the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CORPUS_TGZ = SHARED / "corpus" / "vllm-0.10.1.tar.gz"
+DATASETS = SHARED / "datasets" / "public"
+
+# OpenVINO writes telemetry under $HOME; keep it out of the user's home and off the network.
+os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path_factory.getbasetemp() / "home"))
+    monkeypatch.delenv("RAGDB_DB", raising=False)
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real `python -m ragdb`, as a user runs it."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.setdefault("RAGDB_MODELS_DIR", str(REPO / "data" / "models"))
+    return subprocess.run(
+        [sys.executable, "-m", "ragdb", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+SMALL_CORPUS = {
+    "docs/features/lora.md": (
+        "# LoRA Adapters\n\nvLLM serves several LoRA adapters at once on one base model.\n\n"
+        "## Dynamically serving LoRA adapters\n\nPOST to `/v1/load_lora_adapter` with the "
+        "adapter's name and path to load an adapter at run time, and to "
+        "`/v1/unload_lora_adapter` to unload it.\n"
+    ),
+    "docs/usage/quickstart.md": (
+        "# Quickstart\n\nInstall vLLM with pip, then start a server with `vllm serve`.\n\n"
+        "## Offline inference\n\nUse the LLM class with SamplingParams to generate text.\n"
+    ),
+    "pkg/layers.py": (
+        '"""Model layers."""\n\nimport math\n\n\nclass Gemma2DecoderLayer:\n'
+        '    """One decoder layer of Gemma 2."""\n\n    def __init__(self, hidden_size: int) -> None:\n'
+        "        self.hidden_size = hidden_size\n\n    def forward(self, x: float) -> float:\n"
+        "        return math.tanh(x) * self.hidden_size\n\n\n"
+        "def trust_remote_code_default() -> bool:\n    # Remote code is never trusted unless asked.\n"
+        "    return False\n"
+    ),
+    "notes.txt": "Release notes\n\nThe scheduler now supports chunked prefill by default.\n",
+}
+
+
+def write_corpus(root: Path, files: dict[str, str] = SMALL_CORPUS) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A working folder with a small corpus under data/raw/proj, as a user would lay it out."""
+    write_corpus(tmp_path / "data" / "raw" / "proj")
+    return tmp_path
+
+
+def corpus_members(every: int = 1, suffixes: tuple[str, ...] = (".py", ".md", ".txt")) -> list[str]:
+    """Names of corpus files in the shared tarball (every n-th one), for slices of real code."""
+    if not CORPUS_TGZ.exists():
+        pytest.skip(f"reference corpus not found at {CORPUS_TGZ}")
+    with tarfile.open(CORPUS_TGZ) as tar:
+        names = sorted(m.name for m in tar.getmembers() if m.isfile() and m.name.endswith(suffixes))
+    return names[::every]
+
+
+def extract_slice(dest: Path, every: int) -> Path:
+    """Extract every n-th corpus file under dest/data/raw, keeping the corpus layout."""
+    wanted = set(corpus_members(every))
+    with tarfile.open(CORPUS_TGZ) as tar:
+        members = [m for m in tar.getmembers() if m.name in wanted]
+        tar.extractall(dest / "data" / "raw", members=members, filter="data")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def corpus_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 200 real vLLM files, extracted once per test session (read-only by convention)."""
+    return extract_slice(tmp_path_factory.mktemp("slice"), every=10)

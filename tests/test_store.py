@@ -1,0 +1,163 @@
+"""rag.db itself: migrations, incremental indexing, and runs that die half-way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ragdb import store
+from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.retrieve import Searcher
+from tests.conftest import SMALL_CORPUS, extract_slice, run_cli, write_corpus
+
+QUESTIONS = [
+    "How do I load a LoRA adapter at run time?",
+    "Gemma2DecoderLayer forward",
+    "sampling parameters for offline inference",
+    "scheduler chunked prefill",
+    "tensor parallel size of the model executor",
+    "trust_remote_code",
+]
+
+
+def ranked(db: Path) -> list[list[tuple[str, int, int]]]:
+    searcher = Searcher(store.connect(db))
+    return [[(h.file_path, h.first, h.last) for h in searcher.search(q, 10)] for q in QUESTIONS]
+
+
+def test_missing_database_is_not_created(tmp_path: Path) -> None:
+    with pytest.raises(MissingIndexError):
+        store.connect(tmp_path / "rag.db")
+    assert not (tmp_path / "rag.db").exists()
+
+
+def test_schema_from_a_newer_ragdb_is_refused(tmp_path: Path) -> None:
+    conn = store.connect(tmp_path / "rag.db", create=True)
+    conn.execute(f"PRAGMA user_version = {store.schema_version() + 1}")
+    conn.close()
+    with pytest.raises(RagdbError, match="newer ragdb"):
+        store.connect(tmp_path / "rag.db")
+
+
+def test_wal_and_stock_sqlite_can_read_everything_but_vectors(project: Path) -> None:
+    os.chdir(project)
+    conn = store.connect(project / "rag.db", create=True)
+    store.index_paths(conn, [Path("data/raw")])
+    assert conn.execute("PRAGMA journal_mode").fetchall()[0][0] == "wal"
+    conn.close()
+    stock = sqlite3.connect(project / "rag.db")
+    tables = [r[0] for r in stock.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'chunk_vectors%'")]
+    for table in tables:
+        stock.execute(f'SELECT * FROM "{table}" LIMIT 5').fetchall()
+    hits = stock.execute(
+        "SELECT c.text FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        "WHERE chunks_fts MATCH 'lora'").fetchall()
+    assert hits and all("LoRA" in text for (text,) in hits)
+    # the identifier was split at index time, so a plain word finds it
+    assert stock.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'decoder'"
+                         ).fetchone()[0] >= 1
+
+
+def test_incremental_runs_equal_a_full_rebuild(tmp_path: Path) -> None:
+    extract_slice(tmp_path, every=25)
+    os.chdir(tmp_path)
+    raw = Path("data/raw")
+    write_corpus(raw / "proj")
+    incremental = tmp_path / "incremental.db"
+    conn = store.connect(incremental, create=True)
+    first = store.index_paths(conn, [raw])
+    assert first.files_indexed == first.files_seen
+
+    # change one file, delete one, add one
+    py_files = sorted(raw.rglob("*.py"))
+    changed, deleted = py_files[0], py_files[1]
+    changed.write_text(changed.read_text() + "\n\ndef brand_new_helper():\n    return 42\n")
+    deleted.unlink()
+    write_corpus(raw / "extra", {"added.md": "# Added\n\nA new page about speculative decoding.\n"})
+    second = store.index_paths(conn, [raw])
+    assert (second.files_indexed, second.files_removed) == (2, 1)
+    assert second.files_unchanged == second.files_seen - 2
+    assert not second.full_rebuild
+    conn.close()
+
+    full = tmp_path / "full.db"
+    store.index_paths(store.connect(full, create=True), [raw])
+    assert ranked(incremental) == ranked(full)
+    counts = [store.connect(db).execute("SELECT count(*), sum(last_char - first_char) FROM chunks")
+              .fetchall() for db in (incremental, full)]
+    assert counts[0] == counts[1]
+
+
+def test_changed_chunk_size_forces_full_rebuild(project: Path) -> None:
+    os.chdir(project)
+    conn = store.connect(project / "rag.db", create=True)
+    store.index_paths(conn, [Path("data/raw")], max_chunk_size=2000)
+    stats = store.index_paths(conn, [Path("data/raw")], max_chunk_size=100)
+    assert stats.full_rebuild and stats.files_indexed == len(SMALL_CORPUS)
+    longest = conn.execute("SELECT max(last_char - first_char) FROM chunks").fetchall()[0][0]
+    assert longest <= 100
+
+
+def test_other_roots_are_kept(project: Path) -> None:
+    os.chdir(project)
+    write_corpus(project / "other", {"a.md": "# Other\n\nSomething else entirely.\n"})
+    conn = store.connect(project / "rag.db", create=True)
+    store.index_paths(conn, [Path("data/raw")])
+    stats = store.index_paths(conn, [Path("other")])
+    assert stats.files_removed == 0
+    paths = {r[0] for r in conn.execute("SELECT path FROM files")}
+    assert "other/a.md" in paths and "data/raw/proj/notes.txt" in paths
+
+
+def _wait_for_writes(db: Path, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Until the run has started writing its transaction (the WAL grows past one page)."""
+    wal = Path(f"{db}-wal")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail("the index run ended before it could be interrupted")
+        if wal.exists() and wal.stat().st_size > 512 * 1024:
+            return
+        time.sleep(0.02)
+    pytest.fail("the index run never started writing")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_killed_index_run_keeps_the_previous_index(tmp_path: Path, sig: signal.Signals) -> None:
+    project = extract_slice(tmp_path, every=4)
+    os.chdir(project)
+    small = Path("data/raw/proj")
+    write_corpus(small)
+    db = project / "rag.db"
+    first = run_cli("index", str(small), "--db", str(db), cwd=project)
+    assert first.returncode == 0, first.stderr
+    before = ranked(db)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    _wait_for_writes(db, proc)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    if sig == signal.SIGINT:
+        lines = stderr.decode().strip().splitlines()
+        assert len(lines) == 1 and "interrupted" in lines[0], stderr
+
+    conn = store.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert conn.execute("SELECT count(*) FROM files").fetchall()[0][0] == len(SMALL_CORPUS)
+    conn.close()
+    assert ranked(db) == before
+    # and the next run completes
+    again = run_cli("index", "data/raw", "--db", str(db), cwd=project)
+    assert again.returncode == 0, again.stderr
