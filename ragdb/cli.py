@@ -254,11 +254,14 @@ def _evaluate(
 app.command("evaluate")(_evaluate)
 
 
+INTERRUPTED = "interrupted; rag.db keeps its last complete index"
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Run the CLI; any RagdbError, bad option or interrupt ends in one line and a non-zero exit."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=argv, prog_name="ragdb", standalone_mode=False)
+        status = command.main(args=argv, prog_name="ragdb", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
@@ -277,7 +280,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         _err(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
-        _err("interrupted; rag.db keeps its last complete index")
+        _err(INTERRUPTED)
         sys.exit(130)
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         _err(f"the database is corrupted ({exc}); delete it and run `ragdb index`")
@@ -287,4 +290,10 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(1)
     except BrokenPipeError:
         sys.exit(1)
+    # Typer turns Ctrl-C into an exit status of 130 that it returns in non-standalone mode.
+    if status == 130:
+        _err(INTERRUPTED)
+        sys.exit(130)
+    if isinstance(status, int) and status:
+        sys.exit(status)
 

@@ -77,7 +77,7 @@ def test_incremental_runs_equal_a_full_rebuild(tmp_path: Path) -> None:
     assert first.files_indexed == first.files_seen
 
     # change one file, delete one, add one
-    py_files = sorted(raw.rglob("*.py"))
+    py_files = [p for p in sorted(raw.rglob("*.py")) if "/." not in p.as_posix()]
     changed, deleted = py_files[0], py_files[1]
     changed.write_text(changed.read_text() + "\n\ndef brand_new_helper():\n    return 42\n")
     deleted.unlink()
@@ -144,6 +144,8 @@ def test_killed_index_run_keeps_the_previous_index(tmp_path: Path, sig: signal.S
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # a shell's background jobs inherit an ignored SIGINT; a user's terminal does not
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _wait_for_writes(db, proc)
     proc.send_signal(sig)
