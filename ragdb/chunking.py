@@ -12,6 +12,7 @@ import gc
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -241,14 +242,11 @@ def _overlap_start(text: str, s: int, e: int, prev_first: int, budget: int) -> i
         return s
     nl = text.find("\n", lower - 1, s - 1)
     if nl >= 0:
-        start = nl + 1
-    else:
-        m = _WORD_START.search(text, lower - 1, s)
-        if m is None:
-            return s
-        start = m.end()
-    trimmed = _trim(text, start, e)
-    return s if trimmed is None else min(trimmed[0], s)
+        start = _trim(text, nl + 1, e)
+        if start is not None and start[0] < s:
+            return start[0]
+    m = _WORD_START.search(text, lower - 1, s)
+    return s if m is None else m.end()
 
 
 _MD_CANDIDATE = re.compile(r"^[ \t]*[`~#=-].*$", re.M)
@@ -471,7 +469,7 @@ def _indent(text: str, starts: list[int], line: int) -> int:
     return 0 if m is None else m.end() - s
 
 
-def _python_block(text: str, starts: list[int], nodes: list[ast.AST], s: int, e: int,
+def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int, e: int,
                   context: tuple[str, ...], top: bool, cap: int, out: list[_Piece],
                   lead: int = -1, trail: int = -1) -> None:
     """Pieces of text[s:e], which holds `nodes` (the statements of one block): statements
@@ -517,15 +515,32 @@ def _python_block(text: str, starts: list[int], nodes: list[ast.AST], s: int, e:
         trimmed = _trim(text, bounds[k], bounds[k + 1])
         if trimmed is None:
             continue
+        if isinstance(group[0], (*_DEFS, ast.ClassDef)):
+            strength = 3
+        elif _BLANK_LINE.search(text, bounds[k], max(bounds[k], starts[firsts[k] - 1])):
+            strength = 2
+        else:
+            strength = 1
+        if trimmed[1] - trimmed[0] > cap:
+            own = _trim(text, max(trimmed[0], starts[firsts[k] - 1]),
+                        min(trimmed[1], starts[lasts[k]]))
+            if own is not None and own[1] - own[0] <= cap:
+                # Comments around a statement that fits are no reason to split the statement.
+                before = _trim(text, trimmed[0], own[0])
+                after = _trim(text, own[1], trimmed[1])
+                for part, part_strength, part_group in (
+                        (before, strength, []), (own, 1 if before else strength, group),
+                        (after, 1, [])):
+                    if part is not None:
+                        u_s.append(part[0])
+                        u_e.append(part[1])
+                        u_k.append(part_strength)
+                        grouped.append(part_group)
+                continue
         u_s.append(trimmed[0])
         u_e.append(trimmed[1])
+        u_k.append(strength)
         grouped.append(group)
-        if isinstance(group[0], (*_DEFS, ast.ClassDef)):
-            u_k.append(3)
-        elif _BLANK_LINE.search(text, bounds[k], max(bounds[k], starts[firsts[k] - 1])):
-            u_k.append(2)
-        else:
-            u_k.append(1)
     members = grouped
     around = _trim(text, lead, s) if 0 <= lead < s else None
     if around is not None:
@@ -583,14 +598,22 @@ def _python_block(text: str, starts: list[int], nodes: list[ast.AST], s: int, e:
             continue
         node = group[0]
         head = len(out)
-        inner_context = context
-        if isinstance(node, (*_DEFS, ast.ClassDef)):
-            inner_context = context + (_signature(text, starts, node),)
-        _python_block(text, starts, inner, u_s[k], u_e[k], inner_context, False, cap, out,
-                      leads.get(g, -1), trails.get(g, -1))
-        if len(out) > head and isinstance(node, (*_DEFS, ast.ClassDef)):
-            a, b, _, c = out[head]
-            out[head] = (a, b, "class" if isinstance(node, ast.ClassDef) else "function", c)
+        if not isinstance(node, (*_DEFS, ast.ClassDef)):
+            _python_block(text, starts, inner, u_s[k], u_e[k], context, False, cap, out,
+                          leads.get(g, -1), trails.get(g, -1))
+            continue
+        _python_block(text, starts, inner, u_s[k], u_e[k], context + (_signature(
+            text, starts, node),), False, cap, out, leads.get(g, -1), trails.get(g, -1))
+        # The piece with the def or class line says what it is; pieces holding only the
+        # neighbouring statements packed along live outside it.
+        outside = "module" if top else "statements"
+        def_at = starts[node.lineno - 1]
+        for n in range(head, len(out)):
+            a, b, kind, c = out[n]
+            if b <= def_at or a >= u_e[k]:
+                out[n] = (a, b, outside, ctx)
+            elif a <= def_at:
+                out[n] = (a, b, "class" if isinstance(node, ast.ClassDef) else "function", c)
 
 
 def _python_run(run: list[int], u_s: list[int], u_e: list[int], u_k: list[int],
@@ -627,8 +650,8 @@ def _pack_range(text: str, s: int, e: int, lead: int, trail: int,
         a_s.append(e)
         a_e.append(trail)
         a_k.append(4)
-    return [(a_s[i], a_e[j - 1]) for i, j in _pack(a_s, a_e, a_k, 0, len(a_s), cap,
-                                                     _min_len(cap))]
+    groups = _pack(a_s, a_e, a_k, 0, len(a_s), cap, _min_len(cap))
+    return [(a_s[i], a_e[j - 1]) for i, j in groups]
 
 
 _SIG_OPEN = re.compile(r"([(\[{]) ")

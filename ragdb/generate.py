@@ -72,6 +72,8 @@ OFFLINE_MAX_NEW_TOKENS = 200
 DEFAULT_CONTEXT_TOKENS = 4096
 DEFAULT_MAX_NEW_TOKENS = 320
 DEFAULT_QUESTION_CAP = 160
+DEFAULT_REPETITION_PENALTY = 1.1
+LEAD_CITATION_PREFIX = "According to ["
 _MIN_SOURCE_BUDGET = 64
 
 _HUB_CHECK_TIMEOUT_S = 1.5
@@ -647,26 +649,43 @@ def repetition_cut(text: str, *, final: bool = True) -> tuple[int, int]:
     """Where a repetition loop starts (len(text) if none), and, while streaming, where the
     unfinished tail starts repeating an earlier sentence (so it is held back, not shown).
 
-    Small models loop on a sentence, a line or a short phrase; we keep the first occurrence.
+    Small models loop on a sentence, a line (even "```") or a short phrase; the first
+    occurrence is kept and everything from the second one on is cut.
     """
-    seen: dict[str, int] = {}
-    hold = len(text)
-    position = 0
     units: list[tuple[int, int, bool]] = []
+    position = 0
     for match in _SENTENCE_END.finditer(text):
         units.append((position, match.end(), True))
         position = match.end()
     if position < len(text):
         units.append((position, len(text), final))
-    cut = len(text)
+    seen: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    hold = cut = len(text)
+    previous, run, run_second = "", 0, 0
     for start, end, complete in units:
-        key = _unit_key(text[start:end])
-        if not key:
+        unit = text[start:end].strip()
+        if not unit:
             continue
+        key = _unit_key(unit)
         if not complete:
-            if any(k.startswith(key) for k in seen):
+            if key and any(k.startswith(key) for k in seen):
                 hold = start
             continue
+        # The same line over and over, however short ("```", "- **Tools**:" is not).
+        if unit == previous:
+            run += 1
+            run_second = run_second if run > 2 else start
+            if run >= 3:
+                cut = run_second
+                break
+        else:
+            previous, run = unit, 1
+        # A short line said a third time ("- **Tools**:" in a list that never ends).
+        counts[unit] = counts.get(unit, 0) + 1
+        if key and counts[unit] >= 3 and not unit.startswith("```"):
+            cut = start
+            break
         if len(key.split()) >= 3:
             if key in seen:
                 cut = start
@@ -683,23 +702,33 @@ def _ngram_cut(text: str, units: list[tuple[int, int, bool]], final: bool) -> in
     if not final and words and words[-1][1] + len(words[-1][0]) == len(text):
         words = words[:-1]  # may still be growing
     tokens = [w for w, _ in words]
+
+    def snap(first_copy: int, repeat: int) -> int:
+        """Cut at the start of the sentence holding the repeat when that keeps the first copy."""
+        at, first_at = words[repeat][1], words[first_copy][1]
+        start = next((s for s, e, _ in units if s <= at < e), at)
+        return start if start > first_at else at
+
     best = len(text)
-    for size in range(1, 6):
-        copies = 4 if size == 1 else 3
+    # The same few characters over and over inside one "word": 100x100x100x100...
+    for match in re.finditer(r"(\w.{1,19}?)\1{3,}", text):
+        if any(c.isalpha() for c in match.group(1)) or len(match.group(0)) > 24:
+            word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start()))
+            best = min(best, word_start + 1)
+            break
+    for size in range(1, 13):
+        copies = 4 if size == 1 else 3 if size <= 5 else 2
         for i in range(0, len(tokens) - size * copies + 1):
             block = tokens[i:i + size]
             if all(tokens[i + k * size:i + (k + 1) * size] == block for k in range(1, copies)):
-                best = min(best, words[i + size][1])
+                best = min(best, snap(i, i + size))
                 break
     size = 10
     first: dict[tuple[str, ...], int] = {}
     for i in range(0, len(tokens) - size + 1):
         gram = tuple(tokens[i:i + size])
-        if gram in first and i >= first[gram] + size:
-            at = words[i][1]
-            start = next((s for s, e, _ in units if s <= at < e), at)
-            first_at = words[first[gram]][1]
-            best = min(best, start if start > first_at else at)
+        if gram in first:
+            best = min(best, snap(first[gram], i))
             break
         first.setdefault(gram, i)
     return best
@@ -817,7 +846,14 @@ class _Streamer:
 
 
 class Generator:
-    """One loaded model answering many questions; the HTTP server keeps one alive."""
+    """One loaded model answering many questions; the HTTP server keeps one alive.
+
+    `lead_citation` (on by default for the offline SmolLM2 only) starts every answer with
+    "According to [n], " where n is chosen by the model itself, constrained by a grammar to the
+    numbers of the given sources: measured on 10 questions, SmolLM2-135M cited a source in 1 of
+    10 answers when only asked to, and in 10 of 10 this way, with shorter, more on-topic
+    answers. The number is the model's choice; no citation is ever added afterwards.
+    """
 
     def __init__(
         self,
@@ -826,8 +862,8 @@ class Generator:
         max_new_tokens: int | None = None,
         context_tokens: int | None = None,
         question_cap: int = DEFAULT_QUESTION_CAP,
-        repetition_penalty: float = 1.1,
-        answer_prefix: str | None = None,
+        repetition_penalty: float = DEFAULT_REPETITION_PENALTY,
+        lead_citation: bool | None = None,
     ) -> None:
         os.environ.setdefault("OPENVINO_TELEMETRY_DISABLED", "1")
         import openvino_genai
@@ -842,7 +878,7 @@ class Generator:
         trained = _model_context_length(resolved.path)
         self.context_tokens = min(context, trained) if trained else context
         self.question_cap = question_cap
-        self.answer_prefix = answer_prefix if answer_prefix is not None else ""
+        self.lead_citation = small if lead_citation is None else lead_citation
         self.prompt_budget = self.context_tokens - self.max_new_tokens
         if self.prompt_budget < question_cap + _MIN_SOURCE_BUDGET + 200:
             raise RagdbError(
@@ -864,6 +900,7 @@ class Generator:
         config.apply_chat_template = False  # we render the template ourselves (enable_thinking)
         config.repetition_penalty = repetition_penalty
         self._config = config
+        self._grammar = openvino_genai.StructuredOutputConfig
         self._lock = threading.Lock()
         overhead_messages = [{"role": "system", "content": ""}, {"role": "user", "content": ""}]
         self._template_overhead = self.count_tokens(self.render(overhead_messages))
@@ -880,6 +917,8 @@ class Generator:
     ) -> tuple[str, list[PromptSource]]:
         """The exact prompt text and the sources in it, fitted to the prompt budget."""
         budget = self.prompt_budget - self._template_overhead
+        if self.lead_citation:
+            budget -= self.count_tokens(LEAD_CITATION_PREFIX)
         for _ in range(4):
             messages, used = build_prompt(
                 question, sources, self.count_tokens, budget, self.question_cap
@@ -887,9 +926,20 @@ class Generator:
             prompt = self.render(messages)
             excess = self.count_tokens(prompt) - self.prompt_budget
             if excess <= 0:
-                return prompt, used
+                break
             budget -= excess
         return prompt, used
+
+    def _set_grammar(self, n_sources: int) -> None:
+        """Let the model pick which source to lead with, among valid numbers only."""
+        if not self.lead_citation:
+            self._config.structured_output_config = None
+            return
+        grammar = self._grammar
+        numbers = "|".join(str(n) for n in range(n_sources, 0, -1))
+        self._config.structured_output_config = grammar(
+            compound_grammar=grammar.Concat(grammar.Regex(f"({numbers})\\], "), grammar.AnyText())
+        )
 
     def answer(
         self,
@@ -907,9 +957,11 @@ class Generator:
                 raise RagdbError("no source fits in the model's context: raise the context size")
             # A template that opens a think block itself leaves the model inside it.
             prefix = "<think>\n" if prompt.rstrip().endswith("<think>") else ""
-            prefix += self.answer_prefix
-            prompt += self.answer_prefix
+            if self.lead_citation:
+                prefix += LEAD_CITATION_PREFIX
+                prompt += LEAD_CITATION_PREFIX
             streamer = _Streamer(len(used), on_token, prefix)
+            self._set_grammar(len(used))
             try:
                 result = self._pipe.generate([prompt], self._config, streamer)
             except RuntimeError as exc:
@@ -922,9 +974,11 @@ class Generator:
         metrics = result.perf_metrics
         new_tokens = int(metrics.get_num_generated_tokens())
         finish = list(getattr(result, "finish_reasons", []) or [])
-        truncated = bool(finish) and finish[0].name == "LENGTH" and not streamer.looping
-        if not finish:
-            truncated = new_tokens >= self.max_new_tokens and not streamer.looping
+        if finish:
+            truncated = finish[0] == _finish_reason_length()
+        else:
+            truncated = new_tokens >= self.max_new_tokens
+        truncated = truncated and not streamer.looping
         raw = streamer.raw if streamer.looping else prefix + result.texts[0]
         text, cited = clean_answer(raw, len(used), truncated=truncated)
         if not text:
@@ -945,6 +999,12 @@ class Generator:
             total_s=total,
             sources=used,
         )
+
+
+def _finish_reason_length() -> Any:
+    import openvino_genai
+
+    return openvino_genai.GenerationFinishReason.LENGTH
 
 
 # --------------------------------------------------------------------------------------------

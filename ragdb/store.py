@@ -101,6 +101,12 @@ def generation(conn: apsw.Connection) -> int:
     return int(get_setting(conn, "generation") or 0)
 
 
+def bump_generation(conn: apsw.Connection) -> None:
+    """Mark the index as changed: cached query results of earlier generations are dropped."""
+    set_setting(conn, "generation", str(generation(conn) + 1))
+    conn.execute("DELETE FROM query_cache")
+
+
 def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO settings(key, value) VALUES (:key, :value) "
@@ -264,7 +270,7 @@ def index_paths(
         set_setting(conn, "tokenizer", TOKENIZER_VERSION)
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
-            set_setting(conn, "generation", str(generation(conn) + 1))
+            bump_generation(conn)
         stats.chunks_total = conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
         stats.seconds = time.perf_counter() - started
         conn.execute(
