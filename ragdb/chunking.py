@@ -29,6 +29,7 @@ _FILE_KINDS = {".py": "python", ".md": "markdown", ".rst": "rst", ".txt": "text"
 
 
 def file_kind(path: str) -> str | None:
+    """'python', 'markdown', 'rst' or 'text' by suffix; None for files we do not index."""
     return _FILE_KINDS.get(os.path.splitext(path)[1].lower())
 
 
@@ -104,10 +105,12 @@ def _split_range(text: str, s: int, e: int, cap: int, seps: _Seps, level: int, s
                 _split_range(text, prev, cut, cap, seps, level, prev_strength, a_s, a_e, a_k)
                 prev, prev_strength = cut, sep_strength
             return
-    # One token longer than the cap: slice it.
-    for p in range(s, e, cap):
+    # One token longer than the cap: slices of even size, so no crumb is left at its end.
+    n = -(-(e - s) // cap)
+    size = -(-(e - s) // n)
+    for p in range(s, e, size):
         a_s.append(p)
-        a_e.append(min(p + cap, e))
+        a_e.append(min(p + size, e))
         a_k.append(strength if p == s else _CHAR)
 
 
@@ -250,6 +253,7 @@ def _overlap_start(text: str, s: int, e: int, prev_first: int, budget: int) -> i
 
 
 _MD_CANDIDATE = re.compile(r"^[ \t]*[`~#=-].*$", re.M)
+_FRONT_MATTER = re.compile(r"---[ \t]*\r?\n(?:[ \t]*\S.*\n)*?(?:---|\.\.\.)[ \t]*\r?$", re.M)
 _MD_ATTRS = re.compile(r"[ \t]*\{[ \t]*[#.:][^}]*\}$")
 _MD_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 _SETEXT_BLOCKERS = ("#", "-", "*", "+", ">", "|", "<", "`", "~", "=", "!!!", "???")
@@ -259,7 +263,8 @@ def _markdown_headings(text: str) -> list[tuple[int, int, str]]:
     """(offset of the heading's first line, level, title), skipping fenced code blocks."""
     headings: list[tuple[int, int, str]] = []
     fence = ""
-    for m in _MD_CANDIDATE.finditer(text):
+    front = _FRONT_MATTER.match(text)  # YAML: its '#' lines are comments
+    for m in _MD_CANDIDATE.finditer(text, front.end() if front else 0):
         line = m.group().rstrip()
         body = line.lstrip()
         indent = len(line) - len(body)
@@ -383,17 +388,21 @@ def _chunk_python(text: str, cap: int) -> list[Chunk]:
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
         return [] if trimmed is None else [Chunk(trimmed[0], trimmed[1], "module", "")]
+    # The tree is hundreds of thousands of objects that live and die together: the cyclic
+    # collector would walk them all, several times, for nothing (a third of the parse time).
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        tree = _parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pieces = _python_pieces(text, cap)
+    finally:
+        if was_enabled:
+            gc.enable()
+    if pieces is None:
         return _chunk_units(text, [(0, len(text), _TOP, "", "text")], cap, _CODE_SEPS,
                             _CODE_OVERLAP_BELOW)
-    if not tree.body:  # comments only
+    if not pieces:  # comments only
         return _chunk_units(text, [(0, len(text), _TOP, "", "module")], cap, _CODE_SEPS,
                             _CODE_OVERLAP_BELOW)
-    starts = _line_starts(text)
-    pieces: list[_Piece] = []
-    _python_block(text, starts, tree.body, 0, len(text), (), True, cap, pieces)
 
     min_len = _min_len(cap)
     merged: list[_Piece] = []
@@ -426,20 +435,22 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _parse(text: str) -> ast.Module:
+def _python_pieces(text: str, cap: int) -> list[_Piece] | None:
+    """Pieces along the syntax tree; None when the text does not parse."""
     if text.startswith("\ufeff"):
-        text = " " + text[1:]  # same offsets; the parser rejects a BOM in a str
-    was_enabled = gc.isenabled()
-    # The parser allocates millions of nodes that are freed together: collecting on the way
-    # costs about 15% of the parse and finds nothing.
-    gc.disable()
+        source = " " + text[1:]  # same offsets; the parser rejects a BOM in a str
+    else:
+        source = text
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in the parsed code are not ours
-            return ast.parse(text)
-    finally:
-        if was_enabled:
-            gc.enable()
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    pieces: list[_Piece] = []
+    if tree.body:
+        _python_block(text, _line_starts(text), tree.body, 0, len(text), (), True, cap, pieces)
+    return pieces
 
 
 def _span(node: ast.AST) -> tuple[int, int]:
@@ -496,7 +507,7 @@ def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int
     bounds = [s]
     for k in range(1, len(firsts)):
         line = lasts[k - 1] + 1
-        depth = _indent(text, starts, firsts[k])
+        depth = _indent(text, starts, firsts[k]) if line < firsts[k] else 0
         for gap_line in range(firsts[k] - 1, line - 1, -1):
             if _NONWS.search(text, starts[gap_line - 1], starts[gap_line]):
                 if _indent(text, starts, gap_line) > depth:
@@ -609,7 +620,7 @@ def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int
         outside = "module" if top else "statements"
         def_at = starts[node.lineno - 1]
         for n in range(head, len(out)):
-            a, b, kind, c = out[n]
+            a, b, _, c = out[n]
             if b <= def_at or a >= u_e[k]:
                 out[n] = (a, b, outside, ctx)
             elif a <= def_at:
@@ -654,6 +665,14 @@ def _pack_range(text: str, s: int, e: int, lead: int, trail: int,
     return [(a_s[i], a_e[j - 1]) for i, j in groups]
 
 
+def _drop_comment(line: str) -> str:
+    """The line without its trailing comment, when no string could hold the '#'."""
+    at = line.find("#")
+    if at >= 0 and "'" not in line[:at] and '"' not in line[:at]:
+        line = line[:at]
+    return line.rstrip()
+
+
 _SIG_OPEN = re.compile(r"([(\[{]) ")
 _SIG_CLOSE = re.compile(r",? ([)\]}])")
 
@@ -663,13 +682,13 @@ def _signature(text: str, starts: list[int], node: ast.FunctionDef | ast.AsyncFu
     """The def or class line(s) as written, one line even when the header spans several."""
     first = node.lineno
     last = max(first, _span(node.body[0])[0] - 1)
-    lines = [text[starts[n - 1]:starts[n]].rstrip() for n in range(first, last + 1)]
-    while len(lines) > 1 and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+    lines = [_drop_comment(text[starts[n - 1]:starts[n]]) for n in range(first, last + 1)]
+    while len(lines) > 1 and not lines[-1].strip():
         lines.pop()
     if len(lines) == 1:
         signature = lines[0]
     else:
         indent = lines[0][:len(lines[0]) - len(lines[0].lstrip())]
-        parts = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+        parts = [ln.strip() for ln in lines if ln.strip()]
         signature = indent + _SIG_CLOSE.sub(r"\1", _SIG_OPEN.sub(r"\1", " ".join(parts)))
     return signature if len(signature) <= 200 else signature[:197] + "..."

@@ -14,7 +14,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from ragdb import evaluate as evaluation
-from ragdb import store
+from ragdb import embed, store
 from ragdb.errors import RagdbError
 from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k
 from ragdb.schemas import (
@@ -99,6 +99,14 @@ def index(
     include: list[str] = typer.Option(
         list(store.DEFAULT_INCLUDE), "--include", help="File name globs to index (repeatable)."
     ),
+    vectors: bool = typer.Option(
+        True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
+    ),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder",
+        help="Embedding model: a local OpenVINO IR or ONNX folder, or a hub id "
+        "[default: all-MiniLM-L6-v2 from the installed package].",
+    ),
 ) -> None:
     """Index files into rag.db: only new or changed files are re-chunked."""
     roots = paths or [Path("data/raw")]
@@ -114,6 +122,27 @@ def index(
             conn, roots, max_chunk_size=max_chunk_size, include=include,
             progress=advance.step, on_files=advance.total,
         )
+    vector_note = ""
+    if vectors:
+        model = embed.load_embedder(embedder)
+        with _progress(show_bar, "embedding") as bar:
+            done = [0]
+
+            def on_embedded(count: int, total: int) -> None:
+                if bar.bar is None:
+                    bar.total(total)
+                bar.step(count - done[0])
+                done[0] = count
+
+            vstats = embed.sync_vectors(conn, model, progress=on_embedded)
+        with conn:
+            store.set_setting(conn, "embedder_name", embedder or embed.DEFAULT_MODEL)
+            if vstats.embedded or vstats.removed:
+                store.bump_generation(conn)
+        vector_note = (
+            f"; {vstats.embedded} chunks embedded, {vstats.total} vectors"
+            f" ({vstats.seconds:.1f} s)"
+        )
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
     typer.echo(
         f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
@@ -122,6 +151,7 @@ def index(
         + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
         + (" (full rebuild)" if stats.full_rebuild else "")
         + f"; {stats.seconds:.1f} s"
+        + vector_note
     )
 
 
@@ -156,7 +186,9 @@ def _progress(enabled: bool, label: str) -> _Progress:
 
 
 KOption = typer.Option(5, "--k", "-k", help=f"How many sources (1 to {MAX_K}).")
-ModeOption = typer.Option(Mode.lexical, "--mode", help="lexical (BM25), dense or hybrid.")
+ModeOption = typer.Option(
+    Mode.hybrid, "--mode", help="hybrid (BM25 and vectors fused), lexical (BM25) or dense."
+)
 
 
 @app.command("search")
@@ -203,9 +235,10 @@ def _search_dataset(
     dataset = load_json(dataset_path, RagDataset, "dataset")
     searcher = Searcher(store.connect(_db(db)))
     started = time.perf_counter()
+    questions = dataset.rag_questions
+    found = searcher.search_many([q.question for q in questions], k, mode)
     results = []
-    for question in dataset.rag_questions:
-        hits = searcher.search(question.question, k, mode) if question.question.strip() else []
+    for question, hits in zip(questions, found):
         results.append(
             MinimalSearchResults(
                 question_id=question.question_id,
@@ -296,4 +329,3 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(130)
     if isinstance(status, int) and status:
         sys.exit(status)
-

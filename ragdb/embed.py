@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -401,7 +401,7 @@ def query_blob(embedder: Embedder, text: str) -> bytes:
 
 
 def vector_count(conn: apsw.Connection) -> int:
-    return int(conn.execute(sql("vectors_count")).fetchall()[0][0])
+    return cast(int, conn.execute(sql("vectors_count")).fetchall()[0][0])
 
 
 def has_vectors(conn: apsw.Connection) -> bool:
@@ -449,8 +449,9 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
 
     groups: dict[int, list[tuple[int, int]]] = {}
     for chunk_id, file_kind, chunk_kind, n_chars in conn.execute(sql("vectors_missing")):
-        if policy.wants_vector(file_kind, chunk_kind):
-            groups.setdefault(policy.max_tokens(file_kind), []).append((n_chars, chunk_id))
+        if policy.wants_vector(str(file_kind), str(chunk_kind)):
+            bucket = groups.setdefault(policy.max_tokens(str(file_kind)), [])
+            bucket.append((cast(int, n_chars), cast(int, chunk_id)))
     total = sum(len(group) for group in groups.values())
     if progress is not None:
         progress(0, total)
@@ -474,8 +475,8 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
     texts: list[str] = []
     rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()
     for chunk_id, path, file_kind, _chunk_kind, context, text in rows:
-        ids.append(chunk_id)
-        texts.append(embedding_text(path, file_kind, context, text))
+        ids.append(cast(int, chunk_id))
+        texts.append(embedding_text(str(path), str(file_kind), str(context), str(text)))
     vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
     with conn:
         for chunk_id, vector in zip(ids, vectors):

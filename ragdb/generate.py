@@ -63,16 +63,18 @@ SYSTEM_PROMPT = (
 QUESTION_PREFIX = "Question: "
 ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
 
-# Measured on 2 CPU cores with the offline SmolLM2 (see the module's tests and the report):
-# prompt processing costs about 0.6 s per 1,000 tokens and decoding 10-15 ms per token, so a
-# 1,400-token prompt and ~120 new tokens keep an answer near 2-3 s; longer prompts also made
-# the 135M model wander. Bigger models get a wider window.
-OFFLINE_CONTEXT_TOKENS = 1600
-OFFLINE_MAX_NEW_TOKENS = 200
+# Measured on 2 CPU cores with the offline SmolLM2-135M (numbers in tests/test_generate.py's
+# docstring): prompt processing costs about 0.6 s per 1,000 tokens and decoding 10-15 ms a
+# token. With a 1,120-token prompt (two or three 1,500-character sources) and answers that
+# stop after ~60 tokens a typical answer takes 1.5-3 s; a 2,000-token window doubled that and
+# did not make the 135M model's answers any better. Bigger models get a wider window.
+OFFLINE_CONTEXT_TOKENS = 1280
+OFFLINE_MAX_NEW_TOKENS = 128
 DEFAULT_CONTEXT_TOKENS = 4096
 DEFAULT_MAX_NEW_TOKENS = 320
 DEFAULT_QUESTION_CAP = 160
-DEFAULT_REPETITION_PENALTY = 1.1
+# > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
+DEFAULT_REPETITION_PENALTY = 1.0
 LEAD_CITATION_PREFIX = "According to ["
 _MIN_SOURCE_BUDGET = 64
 
@@ -632,9 +634,17 @@ def strip_think(text: str, *, final: bool = True) -> str:
     return text
 
 
+_NEW_TURN = re.compile(
+    r"<\|im_start\|>|<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>"
+    r"|\n[ \t]*(?:Question|Sources)[ \t]*:"
+)
+# Small models go on to write the next "Question:" themselves; generation stops there.
+STOP_STRINGS = {"\nQuestion:", "\nSources:"}
+
+
 def _strip_special_tokens(text: str) -> str:
-    """Cut where the model starts a new chat turn; drop stray end-of-turn markers."""
-    turn = re.search(r"<\|im_start\|>|<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>", text)
+    """Cut where the model starts a new turn or question; drop stray end-of-turn markers."""
+    turn = _NEW_TURN.search(text)
     if turn:
         text = text[:turn.start()]
     return _SPECIAL_TOKEN.sub("", text)
@@ -706,12 +716,15 @@ def _ngram_cut(text: str, units: list[tuple[int, int, bool]], final: bool) -> in
     def snap(first_copy: int, repeat: int) -> int:
         """Cut at the start of the sentence holding the repeat when that keeps the first copy."""
         at, first_at = words[repeat][1], words[first_copy][1]
+        line = text.rfind("\n", 0, at) + 1
+        if line > first_at:
+            return line
         start = next((s for s, e, _ in units if s <= at < e), at)
         return start if start > first_at else at
 
     best = len(text)
     # The same few characters over and over inside one "word": 100x100x100x100...
-    for match in re.finditer(r"(\w.{1,19}?)\1{3,}", text):
+    for match in re.finditer(r"(\w\S{1,19}?)\1{3,}", text):
         if any(c.isalpha() for c in match.group(1)) or len(match.group(0)) > 24:
             word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start()))
             best = min(best, word_start + 1)
@@ -755,9 +768,11 @@ def clean_answer(raw: str, n_sources: int, *, truncated: bool = False) -> tuple[
     text = text.strip()
     text = re.sub(r"^(?:answer|response)\s*:\s*", "", text, flags=re.IGNORECASE)
     cut, _ = repetition_cut(text)
-    looped = cut < len(text)
+    # A loop cut inside a sentence leaves half a sentence; one cut between sentences or lines
+    # leaves what the stream already showed, so it stays as it is.
+    mid_sentence = cut < len(text) and not re.search(r"(?:[.!?:]\s+|\n\s*)$", text[:cut])
     text = text[:cut]
-    if truncated or looped:
+    if truncated or mid_sentence:
         text = _trim_unfinished_sentence(text)
     text, cited = normalise_citations(text, n_sources)
     text = re.sub(r"[ \t]+\n", "\n", text)
@@ -796,6 +811,9 @@ def _stream_view(raw: str, n_sources: int) -> tuple[str, bool]:
     if opening >= 0 and "]" not in text[opening:] and ")" not in text[opening:]:
         text = text[:opening]
     text = re.sub(r"(?i)\bsources?[ \t]*#?[ \t]*[\d, ]*$", "", text)
+    last_line = text[text.rfind("\n") + 1:].strip()
+    if last_line and any(stop.strip().startswith(last_line) for stop in STOP_STRINGS):
+        text = text[:text.rfind("\n") + 1]
     text = text.rstrip()
     return normalise_citations(text, n_sources)[0], looping
 
@@ -865,7 +883,6 @@ class Generator:
         repetition_penalty: float = DEFAULT_REPETITION_PENALTY,
         lead_citation: bool | None = None,
     ) -> None:
-        os.environ.setdefault("OPENVINO_TELEMETRY_DISABLED", "1")
         import openvino_genai
 
         self.resolved = resolved
@@ -899,6 +916,7 @@ class Generator:
         config.do_sample = False
         config.apply_chat_template = False  # we render the template ourselves (enable_thinking)
         config.repetition_penalty = repetition_penalty
+        config.stop_strings = set(STOP_STRINGS)
         self._config = config
         self._grammar = openvino_genai.StructuredOutputConfig
         self._lock = threading.Lock()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from enum import Enum
 
 import apsw
 
+from ragdb import embed, store
+from ragdb.embed import Embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
-from ragdb import store
 from ragdb.tokenize import fts_query, query_terms
 
 MAX_K = 100
@@ -25,9 +30,20 @@ class Mode(str, Enum):
 class SearchParams:
     """Ranking knobs, chosen by measurement on the public sets (see README, Performance)."""
 
-    w_path: float = 2.0
+    w_path: float = 2.0  # BM25 column weights
     w_context: float = 1.0
     w_body: float = 1.0
+    depth: int = 50  # candidates per leg before fusion
+    rrf_c: float = 60.0  # the RRF constant: larger flattens the rank curve
+    w_lex: float = 1.0
+    w_dense: float = 1.0
+
+    def as_sql(self) -> dict[str, float | int]:
+        return {
+            "w_path": self.w_path, "w_context": self.w_context, "w_body": self.w_body,
+            "depth": self.depth, "c": float(self.rrf_c), "w_lex": float(self.w_lex),
+            "w_dense": float(self.w_dense),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,23 +87,43 @@ FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 class Searcher:
     """Search over one open rag.db, keeping what queries can share between them.
 
-    It holds SQLite's own FTS5 tokenizer (to stem query terms exactly as the index did) and
-    the index's common terms, reloaded only when the index generation changes.
+    It holds SQLite's own FTS5 tokenizer (to stem query terms exactly as the index did), the
+    index's common terms (reloaded when the index generation changes) and, loaded on first
+    need only, the embedder: a fully cached run never loads a model.
     """
 
-    def __init__(self, conn: apsw.Connection, params: SearchParams = SearchParams()) -> None:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        params: SearchParams = SearchParams(),
+        *,
+        use_cache: bool = True,
+    ) -> None:
         self.conn = conn
         self.params = params
+        self.use_cache = use_cache
         self._stem = conn.fts5_tokenizer(*FTS_TOKENIZER)
         self._generation = -1
         self._common: frozenset[str] = frozenset()
+        self._has_vectors = False
+        self._embedder: Embedder | None = None
+
+    # -- state shared by queries -------------------------------------------------------------
 
     def _refresh(self) -> None:
         current = store.generation(self.conn)
         if current != self._generation:
             rows = self.conn.execute(sql("common_terms")).fetchall()
-            self._common = frozenset(row[0] for row in rows)
+            self._common = frozenset(str(row[0]) for row in rows)
+            self._has_vectors = embed.has_vectors(self.conn)
             self._generation = current
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            name = store.get_setting(self.conn, "embedder_name")
+            self._embedder = embed.load_embedder(name)
+        return self._embedder
 
     def informative_terms(self, question: str) -> list[str]:
         """Query terms minus those in over half the chunks: same ranking, far fewer rows scored."""
@@ -100,20 +136,62 @@ class Searcher:
                 kept.append(term)
         return kept
 
-    def search(self, question: str, k: int, mode: Mode | str = Mode.lexical) -> list[Hit]:
-        """The k best chunks for a question; [] when the question has no searchable term."""
+    # -- the search itself -------------------------------------------------------------------
+
+    def search(self, question: str, k: int, mode: Mode | str = Mode.hybrid) -> list[Hit]:
+        """The k best chunks for a question; [] when the question has nothing to search."""
+        return self.search_many([question], k, mode)[0]
+
+    def search_many(
+        self, questions: Sequence[str], k: int, mode: Mode | str = Mode.hybrid
+    ) -> list[list[Hit]]:
+        """Several questions at once: the uncached ones are embedded in one batch."""
         check_k(k)
         mode = Mode(mode)
         if index_is_empty(self.conn):
             raise MissingIndexError("the index is empty: run `ragdb index` first")
-        if mode is not Mode.lexical:
-            raise RagdbError(f"--mode {mode.value} is not available yet; use --mode lexical")
-        return self.lexical(question, k)
+        self._refresh()
+        if mode is Mode.dense and not self._has_vectors:
+            raise RagdbError(
+                "this index has no vectors for --mode dense: run `ragdb index` without "
+                "--no-vectors to add them, or use --mode lexical"
+            )
+        results: list[list[Hit] | None] = []
+        keys: list[str] = []
+        for question in questions:
+            key = self._cache_key(question, k, mode)
+            keys.append(key)
+            results.append(self._cached(key) if self.use_cache else None)
+        todo = [i for i, hits in enumerate(results) if hits is None and questions[i].strip()]
+        vectors = self._query_vectors([questions[i] for i in todo], mode)
+        for i in todo:
+            hits = self._run(questions[i], k, mode, vectors.get(questions[i]))
+            results[i] = hits
+            if self.use_cache:
+                self._remember(keys[i], hits)
+        return [hits or [] for hits in results]
 
-    def lexical(self, question: str, k: int) -> list[Hit]:
-        match = fts_query(self.informative_terms(question))
-        if not match:
-            return []
+    def _query_vectors(self, questions: Sequence[str], mode: Mode) -> dict[str, bytes]:
+        if mode is Mode.lexical or not self._has_vectors or not questions:
+            return {}
+        unique = list(dict.fromkeys(questions))
+        vectors = embed.to_int8(self.embedder.embed(unique))
+        return {q: v.tobytes() for q, v in zip(unique, vectors)}
+
+    def _run(self, question: str, k: int, mode: Mode, vector: bytes | None) -> list[Hit]:
+        match = fts_query(self.informative_terms(question)) if mode is not Mode.dense else ""
+        if vector is None:  # lexical, or hybrid on an index without vectors
+            return self._lexical(match, k) if match else []
+        if mode is Mode.dense or not match:
+            rows = self.conn.execute(sql("search_dense"), {"query_vector": vector, "k": k})
+        else:
+            rows = self.conn.execute(
+                sql("search_hybrid"),
+                {"match": match, "query_vector": vector, "k": k, **self.params.as_sql()},
+            )
+        return [Hit(*row) for row in rows]
+
+    def _lexical(self, match: str, k: int) -> list[Hit]:
         rows = self.conn.execute(
             sql("search_lexical"),
             {
@@ -125,3 +203,31 @@ class Searcher:
             },
         )
         return [Hit(*row) for row in rows]
+
+    # -- the query cache ---------------------------------------------------------------------
+
+    def _cache_key(self, question: str, k: int, mode: Mode) -> str:
+        normalised = " ".join(question.lower().split())
+        blob = json.dumps([normalised, k, mode.value, self.params.as_sql()], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _cached(self, key: str) -> list[Hit] | None:
+        rows = self.conn.execute(
+            sql("cache_get"), {"key": key, "generation": self._generation}
+        ).fetchall()
+        if not rows:
+            return None
+        return [Hit(*row) for row in self.conn.execute(sql("cache_hits"), {"hits": rows[0][0]})]
+
+    def _remember(self, key: str, hits: list[Hit]) -> None:
+        payload = json.dumps([[h.chunk_id, h.score] for h in hits])
+        try:
+            with self.conn:
+                self.conn.execute(sql("cache_put"), {
+                    "key": key, "generation": self._generation, "hits": payload,
+                    "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                })
+        except apsw.BusyError:
+            pass  # an index run holds the write lock: skip caching rather than wait
+        except apsw.ReadOnlyError:
+            self.use_cache = False

@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import apsw
 import sqlite_vec
@@ -75,8 +75,14 @@ def connect(path: Path | str, *, create: bool = False) -> apsw.Connection:
     return conn
 
 
+def scalar(conn: apsw.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
+    """The first column of the first row, or None: apsw's row types are too wide for mypy."""
+    rows = conn.execute(statement, params or {}).fetchall()
+    return rows[0][0] if rows else None
+
+
 def _migrate(conn: apsw.Connection, path: Path) -> None:
-    current = conn.execute("PRAGMA user_version").fetchall()[0][0]
+    current = int(scalar(conn, "PRAGMA user_version"))
     latest = schema_version()
     if current > latest:
         raise RagdbError(
@@ -92,8 +98,8 @@ def _migrate(conn: apsw.Connection, path: Path) -> None:
 
 
 def get_setting(conn: apsw.Connection, key: str) -> str | None:
-    rows = conn.execute("SELECT value FROM settings WHERE key = :key", {"key": key}).fetchall()
-    return rows[0][0] if rows else None
+    value = scalar(conn, "SELECT value FROM settings WHERE key = :key", {"key": key})
+    return None if value is None else str(value)
 
 
 def generation(conn: apsw.Connection) -> int:
@@ -237,7 +243,9 @@ def index_paths(
         stats.full_rebuild = _needs_rebuild(conn, max_chunk_size)
         if stats.full_rebuild:
             conn.execute(sql("index_clear"))
-        known = {path: (file_id, sha) for file_id, path, sha in conn.execute(sql("index_files_known"))}
+        known = {
+            path: (file_id, sha) for file_id, path, sha in conn.execute(sql("index_files_known"))
+        }
         seen: set[str] = set()
         for path in files:
             rel = _relative(path)
@@ -271,7 +279,7 @@ def index_paths(
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
-        stats.chunks_total = conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]
+        stats.chunks_total = int(scalar(conn, "SELECT count(*) FROM chunks"))
         stats.seconds = time.perf_counter() - started
         conn.execute(
             sql("index_run_insert"),

@@ -5,22 +5,29 @@
 -- Each leg ranks its own :depth candidates with row_number(); the legs are joined on chunk id,
 -- and a chunk missing from one leg gets nothing from it. Ranks, not ids or raw scores, are
 -- fused: BM25 and cosine distance are on unrelated scales.
-WITH lexical AS (
+WITH bm25_hits AS MATERIALIZED (
     SELECT rowid AS chunk_id,
-           row_number() OVER (
-               ORDER BY bm25(chunks_fts, :w_path, :w_context, :w_body), rowid
-           ) AS rank
+           bm25(chunks_fts, :w_path, :w_context, :w_body) AS score
     FROM chunks_fts
     WHERE chunks_fts MATCH :match
-    ORDER BY rank
+    ORDER BY score
     LIMIT :depth
+),
+lexical AS (
+    SELECT chunk_id,
+           row_number() OVER (ORDER BY score, chunk_id) AS rank
+    FROM bm25_hits
+),
+knn AS MATERIALIZED (
+    SELECT chunk_id, distance
+    FROM chunk_vectors
+    WHERE embedding MATCH vec_int8(:query_vector)
+      AND k = :depth
 ),
 dense AS (
     SELECT chunk_id,
            row_number() OVER (ORDER BY distance, chunk_id) AS rank
-    FROM chunk_vectors
-    WHERE embedding MATCH vec_int8(:query_vector)
-      AND k = :depth
+    FROM knn
 ),
 fused AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,

@@ -20,7 +20,9 @@ os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path_factory.getbasetemp() / "home"))
     monkeypatch.delenv("RAGDB_DB", raising=False)
 
@@ -49,10 +51,12 @@ SMALL_CORPUS = {
     ),
     "pkg/layers.py": (
         '"""Model layers."""\n\nimport math\n\n\nclass Gemma2DecoderLayer:\n'
-        '    """One decoder layer of Gemma 2."""\n\n    def __init__(self, hidden_size: int) -> None:\n'
+        '    """One decoder layer of Gemma 2."""\n\n'
+        "    def __init__(self, hidden_size: int) -> None:\n"
         "        self.hidden_size = hidden_size\n\n    def forward(self, x: float) -> float:\n"
         "        return math.tanh(x) * self.hidden_size\n\n\n"
-        "def trust_remote_code_default() -> bool:\n    # Remote code is never trusted unless asked.\n"
+        "def trust_remote_code_default() -> bool:\n"
+        "    # Remote code is never trusted unless asked.\n"
         "    return False\n"
     ),
     "notes.txt": "Release notes\n\nThe scheduler now supports chunked prefill by default.\n",
@@ -74,12 +78,16 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def corpus_members(every: int = 1, suffixes: tuple[str, ...] = (".py", ".md", ".txt")) -> list[str]:
+def corpus_members(
+    every: int = 1, suffixes: tuple[str, ...] = (".py", ".md", ".txt")
+) -> list[str]:
     """Names of corpus files in the shared tarball (every n-th one), for slices of real code."""
     if not CORPUS_TGZ.exists():
         pytest.skip(f"reference corpus not found at {CORPUS_TGZ}")
     with tarfile.open(CORPUS_TGZ) as tar:
-        names = sorted(m.name for m in tar.getmembers() if m.isfile() and m.name.endswith(suffixes))
+        names = sorted(
+            m.name for m in tar.getmembers() if m.isfile() and m.name.endswith(suffixes)
+        )
     return names[::every]
 
 

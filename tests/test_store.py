@@ -102,7 +102,7 @@ def test_changed_chunk_size_forces_full_rebuild(project: Path) -> None:
     store.index_paths(conn, [Path("data/raw")], max_chunk_size=2000)
     stats = store.index_paths(conn, [Path("data/raw")], max_chunk_size=100)
     assert stats.full_rebuild and stats.files_indexed == len(SMALL_CORPUS)
-    longest = conn.execute("SELECT max(last_char - first_char) FROM chunks").fetchall()[0][0]
+    longest = store.scalar(conn, "SELECT max(last_char - first_char) FROM chunks")
     assert longest <= 100
 
 

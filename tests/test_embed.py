@@ -1,0 +1,245 @@
+"""Dense embeddings with the real model (no mocks) and vectors kept in step with chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import apsw
+import numpy as np
+import pytest
+
+from ragdb import embed, store
+from ragdb.errors import RagdbError
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """HOME and the models folder in a temporary place for the whole module."""
+    root = tmp_path_factory.mktemp("embed")
+    (root / "home").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(root / "home"))
+        mp.setenv("RAGDB_MODELS_DIR", str(root / "models"))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def embedder(env: Path) -> embed.Embedder:
+    return embed.load_embedder()
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_unit_norm_384(embedder: embed.Embedder, env: Path) -> None:
+    vectors = embedder.embed(["paged attention", "a longer sentence about the KV cache", "x"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert embedder.dim == 384
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+    assert "maxlen=256" in embedder.identity
+    # The compiled model was cached, and OpenVINO's telemetry stayed out of HOME.
+    assert list((env / "models" / "cache").iterdir())
+    assert not (env / "home" / "intel").exists()
+
+
+def test_paraphrase_is_closer(embedder: embed.Embedder) -> None:
+    a, b, c = embedder.embed([
+        "serve several fine-tuned adapters at once",
+        "use multiple LoRA models simultaneously",
+        "the weather in Paris",
+    ])
+    assert cos(a, b) > cos(a, c) + 0.2
+    assert cos(a, b) > cos(b, c) + 0.2
+
+
+def test_order_is_kept_when_sorted_by_length(embedder: embed.Embedder) -> None:
+    texts = [
+        "def forward(self, x): return self.linear(x) " * 8,
+        "LoRA",
+        "The scheduler now supports chunked prefill by default.",
+        "tensor parallel size " * 3,
+        "a",
+    ]
+    together = embedder.embed(texts, batch_size=2)
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    for i in range(len(texts)):
+        assert cos(together[i], alone[i]) > 0.995
+    similarity = together @ alone.T
+    assert list(similarity.argmax(axis=1)) == list(range(len(texts)))
+
+
+def test_int8_round_trip(embedder: embed.Embedder) -> None:
+    vectors = embedder.embed(["prefix caching", "how to quantize a model to fp8"])
+    quantised = embed.to_int8(vectors)
+    assert quantised.dtype == np.int8 and quantised.min() >= -127
+    for v, q in zip(vectors, quantised):
+        assert cos(v, q.astype(np.float32)) > 0.99
+    assert embed.to_int8(np.array([[1.5, -1.5, 0.5]])).tolist() == [[127, -127, 64]]
+    blob = embed.query_blob(embedder, "prefix caching")
+    assert len(blob) == 384 and blob == quantised[0].tobytes()
+
+
+def test_embedding_text_keeps_meaning_and_drops_noise() -> None:
+    code = (
+        "# SPDX-License-Identifier: Apache-2.0\nfrom typing import (\n    Any,\n    Optional,\n)\n"
+        "import torch\n\n\ndef load_lora(path: str) -> None:\n"
+        '    """Load a LoRA adapter from disk."""\n    return None\n'
+    )
+    text = embed.embedding_text("data/raw/vllm/vllm/lora/models.py", "python",
+                                "class LoRAModelManager:", code)
+    assert text.startswith("vllm/lora/models.py | class LoRAModelManager:\n")
+    assert "SPDX" not in text and "import" not in text and "Optional" not in text
+    assert "def load_lora(path: str) -> None:" in text and "Load a LoRA adapter" in text
+    doc = embed.embedding_text("docs/features/lora.md", "markdown", "LoRA Adapters\nServing",
+                               "## Serving\n\n```bash\nvllm serve\n```\n")
+    assert doc == "docs/features/lora.md | LoRA Adapters | Serving\n## Serving\n```bash\nvllm serve"
+
+
+def test_vector_policy() -> None:
+    assert embed.wants_vector("markdown", "section")
+    assert embed.wants_vector("rst", "paragraph")
+    assert embed.wants_vector("python", "function")
+    assert not embed.wants_vector("python", "statements")
+    assert not embed.get_policy("docs").wants_vector("python", "function")
+    assert embed.get_policy("all").wants_vector("python", "statements")
+    assert embed.DEFAULT_POLICY.max_tokens("python") < embed.DEFAULT_POLICY.max_tokens("text")
+    assert embed.get_policy("docs").key != embed.DEFAULT_POLICY.key
+    with pytest.raises(RagdbError, match="unknown vector policy"):
+        embed.get_policy("everything")
+
+
+CHUNKS = [  # (path, file kind, chunk kind, context, text)
+    ("docs/lora.md", "markdown", "section", "LoRA Adapters",
+     "vLLM serves several LoRA adapters at once. "
+     "POST /v1/load_lora_adapter loads one at run time."),
+    ("docs/lora.md", "markdown", "paragraph", "LoRA Adapters",
+     "Unload an adapter with /v1/unload_lora_adapter."),
+    ("docs/quickstart.md", "markdown", "section", "Quickstart",
+     "Install vLLM with pip, then start an OpenAI-compatible server with `vllm serve`."),
+    ("notes.txt", "text", "paragraph", "",
+     "The scheduler now supports chunked prefill by default."),
+    ("pkg/layers.py", "python", "class", "",
+     'class Gemma2DecoderLayer:\n    """One decoder layer of Gemma 2."""\n'),
+    ("pkg/layers.py", "python", "function", "",
+     "def trust_remote_code_default() -> bool:\n    # Remote code is never trusted.\n"
+     "    return False\n"),
+    ("pkg/layers.py", "python", "statements", "def trust_remote_code_default() -> bool:",
+     "    x = 1\n    y = 2\n"),
+]
+
+
+def make_db(path: Path) -> apsw.Connection:
+    """A real rag.db with files and chunks written directly (no FTS rows: not needed here)."""
+    conn = store.connect(path, create=True)
+    with conn:
+        file_ids: dict[str, int] = {}
+        for file_path, kind, *_ in CHUNKS:
+            if file_path not in file_ids:
+                file_ids[file_path] = cast(int, conn.execute(
+                    "INSERT INTO files (path, sha256, size, kind, n_chars, indexed_at) "
+                    "VALUES (:p, 'x', 1, :k, 1, '2025-01-01T00:00:00Z') RETURNING id",
+                    {"p": file_path, "k": kind},
+                ).fetchall()[0][0])
+        for file_path, _, chunk_kind, context, text in CHUNKS:
+            add_chunk(conn, file_ids[file_path], chunk_kind, context, text)
+    return conn
+
+
+def add_chunk(conn: apsw.Connection, file_id: int, kind: str, context: str, text: str) -> int:
+    return cast(int, conn.execute(
+        "INSERT INTO chunks (file_id, first_char, last_char, start_line, end_line, kind, "
+        "context, text) VALUES (:f, 0, :n, 1, 1, :k, :c, :t) RETURNING id",
+        {"f": file_id, "n": len(text), "k": kind, "c": context, "t": text},
+    ).fetchall()[0][0])
+
+
+def knn(conn: apsw.Connection, embedder: embed.Embedder, query: str, k: int = 3) -> list[int]:
+    rows = conn.execute(
+        "SELECT chunk_id, distance FROM chunk_vectors "
+        "WHERE embedding MATCH vec_int8(:v) AND k = :k ORDER BY distance",
+        {"v": embed.query_blob(embedder, query), "k": k},
+    ).fetchall()
+    return [cast(int, row[0]) for row in rows]
+
+
+def test_sync_vectors(embedder: embed.Embedder, tmp_path: Path) -> None:
+    conn = make_db(tmp_path / "rag.db")
+    assert not embed.has_vectors(conn)
+    calls: list[tuple[int, int]] = []
+    stats = embed.sync_vectors(conn, embedder, batch_size=2,
+                               progress=lambda done, total: calls.append((done, total)))
+    wanted = len(CHUNKS) - 1  # the statements chunk is left to lexical search
+    assert (stats.embedded, stats.total) == (wanted, wanted)
+    assert calls[0] == (0, wanted) and calls[-1] == (wanted, wanted)
+    assert embed.vector_count(conn) == wanted and embed.has_vectors(conn)
+    assert store.get_setting(conn, "embedder") == embedder.identity
+
+    # Sensible neighbours through sqlite-vec's KNN over the int8 vectors.
+    assert knn(conn, embedder, "how do I load a LoRA adapter while the server runs?")[0] == 1
+    assert knn(conn, embedder, "pip install and start the server")[0] == 3
+
+    again = embed.sync_vectors(conn, embedder)
+    assert (again.embedded, again.removed, again.total) == (0, 0, wanted)
+
+    # Deleting a chunk leaves an orphan vector; a new chunk is the only one embedded.
+    with conn:
+        conn.execute("DELETE FROM chunks WHERE id = 2")
+        new_id = add_chunk(conn, 1, "paragraph", "LoRA Adapters", "Adapters can be swapped.")
+    step = embed.sync_vectors(conn, embedder)
+    assert (step.embedded, step.removed, step.total) == (1, 1, wanted)
+    assert new_id in knn(conn, embedder, "swap adapters", k=7)
+
+    # Another embedder (here: another max length) makes old vectors incomparable.
+    other = embed.Embedder(embedder.compiled, embedder.tokenizer, "another", max_length=128)
+    reset = embed.sync_vectors(conn, other)
+    assert reset.reset and (reset.embedded, reset.removed, reset.total) == (wanted, wanted, wanted)
+    assert store.get_setting(conn, "embedder") == other.identity
+    # ... and so does another policy.
+    docs_only = embed.sync_vectors(conn, other, policy=embed.get_policy("docs"))
+    assert (docs_only.embedded, docs_only.total) == (4, 4)
+
+
+def test_interrupted_sync_resumes(embedder: embed.Embedder, tmp_path: Path) -> None:
+    conn = make_db(tmp_path / "rag.db")
+
+    def stop_after_first_batch(done: int, total: int) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        embed.sync_vectors(conn, embedder, batch_size=2, progress=stop_after_first_batch)
+    assert embed.vector_count(conn) == 2  # the first batch was committed
+    conn.close()
+    conn = store.connect(tmp_path / "rag.db")
+    resumed = embed.sync_vectors(conn, embedder, batch_size=2)
+    assert (resumed.embedded, resumed.removed, resumed.total) == (4, 0, 6)
+
+
+def test_local_folder(embedder: embed.Embedder, tmp_path: Path) -> None:
+    default_model, default_tokenizer, _ = embed._resolve(embed.DEFAULT_MODEL)
+    (tmp_path / "model.onnx").symlink_to(default_model)
+    (tmp_path / "tokenizer.json").symlink_to(default_tokenizer)
+    local = embed.load_embedder(str(tmp_path))
+    assert local.identity != embedder.identity and local.identity.endswith("model.onnx/maxlen=256")
+    text = ["continuous batching"]
+    assert cos(local.embed(text)[0], embedder.embed(text)[0]) > 0.9999
+
+
+@pytest.mark.parametrize("name", ["/no/such/folder", "not a model", "sentence-transformers/x"])
+def test_bad_name(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                  env: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub path fails fast instead of timing out
+    monkeypatch.setenv("RAGDB_MODELS_DIR", str(env / "models"))
+    with pytest.raises(RagdbError, match=f"cannot load embedder '{name}'") as info:
+        embed.load_embedder(name)
+    assert "\n" not in str(info.value)
+
+
+def test_folder_without_model(tmp_path: Path) -> None:
+    (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(RagdbError, match="no OpenVINO IR"):
+        embed.load_embedder(str(tmp_path))
