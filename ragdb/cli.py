@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -14,14 +15,16 @@ import typer
 from pydantic import BaseModel, ValidationError
 
 from ragdb import evaluate as evaluation
-from ragdb import embed, store
+from ragdb import embed, generate, store
 from ragdb.errors import RagdbError
-from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k
+from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k, source_span
 from ragdb.schemas import (
+    MinimalAnswer,
     MinimalSearchResults,
     MinimalSource,
     RagDataset,
     StudentSearchResults,
+    StudentSearchResultsAndAnswer,
 )
 
 app = typer.Typer(
@@ -285,6 +288,117 @@ def _evaluate(
 
 
 app.command("evaluate")(_evaluate)
+
+
+ModelOption = typer.Option(
+    None, "--model",
+    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), a local "
+    "OpenVINO IR folder, a .gguf file, or 'offline' for the bundled SmolLM2-135M.",
+)
+
+
+def _save_name(question: str) -> str:
+    return "answer-" + hashlib.sha256(question.encode()).hexdigest()[:12] + ".json"
+
+
+@app.command("answer")
+def answer_command(
+    question: str = typer.Argument(..., help="The question."),
+    k: int = typer.Option(10, "--k", "-k", help=f"Sources to retrieve (0 to {MAX_K})."),
+    mode: Mode = ModeOption,
+    model: Optional[str] = ModelOption,
+    save_directory: Path = typer.Option(
+        Path("data/outputs/answers"), "--save_directory", "--save-directory",
+        help="Where the StudentSearchResultsAndAnswer JSON is written.",
+    ),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Answer a question from the retrieved sources, citing them as [n]."""
+    if isinstance(k, bool) or k < 0 or k > MAX_K:
+        raise RagdbError(f"k must be between 0 and {MAX_K}, got {k}")
+    if not question.strip():
+        raise RagdbError("the question is empty: nothing to answer")
+    hits = Searcher(store.connect(_db(db))).search(question, k, mode) if k else []
+    sources = [_source(h) for h in hits]
+    if not hits:
+        text, cited, model_name = generate.NO_SOURCES_MESSAGE, [], None
+        typer.echo(text)
+    else:
+        resolved = generate.resolve_model(
+            model, generate.default_models_dir(), warn=_err,
+        )
+        generator = generate.Generator(resolved)
+        stream = sys.stdout.isatty()
+        result = generator.answer(
+            question, [generate.prompt_source(h) for h in hits],
+            on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
+        )
+        text, cited, model_name = result.text, result.cited, result.model
+        if stream:
+            typer.echo("\n")
+        typer.echo(text if not stream else "")
+        typer.echo("\nSources:")
+        for number, source in enumerate(result.sources, 1):
+            mark = "*" if number in cited else " "
+            typer.echo(f"{mark}[{number}] {source.file_path}:{source.start_line}-{source.end_line}")
+    out = save_directory / _save_name(question)
+    question_id = out.stem.removeprefix("answer-")
+    write_json(out, StudentSearchResultsAndAnswer(
+        k=max(k, 1), model=model_name,
+        search_results=[MinimalAnswer(
+            question_id=question_id, question=question, question_str=question,
+            retrieved_sources=sources, answer=text,
+        )],
+    ))
+    typer.echo(f"saved {out}", err=True)
+
+
+def _answer_dataset(
+    student_search_results_path: Path = typer.Option(
+        ..., "--student_search_results_path", "--student-search-results-path",
+        help="A search-dataset output whose sources are reused.",
+    ),
+    save_directory: Path = typer.Option(
+        Path("data/outputs/answers"), "--save_directory", "--save-directory",
+        help="Where D/<input file name> is written.",
+    ),
+    model: Optional[str] = ModelOption,
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Answer every question of a search-dataset output; a rerun resumes where it stopped."""
+    results = load_json(student_search_results_path, StudentSearchResults, "results file")
+    conn = store.connect(_db(db))
+
+    def source_text(source: MinimalSource) -> Optional[generate.PromptSource]:
+        hit = source_span(conn, source.file_path, source.first_character_index,
+                          source.last_character_index)
+        return generate.prompt_source(hit) if hit is not None else None
+
+    def load_generator() -> generate.Generator:
+        return generate.Generator(
+            generate.resolve_model(model, generate.default_models_dir(), warn=_err)
+        )
+
+    out = save_directory / student_search_results_path.name
+    started = time.perf_counter()
+    with _progress(sys.stderr.isatty(), "answering") as bar:
+        def on_progress(done: int, total: int) -> None:
+            if bar.bar is None:
+                bar.total(total)
+            bar.step(done - bar.count)
+            bar.count = done
+
+        answered = generate.answer_dataset(
+            results, source_text, load_generator, out, progress=on_progress, warn=_err,
+        )
+    typer.echo(
+        f"{len(answered.search_results)} questions answered in "
+        f"{time.perf_counter() - started:.1f} s with {answered.model or 'no model'}; wrote {out}"
+    )
+
+
+app.command("answer-dataset")(_answer_dataset)
+app.command("answer_dataset", hidden=True)(_answer_dataset)
 
 
 INTERRUPTED = "interrupted; rag.db keeps its last complete index"

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 from urllib.parse import urlsplit
@@ -40,6 +40,8 @@ from ragdb.schemas import (
 
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (slow, writes telemetry)
     import openvino_genai
+
+    from ragdb.retrieve import Hit
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 # Hub ids users name -> repositories that hold the same model already converted to OpenVINO IR.
@@ -63,15 +65,17 @@ SYSTEM_PROMPT = (
 QUESTION_PREFIX = "Question: "
 ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
 
-# Measured on 2 CPU cores with the offline SmolLM2-135M (numbers in tests/test_generate.py's
-# docstring): prompt processing costs about 0.6 s per 1,000 tokens and decoding 10-15 ms a
-# token. With a 1,120-token prompt (two or three 1,500-character sources) and answers that
-# stop after ~60 tokens a typical answer takes 1.5-3 s; a 2,000-token window doubled that and
-# did not make the 135M model's answers any better. Bigger models get a wider window.
+# Measured on 2 busy CPU cores with the offline SmolLM2-135M, 10 public docs questions with 5
+# sources of ~1,500 characters: prompt processing costs 0.6-1.5 s per 1,000 tokens and decoding
+# 10-30 ms a token. A 1,152-token prompt (the first 1-3 sources) and answers that stop after
+# ~65 tokens gave p50 2.4 s per answer; a 2,000-token window doubled that without making the
+# 135M model's answers any better. Answers past 128 tokens were rambling.
 OFFLINE_CONTEXT_TOKENS = 1280
 OFFLINE_MAX_NEW_TOKENS = 128
-DEFAULT_CONTEXT_TOKENS = 4096
-DEFAULT_MAX_NEW_TOKENS = 320
+# Not measured here (no hub): Qwen3-0.6B is ~4x SmolLM2's size, so this window (all 5 sources
+# of a typical k=5) costs it a few seconds of prompt processing on a small CPU.
+DEFAULT_CONTEXT_TOKENS = 2560
+DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_QUESTION_CAP = 160
 # > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
 DEFAULT_REPETITION_PENALTY = 1.0
@@ -105,14 +109,16 @@ class PromptSource:
 
 @dataclass
 class GeneratedAnswer:
+    """The cleaned answer; its [n] are 1-based positions in `sources` (the ones that fitted)."""
+
     text: str
     cited: list[int]
     model: str
     prompt_tokens: int
     new_tokens: int
-    first_token_s: float
+    first_token_s: float  # from the call to the first text piece, prompt fitting included
     total_s: float
-    sources: list[PromptSource] | None = None  # the sources that fitted, numbered [1]..[n]
+    sources: list[PromptSource] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,7 @@ def resolve_model(
     if explicit:
         raise RagdbError(f"cannot get model {spec}: {reason}, and it is not a local path")
     fallback = offline_model()
-    warn(f"model hub unreachable ({reason}): answering with {fallback.name} instead of {spec}")
+    warn(f"cannot get {spec} ({reason}): answering with {fallback.name} instead")
     return fallback
 
 
@@ -282,8 +288,6 @@ def _hub_unreachable_reason() -> str | None:
 
 def _download(repo: str, folder: Path) -> None:
     """Fetch an OpenVINO IR repository; a folder only appears under its name once complete."""
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "5")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
@@ -291,7 +295,7 @@ def _download(repo: str, folder: Path) -> None:
     partial = folder.with_name(folder.name + ".partial")
     partial.parent.mkdir(parents=True, exist_ok=True)
     try:
-        snapshot_download(repo_id=repo, local_dir=partial)
+        snapshot_download(repo_id=repo, local_dir=partial)  # resumes a .partial left before
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # network, auth, missing repo: all end the same way for the user
@@ -415,7 +419,8 @@ def source_header(number: int, source: PromptSource) -> str:
 
 
 def _source_block(number: int, source: PromptSource) -> str:
-    return f"{source_header(number, source)}\n{source.text.strip(chr(10))}"
+    text = source.text.strip("\n")
+    return f"{source_header(number, source)}\n{text}"
 
 
 def _user_content(question: str, blocks: list[str]) -> str:
@@ -442,26 +447,34 @@ def cap_question(question: str, count_tokens: Callable[[str], int], cap: int) ->
 def _truncate_source(
     source: PromptSource, fits: Callable[[PromptSource], bool]
 ) -> PromptSource | None:
-    """The longest head of `source`, cut at a line boundary, that still fits."""
-    lines = source.text.strip("\n").split("\n")
+    """The longest head of `source` that still fits, cut at a line boundary (or, when not even
+    its first line fits, between two words of that line)."""
+    lines = source.text.rstrip("\n").split("\n")
 
-    def head(n: int) -> PromptSource:
-        text = "\n".join(lines[:n])
+    def head(text: str, n_lines: int) -> PromptSource:
         return replace(
             source,
             text=text,
             last=min(source.last, source.first + len(text)),
-            end_line=source.start_line + n - 1,
+            end_line=source.start_line + n_lines - 1,
         )
 
-    low, high = 0, len(lines)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if fits(head(middle)):
-            low = middle
-        else:
-            high = middle - 1
-    return head(low) if low > 0 else None
+    def longest(pieces: list[str], joiner: str) -> int:
+        low, high = 0, len(pieces)  # invariant: pieces[:low] fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(head(joiner.join(pieces[:middle]), 1 if joiner == " " else middle)):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    n_lines = longest(lines, "\n")
+    if n_lines:
+        return head("\n".join(lines[:n_lines]), n_lines)
+    first_words = lines[0].split(" ")
+    n_words = longest(first_words, " ")
+    return head(" ".join(first_words[:n_words]), 1) if n_words else None
 
 
 def build_prompt(
@@ -528,6 +541,8 @@ def render_chat(
     which makes it answer at once instead of reasoning for hundreds of tokens first.
     """
     template = tokenizer.chat_template if chat_template is None else chat_template
+    if not template.strip():
+        raise RagdbError("the model has no chat template: use an instruction-tuned model")
     extra: dict[str, Any] = {"enable_thinking": False} if "enable_thinking" in template else {}
     return tokenizer.apply_chat_template(
         messages, add_generation_prompt=True, chat_template=template, extra_context=extra
@@ -540,6 +555,7 @@ def render_chat(
 _SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</s>")
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _CODE_SPAN = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _NUMBERS = r"\d{1,3}(?:\s*(?:,|;|&|and|-|–)\s*(?:sources?\s*)?\d{1,3})*"
 _BRACKET_CITE = re.compile(
     r"(?P<ws>[ \t]*)\[\s*\^?(?:(?:sources?|src|ref)\s*[:#]?\s*)?(?P<nums>" + _NUMBERS + r")\s*\]",
@@ -635,11 +651,11 @@ def strip_think(text: str, *, final: bool = True) -> str:
 
 
 _NEW_TURN = re.compile(
-    r"<\|im_start\|>|<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>"
-    r"|\n[ \t]*(?:Question|Sources)[ \t]*:"
+    r"<\|im_start\|>|<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|\n[ \t]*Question[ \t]*:"
 )
-# Small models go on to write the next "Question:" themselves; generation stops there.
-STOP_STRINGS = {"\nQuestion:", "\nSources:"}
+# Small models go on to write the next "Question:" themselves; generation stops there. (Not
+# "Sources:": a model may end its answer with a list of the sources it used.)
+STOP_STRINGS = {"\nQuestion:"}
 
 
 def _strip_special_tokens(text: str) -> str:
@@ -669,6 +685,7 @@ def repetition_cut(text: str, *, final: bool = True) -> tuple[int, int]:
         position = match.end()
     if position < len(text):
         units.append((position, len(text), final))
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
     seen: dict[str, int] = {}
     counts: dict[str, int] = {}
     hold = cut = len(text)
@@ -677,7 +694,8 @@ def repetition_cut(text: str, *, final: bool = True) -> tuple[int, int]:
         unit = text[start:end].strip()
         if not unit:
             continue
-        key = _unit_key(unit)
+        # Code may rightly repeat a line (two examples, same import): only runs count there.
+        key = "" if any(a <= start < b for a, b in fences) else _unit_key(unit)
         if not complete:
             if key and any(k.startswith(key) for k in seen):
                 hold = start
@@ -702,16 +720,26 @@ def repetition_cut(text: str, *, final: bool = True) -> tuple[int, int]:
                 break
             seen[key] = start
     cut = min(cut, _ngram_cut(text, units, final))
+    if cut < len(text):  # do not leave the marker of the list item that started the loop
+        marker = re.search(r"(?:^|\n)[ \t]*(?:\d{1,3}[.)]|[-*+])[ \t]*$", text[:cut])
+        if marker:
+            cut = marker.start()
     return cut, min(hold, cut)
 
 
 def _ngram_cut(text: str, units: list[tuple[int, int, bool]], final: bool) -> int:
-    """A repeated 10-word run, or a short phrase said three times running."""
-    masked = re.sub(r"\[[^\]\n]{0,20}\]", lambda m: " " * len(m.group()), text.lower())
+    """Where a word-level loop starts: a phrase repeated at once, or ten words said twice."""
+    def blank(match: re.Match[str]) -> str:
+        return " " * len(match.group())
+
+    masked = re.sub(r"\[[^\]\n]{0,20}\]", blank, text.lower())
     words = [(m.group(), m.start()) for m in _WORD.finditer(masked)]
     if not final and words and words[-1][1] + len(words[-1][0]) == len(text):
         words = words[:-1]  # may still be growing
     tokens = [w for w, _ in words]
+    # Code may rightly repeat itself (a list of zeros, two similar calls): only prose counts.
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    prose = [i for i, (_, at) in enumerate(words) if not any(a <= at < b for a, b in fences)]
 
     def snap(first_copy: int, repeat: int) -> int:
         """Cut at the start of the sentence holding the repeat when that keeps the first copy."""
@@ -729,21 +757,26 @@ def _ngram_cut(text: str, units: list[tuple[int, int, bool]], final: bool) -> in
             word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start()))
             best = min(best, word_start + 1)
             break
+    # A phrase said again at once: "the the the the", "run it, run it, run it".
+    in_prose = set(prose)
     for size in range(1, 13):
         copies = 4 if size == 1 else 3 if size <= 5 else 2
         for i in range(0, len(tokens) - size * copies + 1):
             block = tokens[i:i + size]
-            if all(tokens[i + k * size:i + (k + 1) * size] == block for k in range(1, copies)):
+            if i in in_prose and all(
+                tokens[i + k * size:i + (k + 1) * size] == block for k in range(1, copies)
+            ):
                 best = min(best, snap(i, i + size))
                 break
+    # Ten words said twice, outside code: two examples may share a long command line.
     size = 10
     first: dict[tuple[str, ...], int] = {}
-    for i in range(0, len(tokens) - size + 1):
-        gram = tuple(tokens[i:i + size])
+    for k in range(0, len(prose) - size + 1):
+        gram = tuple(tokens[i] for i in prose[k:k + size])
         if gram in first:
-            best = min(best, snap(first[gram], i))
+            best = min(best, snap(first[gram], prose[k]))
             break
-        first.setdefault(gram, i)
+        first.setdefault(gram, prose[k])
     return best
 
 
@@ -770,7 +803,11 @@ def clean_answer(raw: str, n_sources: int, *, truncated: bool = False) -> tuple[
     cut, _ = repetition_cut(text)
     # A loop cut inside a sentence leaves half a sentence; one cut between sentences or lines
     # leaves what the stream already showed, so it stays as it is.
-    mid_sentence = cut < len(text) and not re.search(r"(?:[.!?:]\s+|\n\s*)$", text[:cut])
+    mid_sentence = (
+        cut < len(text)
+        and text[cut] != "\n"
+        and not re.search(r"(?:[.!?:]\s+|\n\s*)$", text[:cut])
+    )
     text = text[:cut]
     if truncated or mid_sentence:
         text = _trim_unfinished_sentence(text)
@@ -805,10 +842,10 @@ def _stream_view(raw: str, n_sources: int) -> tuple[str, bool]:
     cut, hold = repetition_cut(text, final=False)
     looping = cut < len(text)
     text = text[:hold]
-    # Hold back what may still become a citation or a think tag: an open bracket or a
-    # trailing "source", and the trailing blanks a dropped citation would take with it.
+    # Hold back what may still become a citation: a recently opened bracket, a trailing
+    # "source", a line that may become "Question:", and the blanks a dropped citation takes.
     opening = max(text.rfind("["), text.rfind("("))
-    if opening >= 0 and "]" not in text[opening:] and ")" not in text[opening:]:
+    if opening >= len(text) - 24 and "]" not in text[opening:] and ")" not in text[opening:]:
         text = text[:opening]
     text = re.sub(r"(?i)\bsources?[ \t]*#?[ \t]*[\d, ]*$", "", text)
     last_line = text[text.rfind("\n") + 1:].strip()
@@ -868,9 +905,10 @@ class Generator:
 
     `lead_citation` (on by default for the offline SmolLM2 only) starts every answer with
     "According to [n], " where n is chosen by the model itself, constrained by a grammar to the
-    numbers of the given sources: measured on 10 questions, SmolLM2-135M cited a source in 1 of
-    10 answers when only asked to, and in 10 of 10 this way, with shorter, more on-topic
-    answers. The number is the model's choice; no citation is ever added afterwards.
+    numbers of the given sources: measured on 10 public docs questions, SmolLM2-135M cited a
+    source in 0 of 10 answers when only asked to (1 of 10 with other prompt wordings), and in
+    10 of 10 this way, with shorter, more on-topic answers. The number is the model's choice
+    (in practice nearly always [1], the top-ranked source); no citation is added afterwards.
     """
 
     def __init__(
@@ -928,6 +966,7 @@ class Generator:
         return int(self.tokenizer.encode(text, add_special_tokens=False).input_ids.shape[1])
 
     def render(self, messages: list[dict[str, str]]) -> str:
+        """The prompt text through this model's own chat template (Qwen3: thinking off)."""
         return render_chat(self.tokenizer, messages)
 
     def prompt_for(
@@ -949,8 +988,8 @@ class Generator:
         return prompt, used
 
     def _set_grammar(self, n_sources: int) -> None:
-        """Let the model pick which source to lead with, among valid numbers only."""
-        if not self.lead_citation:
+        """Let the model pick which source to lead with, among valid numbers only (0: off)."""
+        if not n_sources:
             self._config.structured_output_config = None
             return
         grammar = self._grammar
@@ -974,12 +1013,14 @@ class Generator:
             if not used:
                 raise RagdbError("no source fits in the model's context: raise the context size")
             # A template that opens a think block itself leaves the model inside it.
-            prefix = "<think>\n" if prompt.rstrip().endswith("<think>") else ""
-            if self.lead_citation:
+            thinking = prompt.rstrip().endswith("<think>")
+            prefix = "<think>\n" if thinking else ""
+            lead = self.lead_citation and not thinking
+            if lead:
                 prefix += LEAD_CITATION_PREFIX
                 prompt += LEAD_CITATION_PREFIX
             streamer = _Streamer(len(used), on_token, prefix)
-            self._set_grammar(len(used))
+            self._set_grammar(len(used) if lead else 0)
             try:
                 result = self._pipe.generate([prompt], self._config, streamer)
             except RuntimeError as exc:
@@ -1161,3 +1202,11 @@ def answer_dataset(
         if progress is not None:
             progress(len(answers), total)
     return save()
+
+
+def prompt_source(hit: Hit) -> PromptSource:
+    """A retrieved chunk as the prompt shows it."""
+    return PromptSource(
+        file_path=hit.file_path, first=hit.first, last=hit.last,
+        start_line=hit.start_line, end_line=hit.end_line, text=hit.text,
+    )

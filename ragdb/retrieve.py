@@ -231,3 +231,32 @@ class Searcher:
             pass  # an index run holds the write lock: skip caching rather than wait
         except apsw.ReadOnlyError:
             self.use_cache = False
+
+
+def source_span(conn: apsw.Connection, path: str, first: int, last: int) -> Hit | None:
+    """The text and lines of a span of an indexed file, rebuilt from its chunks.
+
+    None when the file is no longer in the index (or the span lies outside it). Characters
+    between chunks are whitespace the chunker left out; a newline stands in for each.
+    """
+    rows = conn.execute(sql("source_chunks"), {"path": path, "first": first, "last": last})
+    pieces: list[str] = []
+    position = first
+    chunk_id = start_line = end_line = 0
+    kind = ""
+    for cid, c_first, c_last, c_line, c_kind, text in rows:
+        if not pieces:
+            chunk_id, kind = int(cid), str(c_kind)
+            start_line = int(c_line) + str(text)[: max(0, first - int(c_first))].count("\n")
+        begin = max(position, int(c_first))
+        if begin > position:
+            pieces.append("\n" * (begin - position))
+        end = min(last, int(c_last))
+        if end > begin:
+            pieces.append(str(text)[begin - int(c_first):end - int(c_first)])
+            position = end
+        end_line = int(c_line) + str(text)[: max(0, position - 1 - int(c_first))].count("\n")
+    if not pieces:
+        return None
+    span = "".join(pieces)
+    return Hit(chunk_id, path, first, position, start_line, end_line, kind, 0.0, span)

