@@ -274,6 +274,8 @@ def index_paths(
             if rel not in seen and _under(rel, prefixes):
                 conn.execute(sql("index_file_delete"), {"file_id": file_id})
                 stats.files_removed += 1
+        if known and (stats.files_indexed or stats.files_removed):
+            conn.execute(sql("vectors_orphans_delete"))
         set_setting(conn, "max_chunk_size", str(max_chunk_size))
         set_setting(conn, "tokenizer", TOKENIZER_VERSION)
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:

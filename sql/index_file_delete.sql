@@ -1,5 +1,5 @@
--- Remove a file with its chunks, their full-text rows and their vectors.
+-- Remove a file with its chunks and their full-text rows. Its vectors become orphans that
+-- index_paths removes in one sweep at the end of the run (sql/vectors_orphans_delete.sql).
 DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = :file_id);
-DELETE FROM chunk_vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = :file_id);
 DELETE FROM chunks WHERE file_id = :file_id;
 DELETE FROM files WHERE id = :file_id;

@@ -1,9 +1,16 @@
--- Dense search: the :k nearest chunk vectors by cosine distance (sqlite-vec KNN).
-WITH dense AS (
+-- Dense search: chunks ranked by their nearest window vector (cosine, sqlite-vec KNN).
+WITH knn AS MATERIALIZED (
     SELECT chunk_id, distance
     FROM chunk_vectors
     WHERE embedding MATCH vec_int8(:query_vector)
-      AND k = :k
+      AND k = :knn_depth
+),
+dense AS (
+    SELECT chunk_id, min(distance) AS distance
+    FROM knn
+    GROUP BY chunk_id
+    ORDER BY distance, chunk_id
+    LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
        dense.distance, c.text

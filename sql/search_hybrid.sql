@@ -2,7 +2,7 @@
 --
 --   score(chunk) = :w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
 --
--- Each leg ranks its own :depth candidates with row_number(); the legs are joined on chunk id,
+-- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows) with row_number(); the legs are joined on chunk id,
 -- and a chunk missing from one leg gets nothing from it. Ranks, not ids or raw scores, are
 -- fused: BM25 and cosine distance are on unrelated scales.
 WITH bm25_hits AS MATERIALIZED (
@@ -22,12 +22,15 @@ knn AS MATERIALIZED (
     SELECT chunk_id, distance
     FROM chunk_vectors
     WHERE embedding MATCH vec_int8(:query_vector)
-      AND k = :depth
+      AND k = :knn_depth
 ),
-dense AS (
+dense AS (                              -- a chunk ranks by its best window
     SELECT chunk_id,
-           row_number() OVER (ORDER BY distance, chunk_id) AS rank
+           row_number() OVER (ORDER BY min(distance), chunk_id) AS rank
     FROM knn
+    GROUP BY chunk_id
+    ORDER BY rank
+    LIMIT :depth
 ),
 fused AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,

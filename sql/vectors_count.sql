@@ -1,1 +1,2 @@
-SELECT count(*) FROM chunk_vectors;
+-- Vectors (windows) and the chunks they cover.
+SELECT count(*), count(DISTINCT chunk_id) FROM chunk_vectors;
