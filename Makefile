@@ -37,9 +37,17 @@ test:
 bench: corpus
 	$(RUN) python -m ragdb.bench
 
+bench-answer: corpus
+	@test -f data/bench/rag.db || $(RUN) python -m ragdb.bench --quick
+	$(RUN) python -m ragdb.bench_answer
+
 clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs data/bench
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
 
-fclean: clean
+fbench-answer: corpus
+	@test -f data/bench/rag.db || $(RUN) python -m ragdb.bench --quick
+	$(RUN) python -m ragdb.bench_answer
+
+clean: clean
 	rm -rf data/processed data/raw data/models .venv

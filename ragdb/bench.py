@@ -14,10 +14,12 @@ import subprocess
 import sys
 import tarfile
 import time
+import urllib.request
 from functools import partial
 from pathlib import Path
 
 from ragdb import embed, evaluate, store
+from ragdb.loadtest import load_test
 from ragdb.retrieve import Mode, Searcher
 from ragdb.schemas import MinimalSearchResults, MinimalSource, RagDataset, StudentSearchResults
 
@@ -133,6 +135,30 @@ def cached_repeat_ms(searcher: Searcher, question: str, repeats: int = 50) -> fl
     return statistics.median(times) * 1000
 
 
+def serve_load(db: Path, port: int = 8765) -> None:
+    """200 searches, 8 at a time, against a real `ragdb serve` while it re-indexes."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "serve", "--port", str(port), "--db", str(db)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(base + "/-/ragdb/status", timeout=5):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        result = load_test(base, n=200, concurrency=8, during_index=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print("\n| HTTP load: 200 hybrid searches, 8 at a time, during an index run | |\n|---|---|")
+    print(f"| p50 / p95 | {result['p50_ms']:.1f} / {result['p95_ms']:.1f} ms |")
+    print(f"| errors | {result['errors']} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
@@ -172,6 +198,7 @@ def main() -> None:
             r = recall(searcher, name, mode)
             print(f"| {mode.value} | {name} | "
                   + " | ".join(f"{r[k]:.3f}" for k in evaluate.KS) + " |")
+    serve_load(hybrid_db)
     if args.quick:
         return
     print("\n| max_chunk_size (lexical) | set | recall@1 | recall@5 | recall@10 | full index |")

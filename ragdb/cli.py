@@ -120,28 +120,21 @@ def index(
     store.collect_files(roots, include)  # fail on a bad root before creating rag.db
     conn = store.connect(_db(db), create=True)
     show_bar = sys.stderr.isatty()
-    with _progress(show_bar, "indexing") as advance:
-        stats = store.index_paths(
-            conn, roots, max_chunk_size=max_chunk_size, include=include,
-            progress=advance.step, on_files=advance.total,
+    with _progress(show_bar, "indexing") as files_bar, _progress(show_bar, "embedding") as bar:
+
+        def on_embedded(count: int, total: int) -> None:
+            if bar.bar is None:
+                bar.total(total)
+            bar.step(count - bar.count)
+            bar.count = count
+
+        stats, vstats = embed.update_index(
+            conn, roots, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
+            embedder=embedder, progress=files_bar.step, on_files=files_bar.total,
+            on_embedded=on_embedded,
         )
     vector_note = ""
-    if vectors:
-        model = embed.load_embedder(embedder)
-        with _progress(show_bar, "embedding") as bar:
-            done = [0]
-
-            def on_embedded(count: int, total: int) -> None:
-                if bar.bar is None:
-                    bar.total(total)
-                bar.step(count - done[0])
-                done[0] = count
-
-            vstats = embed.sync_vectors(conn, model, progress=on_embedded)
-        with conn:
-            store.set_setting(conn, "embedder_name", embedder or embed.DEFAULT_MODEL)
-            if vstats.embedded or vstats.removed:
-                store.bump_generation(conn)
+    if vstats is not None:
         vector_note = (
             f"; {vstats.embedded} chunks embedded, {vstats.total} vectors"
             f" ({vstats.seconds:.1f} s)"
@@ -402,6 +395,21 @@ app.command("answer_dataset", hidden=True)(_answer_dataset)
 
 
 INTERRUPTED = "interrupted; rag.db keeps its last complete index"
+
+
+@app.command("serve")
+def serve_command(
+    port: int = typer.Option(8001, "--port", help="TCP port."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Interface to bind (loopback unless told otherwise)."
+    ),
+    model: Optional[str] = ModelOption,
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
+    from ragdb.datasette_plugin import serve
+
+    serve(_db(db), host=host, port=port, model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

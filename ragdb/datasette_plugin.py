@@ -212,8 +212,8 @@ def table_metadata(ask_url: str, hidden: Iterable[str]) -> dict[str, Any]:
         },
         "chunk_vectors": {
             "description": (
-                "int8 all-MiniLM-L6-v2 embeddings of the chunks (sqlite-vec vec0), keyed by "
-                "chunk id; used by dense and hybrid search."
+                "int8 all-MiniLM-L6-v2 embeddings of the chunks (sqlite-vec vec0), one or more "
+                "per chunk (chunk_id links to it); used by dense and hybrid search."
             ),
         },
     }
@@ -520,18 +520,17 @@ class RagdbService:
             stored_size = store.get_setting(conn, "max_chunk_size")
             max_chunk_size = int(stored_size) if stored_size else store.MAX_CHUNK_SIZE
             include = self.config.include or list(store.DEFAULT_INCLUDE)
-            stats = store.index_paths(conn, roots, max_chunk_size=max_chunk_size, include=include,
-                                      progress=self.index_progress)
+            name = (self.config.embedder or store.get_setting(conn, "embedder_name")
+                    or embed.DEFAULT_MODEL)
+            stats, vstats = embed.update_index(
+                conn, roots, max_chunk_size=max_chunk_size, include=include,
+                vectors=self.config.vectors,
+                embedder=self._embedder(name) if self.config.vectors else None,
+                progress=self.index_progress,
+            )
             outcome = IndexOutcome({**asdict(stats), "files_skipped": stats.files_skipped},
                                    roots=[str(r) for r in roots])
-            if self.config.vectors:
-                name = (self.config.embedder or store.get_setting(conn, "embedder_name")
-                        or embed.DEFAULT_MODEL)
-                vstats = embed.sync_vectors(conn, self._embedder(name))
-                with conn:
-                    store.set_setting(conn, "embedder_name", name)
-                    if vstats.embedded or vstats.removed:
-                        store.bump_generation(conn)
+            if vstats is not None:
                 outcome.vectors = asdict(vstats)
             outcome.generation = store.generation(conn)
             return outcome
@@ -703,7 +702,7 @@ def render_cell(row: Any, value: Any, column: str, table: str | None, database: 
             return None
         others = urls.query(database, "chunks_of_file") + f"?file_id={file_id}"
         return Markup('<a href="{}" title="chunks of this file">{}</a>').format(others, value)
-    if table is None and column == "chunk_id" and isinstance(value, int):
+    if table in (None, "chunk_vectors") and column == "chunk_id" and isinstance(value, int):
         return Markup('<a href="{}">{}</a>').format(
             urls.row(database, "chunks", str(value)), value
         )
@@ -972,10 +971,11 @@ def _answer_json(service: RagdbService, question: str, k: int, mode: Mode, hits:
         item["n"] = rank
         item["in_prompt"] = rank <= in_prompt
         item["cited"] = rank in cited
-        if rank <= len(prompt_sources):  # the first source may have been cut to fit
-            item["end_line"] = prompt_sources[rank - 1].end_line
-            item["last_character_index"] = prompt_sources[rank - 1].last
         item["text"] = hit.text
+        if rank <= len(prompt_sources):  # the first source may have been cut to fit
+            seen = prompt_sources[rank - 1]
+            item["end_line"], item["last_character_index"] = seen.end_line, seen.last
+            item["text"] = seen.text
         sources.append(item)
     citations = [
         {key: s[key] for key in ("n", "chunk_id", "file_path", "start_line", "end_line", "url")}

@@ -485,7 +485,7 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
             keys.append((cast(int, chunk_id), number))
             texts.append(embedding_text(str(path), str(file_kind), str(context), window))
     vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
-    with conn:
+    with store.write_transaction(conn):
         for (chunk_id, number), vector in zip(keys, vectors):
             conn.execute(sql("vectors_insert"), {
                 "vector_id": chunk_id * WINDOWS_PER_CHUNK + number, "chunk_id": chunk_id,
@@ -525,3 +525,38 @@ def text_windows(text: str, size: int) -> list[str]:
     if current.strip():
         windows.append(current)
     return [w for w in windows if w.strip()] or [text]
+
+
+def update_index(
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    *,
+    max_chunk_size: int = store.MAX_CHUNK_SIZE,
+    include: Sequence[str] = store.DEFAULT_INCLUDE,
+    vectors: bool = True,
+    embedder: str | Embedder | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_files: Callable[[int], None] | None = None,
+    on_embedded: Callable[[int, int], None] | None = None,
+) -> tuple[store.IndexStats, VectorStats | None]:
+    """What `ragdb index` does: files -> chunks -> rows in one transaction, then vectors.
+
+    The vector step commits per batch after the rows are in, so a run killed while embedding
+    keeps its chunks and the next run embeds only what is missing. `embedder` None means the
+    one this index was built with (settings 'embedder_name'), else the default model.
+    """
+    stats = store.index_paths(conn, roots, max_chunk_size=max_chunk_size, include=include,
+                              progress=progress, on_files=on_files)
+    if not vectors:
+        return stats, None
+    if isinstance(embedder, Embedder):
+        model, name = embedder, store.get_setting(conn, "embedder_name") or DEFAULT_MODEL
+    else:
+        name = embedder or store.get_setting(conn, "embedder_name") or DEFAULT_MODEL
+        model = load_embedder(name)
+    vstats = sync_vectors(conn, model, progress=on_embedded)
+    with store.write_transaction(conn):
+        store.set_setting(conn, "embedder_name", name)
+        if vstats.embedded or vstats.removed:
+            store.bump_generation(conn)
+    return stats, vstats

@@ -15,7 +15,7 @@ from ragdb import embed, store
 from ragdb.embed import Embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
-from ragdb.tokenize import fts_query, query_terms
+from ragdb.tokenize import analyse_terms, fts_query, query_terms
 
 MAX_K = 100
 
@@ -166,7 +166,9 @@ class Searcher:
             key = self._cache_key(question, k, mode)
             keys.append(key)
             results.append(self._cached(key) if self.use_cache else None)
-        todo = [i for i, hits in enumerate(results) if hits is None and questions[i].strip()]
+        # A question without a single word (punctuation, blanks) has nothing to search for.
+        todo = [i for i, hits in enumerate(results)
+                if hits is None and analyse_terms(questions[i])]
         vectors = self._query_vectors([questions[i] for i in todo], mode)
         for i in todo:
             hits = self._run(questions[i], k, mode, vectors.get(questions[i]))
@@ -228,6 +230,7 @@ class Searcher:
 
     def _remember(self, key: str, hits: list[Hit]) -> None:
         payload = json.dumps([[h.chunk_id, h.score] for h in hits])
+        self.conn.set_busy_timeout(0)  # never make a search wait on a writer just to cache
         try:
             with self.conn:
                 self.conn.execute(sql("cache_put"), {
@@ -238,6 +241,8 @@ class Searcher:
             pass  # an index run holds the write lock: skip caching rather than wait
         except apsw.ReadOnlyError:
             self.use_cache = False
+        finally:
+            self.conn.set_busy_timeout(store.BUSY_TIMEOUT_MS)
 
 
 def source_span(conn: apsw.Connection, path: str, first: int, last: int) -> Hit | None:

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from bisect import bisect_right
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,7 @@ from ragdb.resources import resource_dir, sql
 from ragdb.tokenize import TOKENIZER_VERSION, analyse
 
 DEFAULT_DB = Path("data/processed/rag.db")
+BUSY_TIMEOUT_MS = 5000
 
 
 def default_db_path() -> Path:
@@ -58,7 +60,7 @@ def connect(path: Path | str, *, create: bool = False) -> apsw.Connection:
         raise RagdbError(f"{path} is a directory, not a ragdb database")
     try:
         conn = apsw.Connection(str(path))
-        conn.set_busy_timeout(5000)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
@@ -95,6 +97,23 @@ def _migrate(conn: apsw.Connection, path: Path) -> None:
         with conn:
             conn.execute(migration.read_text(encoding="utf-8"))
             conn.execute(f"PRAGMA user_version = {int(number)}")
+
+
+@contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (Ctrl-C included).
+
+    A deferred transaction that reads before it writes fails at once (no busy wait) when
+    another connection commits in between, e.g. a search caching its result; taking the write
+    lock up front makes writers queue on the busy timeout instead.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def get_setting(conn: apsw.Connection, key: str) -> str | None:
@@ -239,7 +258,7 @@ def index_paths(
         on_files(len(files))
     stats = IndexStats(files_seen=len(files))
     prefixes = _root_prefixes(roots)
-    with conn:
+    with write_transaction(conn):
         stats.full_rebuild = _needs_rebuild(conn, max_chunk_size)
         if stats.full_rebuild:
             conn.execute(sql("index_clear"))

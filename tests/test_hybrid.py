@@ -1,0 +1,171 @@
+"""Dense and hybrid retrieval: fusion by ranks in SQL, the query cache, and failure modes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragdb import embed, store
+from ragdb.resources import sql
+from ragdb.retrieve import Mode, SearchParams, Searcher
+from tests.conftest import extract_slice, run_cli, write_corpus
+
+
+def _unit(values: list[float]) -> bytes:
+    vector = np.zeros(384, dtype=np.float32)
+    vector[: len(values)] = values
+    return embed.to_int8(vector / np.linalg.norm(vector)).tobytes()
+
+
+def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
+    """Chunk ids run 1, 2, 3; BM25 ranks them 3, 2, 1 and vectors 2, 3, 1."""
+    conn = store.connect(tmp_path / "rag.db", create=True)
+    bodies = {1: "lora", 2: "lora lora adapter", 3: "lora lora lora adapter adapter"}
+    vectors = {1: [0.0, 1.0], 2: [1.0, 0.05], 3: [1.0, 0.5]}
+    with conn:
+        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                     "VALUES (1, 'a.md', '', 0, 'markdown', 0, '')")
+        for chunk_id, body in bodies.items():
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, 1, ?, ?, 1, 1, 'section', ?)",
+                         (chunk_id, chunk_id * 100, chunk_id * 100 + 50, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) VALUES (?, '', '', ?)",
+                         (chunk_id, body))
+            conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                         "VALUES (?, ?, vec_int8(?))",
+                         (chunk_id * 1000, chunk_id, _unit(vectors[chunk_id])))
+    params = SearchParams(rrf_c=10.0, w_lex=1.0, w_dense=0.5)
+    rows = conn.execute(sql("search_hybrid"), {
+        "match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]), "k": 3,
+        **params.as_sql(),
+    }).fetchall()
+    lexical_rank = {3: 1, 2: 2, 1: 3}
+    dense_rank = {2: 1, 3: 2, 1: 3}
+    expected = {cid: 1.0 / (10 + lexical_rank[cid]) + 0.5 / (10 + dense_rank[cid])
+                for cid in bodies}
+    assert [row[0] for row in rows] == [3, 2, 1]
+    for row in rows:
+        assert row[7] == pytest.approx(expected[row[0]])
+
+
+def test_a_chunk_found_by_one_leg_only_still_ranks(tmp_path: Path) -> None:
+    conn = store.connect(tmp_path / "rag.db", create=True)
+    with conn:
+        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                     "VALUES (1, 'a.md', '', 0, 'markdown', 0, '')")
+        for chunk_id, body in ((1, "lora"), (2, "nothing relevant")):
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, 1, 0, 5, 1, 1, 'section', ?)",
+                         (chunk_id, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) VALUES (?, '', '', ?)",
+                         (chunk_id, body))
+        conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                     "VALUES (2000, 2, vec_int8(?))", (_unit([1.0]),))
+    rows = conn.execute(sql("search_hybrid"), {
+        "match": '"lora"', "query_vector": _unit([1.0]), "k": 5, **SearchParams().as_sql(),
+    }).fetchall()
+    assert sorted(row[0] for row in rows) == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def vector_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("vectors")
+    write_corpus(project / "data" / "raw" / "proj")
+    result = run_cli("index", "data/raw", "--db", "rag.db", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert "vectors" in result.stdout
+    return project
+
+
+def test_hybrid_and_dense_search_end_to_end(vector_project: Path) -> None:
+    conn = store.connect(vector_project / "rag.db")
+    searcher = Searcher(conn, use_cache=False)
+    # a paraphrase with no word in common with the LoRA page still reaches it densely
+    dense = searcher.search("serve several fine-tuned adapters simultaneously", 3, Mode.dense)
+    assert dense and dense[0].file_path.endswith("lora.md")
+    hybrid = searcher.search("How do I load a LoRA adapter at run time?", 3, Mode.hybrid)
+    assert hybrid[0].file_path.endswith("lora.md")
+
+
+def test_query_cache_is_used_and_invalidated(vector_project: Path, tmp_path: Path) -> None:
+    db = tmp_path / "rag.db"
+    db.write_bytes((vector_project / "rag.db").read_bytes())
+    conn = store.connect(db)
+    searcher = Searcher(conn)
+    question = "How do I load a LoRA adapter at run time?"
+    first = searcher.search(question, 3)
+    cached = store.scalar(conn, "SELECT count(*) FROM query_cache")
+    assert cached == 1
+    # the same normalised question is answered from the cache without loading the model
+    fresh = Searcher(conn)
+    assert fresh.search("  how do I load a LoRA adapter   at run time? ", 3) == first
+    assert fresh._embedder is None
+    with conn:
+        store.bump_generation(conn)
+    assert store.scalar(conn, "SELECT count(*) FROM query_cache") == 0
+
+
+def test_dense_on_an_index_without_vectors(project: Path) -> None:
+    assert run_cli("index", "data/raw", "--no-vectors", "--db", "rag.db", cwd=project
+                   ).returncode == 0
+    result = run_cli("search", "lora", "--mode", "dense", "--db", "rag.db", cwd=project)
+    assert result.returncode == 1
+    assert "no vectors" in result.stderr and "ragdb index" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    # hybrid falls back to BM25 alone
+    hybrid = run_cli("search", "lora", "--db", "rag.db", cwd=project)
+    assert hybrid.returncode == 0 and "lora.md" in hybrid.stdout
+
+
+def test_embedder_that_cannot_be_loaded(project: Path) -> None:
+    result = run_cli("index", "data/raw", "--embedder", "no/such-model-here", "--db", "rag.db",
+                     cwd=project, env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot load embedder 'no/such-model-here'" in lines[0]
+
+
+def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> None:
+    project = extract_slice(tmp_path, every=1)  # every doc: embedding takes a while
+    db = project / "rag.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "RAGDB_MODELS_DIR": str(tmp_path / "models")},
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        if db.exists():
+            try:
+                if embed.vector_count(store.connect(db)) > 0:
+                    break
+            except Exception:
+                pass  # the first transaction is not committed yet
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    conn = store.connect(db)
+    missing = store.scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+                           "WHERE f.kind = 'markdown' AND c.id NOT IN "
+                           "(SELECT chunk_id FROM chunk_vectors)")
+    assert missing > 0, "expected the kill to leave chunks without vectors"
+    conn.close()
+    again = run_cli("index", "data/raw", "--db", str(db), cwd=project,
+                    env={"RAGDB_MODELS_DIR": str(tmp_path / "models")})
+    assert again.returncode == 0, again.stderr
+    assert "0 indexed" in again.stdout  # the chunks were committed; only vectors were missing
+    conn = store.connect(db)
+    assert store.scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+                        "WHERE f.kind = 'markdown' AND c.id NOT IN "
+                        "(SELECT chunk_id FROM chunk_vectors)") == 0
+    assert store.scalar(conn, "SELECT count(*) FROM chunk_vectors "
+                        "WHERE chunk_id NOT IN (SELECT id FROM chunks)") == 0
