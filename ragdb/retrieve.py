@@ -41,12 +41,16 @@ class SearchParams:
     w_lex: float = 1.0
     w_dense: float = 0.5
     windows_per_chunk: int = 4  # nearest windows fetched per dense candidate wanted
+    # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
+    # the best window of every public docs question 0.44 or less.
+    max_distance: float = 0.6
 
     def as_sql(self) -> dict[str, float | int]:
         return {
             "w_path": self.w_path, "w_context": self.w_context, "w_body": self.w_body,
             "depth": self.depth, "c": float(self.rrf_c), "w_lex": float(self.w_lex),
             "w_dense": float(self.w_dense), "knn_depth": self.depth * self.windows_per_chunk,
+            "max_distance": float(self.max_distance),
         }
 
 
@@ -192,6 +196,7 @@ class Searcher:
             rows = self.conn.execute(sql("search_dense"), {
                 "query_vector": vector, "k": k,
                 "knn_depth": max(k, self.params.depth) * self.params.windows_per_chunk,
+                "max_distance": self.params.max_distance,
             })
         else:
             rows = self.conn.execute(

@@ -8,6 +8,7 @@ WITH knn AS MATERIALIZED (
 dense AS (
     SELECT chunk_id, min(distance) AS distance
     FROM knn
+    WHERE distance <= :max_distance     -- farther than this is noise, not a match
     GROUP BY chunk_id
     ORDER BY distance, chunk_id
     LIMIT :k

@@ -28,6 +28,7 @@ dense AS (                              -- a chunk ranks by its best window
     SELECT chunk_id,
            row_number() OVER (ORDER BY min(distance), chunk_id) AS rank
     FROM knn
+    WHERE distance <= :max_distance     -- farther than this is noise, not a match
     GROUP BY chunk_id
     ORDER BY rank
     LIMIT :depth

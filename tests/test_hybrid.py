@@ -36,8 +36,8 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
             conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
                          "end_line, kind, text) VALUES (?, 1, ?, ?, 1, 1, 'section', ?)",
                          (chunk_id, chunk_id * 100, chunk_id * 100 + 50, body))
-            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) VALUES (?, '', '', ?)",
-                         (chunk_id, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
             conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
                          "VALUES (?, ?, vec_int8(?))",
                          (chunk_id * 1000, chunk_id, _unit(vectors[chunk_id])))
@@ -52,7 +52,7 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
                 for cid in bodies}
     assert [row[0] for row in rows] == [3, 2, 1]
     for row in rows:
-        assert row[7] == pytest.approx(expected[row[0]])
+        assert row[7] == pytest.approx(expected[int(row[0])])  # type: ignore[arg-type]
 
 
 def test_a_chunk_found_by_one_leg_only_still_ranks(tmp_path: Path) -> None:
@@ -64,14 +64,14 @@ def test_a_chunk_found_by_one_leg_only_still_ranks(tmp_path: Path) -> None:
             conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
                          "end_line, kind, text) VALUES (?, 1, 0, 5, 1, 1, 'section', ?)",
                          (chunk_id, body))
-            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) VALUES (?, '', '', ?)",
-                         (chunk_id, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
         conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
                      "VALUES (2000, 2, vec_int8(?))", (_unit([1.0]),))
     rows = conn.execute(sql("search_hybrid"), {
         "match": '"lora"', "query_vector": _unit([1.0]), "k": 5, **SearchParams().as_sql(),
     }).fetchall()
-    assert sorted(row[0] for row in rows) == [1, 2]
+    assert sorted(int(row[0]) for row in rows) == [1, 2]  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
