@@ -1,6 +1,6 @@
 # ragdb: `make install` then `make test`. Every rule runs inside the uv-managed virtualenv.
 SHELL := /bin/bash
-UV ?= $(shell command -v uv 2>/dev/null || echo "$(HOME)/.local/bin/uv")
+UV ?= $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 CORPUS_TGZ ?= ../shared/corpus/vllm-0.10.1.tar.gz
 CORPUS := data/raw/vllm-0.10.1
@@ -9,7 +9,8 @@ Q ?= How do I serve several LoRA adapters at once?
 .PHONY: install run debug clean fclean lint test bench bench-answer index corpus
 
 install:
-	@command -v uv >/dev/null 2>&1 || [ -x "$(UV)" ] || python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
+		|| python3 -m pip install --quiet uv
 	$(UV) sync --frozen
 
 corpus: $(CORPUS)
@@ -45,9 +46,5 @@ clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs data/bench
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
 
-fbench-answer: corpus
-	@test -f data/bench/rag.db || $(RUN) python -m ragdb.bench --quick
-	$(RUN) python -m ragdb.bench_answer
-
-clean: clean
+fclean: clean
 	rm -rf data/processed data/raw data/models .venv

@@ -88,7 +88,14 @@ def latency(searcher: Searcher, mode: Mode, k: int = 10) -> tuple[float, float]:
 
 
 def search_dataset_wall(db: Path, mode: Mode) -> float:
-    """Two real `python -m ragdb search_dataset` processes, start-up included."""
+    """Two real `python -m ragdb search_dataset` processes, start-up and model load included.
+
+    The query cache is emptied first: this measures cold runs, not cache hits.
+    """
+    conn = store.connect(db)
+    with store.write_transaction(conn):
+        conn.execute("DELETE FROM query_cache")
+    conn.close()
     started = time.perf_counter()
     for name in SETS:
         subprocess.run(
