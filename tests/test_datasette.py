@@ -93,7 +93,7 @@ async def test_search_returns_ranked_sources_with_links(ds: Any) -> None:
     body = await _get_json(ds, "/-/ragdb/search?q=How+do+I+load+a+LoRA+adapter&k=2")
     assert body["k"] == 2 and body["mode"] == "hybrid"
     sources = body["sources"]
-    assert len(sources) == 2
+    assert 1 <= len(sources) <= 2  # dense matches past the distance cut-off are dropped
     top = sources[0]
     assert top["file_path"] == "data/raw/proj/docs/features/lora.md"
     for key in ("first_character_index", "last_character_index", "start_line", "end_line",
@@ -113,10 +113,13 @@ async def test_search_by_post_json_and_form(ds: Any) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["sources"][0]["file_path"].endswith("pkg/layers.py")
     response = await ds.client.post(
-        "/-/ragdb/search", data={"q": "trust remote code", "k": "3", "mode": "dense"}
+        "/-/ragdb/search",
+        data={"q": "serve several fine-tuned adapters at once", "k": "3", "mode": "dense"},
     )
     assert response.status_code == 200, response.text
-    assert response.json()["mode"] == "dense" and len(response.json()["sources"]) == 3
+    sources = response.json()["sources"]
+    assert response.json()["mode"] == "dense" and 1 <= len(sources) <= 3
+    assert sources[0]["file_path"].endswith("lora.md")
 
 
 async def test_json_api_needs_no_csrf_token_even_with_cookies(ds: Any) -> None:
@@ -367,7 +370,8 @@ async def test_answer_as_json_cites_sources_that_link_to_chunks(ds: Any) -> None
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["answer"].strip() and "SmolLM2" in body["model"]
-    assert len(body["sources"]) == 3 and body["sources"][0]["file_path"].endswith("lora.md")
+    assert 1 <= len(body["sources"]) <= 3
+    assert body["sources"][0]["file_path"].endswith("lora.md")
     assert body["cited"], body["answer"]  # SmolLM2 leads with "According to [n]"
     for citation in body["citations"]:
         assert f"[{citation['n']}]" in body["answer"]

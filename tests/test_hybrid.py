@@ -28,7 +28,7 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
     """Chunk ids run 1, 2, 3; BM25 ranks them 3, 2, 1 and vectors 2, 3, 1."""
     conn = store.connect(tmp_path / "rag.db", create=True)
     bodies = {1: "lora", 2: "lora lora adapter", 3: "lora lora lora adapter adapter"}
-    vectors = {1: [0.0, 1.0], 2: [1.0, 0.05], 3: [1.0, 0.5]}
+    vectors = {1: [0.6, 1.0], 2: [1.0, 0.05], 3: [1.0, 0.5]}  # all within max_distance
     with conn:
         conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
                      "VALUES (1, 'a.md', '', 0, 'markdown', 0, '')")
