@@ -811,10 +811,20 @@ def clean_answer(raw: str, n_sources: int, *, truncated: bool = False) -> tuple[
     text = text[:cut]
     if truncated or mid_sentence:
         text = _trim_unfinished_sentence(text)
+    text = _tidy_tail(text)
     text, cited = normalise_citations(text, n_sources)
     text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
     return text, cited
+
+
+def _tidy_tail(text: str) -> str:
+    """Drop debris small models leave: runs of commas, a dangling `[3`, an empty open fence."""
+    text = re.sub(r"(?:[ \t]*,){2,}", ",", text)
+    text = re.sub(r"\[\d*\s*$", "", text)  # an unclosed citation at the very end
+    if text.count("```") % 2 == 1:  # the last fence opens a block that never came
+        text = re.sub(r"```[\w-]*\s*$", "", text)
+    return re.sub(r"[\s,]+$", "", text) if re.search(r",\s*$", text) else text
 
 
 def renumber_citations(text: str, mapping: dict[int, int]) -> str:

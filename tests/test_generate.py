@@ -620,3 +620,15 @@ def test_environment_variable_sets_the_models_dir(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("RAGDB_MODELS_DIR")
     assert generate.default_models_dir() == Path("data/models")
     assert os.sep not in generate._folder_name("OpenVINO/Qwen3-0.6B-int4-ov")
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("According to [1], [2], and,, and,,,,,, [34", "According to [1], [2], and, and"),
+        ("According to [1], the answer is: ```", "According to [1], the answer is:"),
+        ("Run:\n```\nvllm serve\n```", "Run:\n```\nvllm serve\n```"),
+    ],
+)
+def test_small_model_debris_is_tidied(raw: str, expected: str) -> None:
+    assert clean_answer(raw, 3)[0] == expected
