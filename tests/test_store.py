@@ -104,6 +104,18 @@ def test_changed_chunk_size_forces_full_rebuild(project: Path) -> None:
     assert stats.full_rebuild and stats.files_indexed == len(SMALL_CORPUS)
     longest = store.scalar(conn, "SELECT max(last_char - first_char) FROM chunks")
     assert longest <= 100
+    prose = store.scalar(conn, "SELECT max(c.last_char - c.first_char) FROM chunks c "
+                         "JOIN files f ON f.id = c.file_id WHERE f.kind != 'python'")
+    assert prose <= store.chunk_cap("markdown", 100) == 50
+
+
+def test_new_chunker_version_forces_full_rebuild(project: Path) -> None:
+    os.chdir(project)
+    conn = store.connect(project / "rag.db", create=True)
+    store.index_paths(conn, [Path("data/raw")])
+    with conn:
+        store.set_setting(conn, "chunker", "0")
+    assert store.index_paths(conn, [Path("data/raw")]).full_rebuild
 
 
 def test_other_roots_are_kept(project: Path) -> None:
