@@ -35,11 +35,11 @@ class SearchParams:
     w_body: float = 1.0
     depth: int = 50  # candidates per leg before fusion
     # RRF constant and leg weights: c=10 keeps the top ranks of each leg decisive, and the
-    # dense leg at half weight lets it reorder and rescue docs without outvoting BM25 on
+    # dense leg at 0.4 weight lets it reorder and rescue docs without outvoting BM25 on
     # identifiers (measured: README, Performance).
     rrf_c: float = 10.0
     w_lex: float = 1.0
-    w_dense: float = 0.5
+    w_dense: float = 0.4
     windows_per_chunk: int = 4  # nearest windows fetched per dense candidate wanted
     # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
     # the best window of every public docs question 0.44 or less.
