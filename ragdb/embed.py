@@ -125,7 +125,15 @@ def _hub_snapshot(repo_id: str) -> Path:
     except ImportError as exc:
         raise RuntimeError(f"huggingface_hub is not installed ({exc})") from None
     cache = models_dir() / "hub"
-    return Path(snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS, cache_dir=str(cache)))
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS,
+                                      cache_dir=str(cache)))
+    except Exception as exc:  # offline, unknown repo, gated repo: all end the same way for users
+        reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise RuntimeError(
+            f"not a local folder, and fetching it from the model hub failed "
+            f"({type(exc).__name__}: {reason})"
+        ) from None
 
 
 class Embedder:
