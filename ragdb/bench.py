@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ragdb import embed, evaluate, store
 from ragdb.loadtest import load_test
-from ragdb.retrieve import Mode, Searcher
-from ragdb.schemas import MinimalSearchResults, MinimalSource, RagDataset, StudentSearchResults
+from ragdb.retrieve import Mode, Searcher, search_results
+from ragdb.schemas import RagDataset
 
 CORPUS_TGZ = Path("../shared/corpus/vllm-0.10.1.tar.gz")
 CORPUS = Path("data/raw/vllm-0.10.1")
@@ -59,24 +59,7 @@ def dataset(name: str, answered: bool = True) -> Path:
 def recall(searcher: Searcher, name: str, mode: Mode, k: int = 10) -> dict[int, float]:
     data = RagDataset.model_validate_json(dataset(name).read_text())
     found = searcher.search_many([q.question for q in data.rag_questions], k, mode)
-    results = []
-    for question, hits in zip(data.rag_questions, found):
-        results.append(
-            MinimalSearchResults(
-                question_id=question.question_id,
-                question=question.question,
-                question_str=question.question,
-                retrieved_sources=[
-                    MinimalSource(
-                        file_path=h.file_path,
-                        first_character_index=h.first,
-                        last_character_index=h.last,
-                    )
-                    for h in hits
-                ],
-            )
-        )
-    return evaluate.evaluate(StudentSearchResults(search_results=results, k=k), data).recall
+    return evaluate.evaluate(search_results(data.rag_questions, found, k), data).recall
 
 
 def latency(searcher: Searcher, mode: Mode, k: int = 10) -> tuple[float, float]:

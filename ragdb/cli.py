@@ -17,14 +17,14 @@ from pydantic import BaseModel, ValidationError
 from ragdb import evaluate as evaluation
 from ragdb import embed, generate, store
 from ragdb.errors import RagdbError
-from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k, source_span
+from ragdb.retrieve import MAX_K, Mode, Searcher, check_k, search_results, source_span
 from ragdb.schemas import (
     MinimalAnswer,
-    MinimalSearchResults,
     MinimalSource,
     RagDataset,
     StudentSearchResults,
     StudentSearchResultsAndAnswer,
+    describe,
 )
 
 app = typer.Typer(
@@ -66,12 +66,8 @@ def load_json(path: Path, model: type[Model], what: str) -> Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
-        raise RagdbError(
-            f"{what} {path} does not have the expected shape ({exc.error_count()} problems; "
-            f"first at {where}: {first['msg']})"
-        ) from None
+        raise RagdbError(f"{what} {path} does not have the expected shape ({describe(exc)})"
+                         ) from None
 
 
 def write_json(path: Path, model: BaseModel) -> None:
@@ -79,14 +75,6 @@ def write_json(path: Path, model: BaseModel) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(model.model_dump_json(indent=2), encoding="utf-8")
     tmp.replace(path)
-
-
-def _source(hit: Hit) -> MinimalSource:
-    return MinimalSource(
-        file_path=hit.file_path,
-        first_character_index=hit.first,
-        last_character_index=hit.last,
-    )
 
 
 @app.command()
@@ -202,7 +190,7 @@ def search_command(
     conn = store.connect(_db(db))
     hits = Searcher(conn).search(question, k, mode)
     if as_json:
-        typer.echo(json.dumps([_source(h).model_dump() for h in hits], indent=2))
+        typer.echo(json.dumps([h.source.model_dump() for h in hits], indent=2))
         return
     if not hits:
         typer.echo("no sources found", err=True)
@@ -233,20 +221,11 @@ def _search_dataset(
     started = time.perf_counter()
     questions = dataset.rag_questions
     found = searcher.search_many([q.question for q in questions], k, mode)
-    results = []
-    for question, hits in zip(questions, found):
-        results.append(
-            MinimalSearchResults(
-                question_id=question.question_id,
-                question=question.question,
-                question_str=question.question,
-                retrieved_sources=[_source(h) for h in hits],
-            )
-        )
     out = save_directory / dataset_path.name
-    write_json(out, StudentSearchResults(search_results=results, k=k))
+    write_json(out, search_results(questions, found, k))
     typer.echo(
-        f"{len(results)} questions searched in {time.perf_counter() - started:.2f} s; wrote {out}"
+        f"{len(questions)} questions searched in {time.perf_counter() - started:.2f} s; "
+        f"wrote {out}"
     )
 
 
@@ -312,7 +291,7 @@ def answer_command(
     if not question.strip():
         raise RagdbError("the question is empty: nothing to answer")
     hits = Searcher(store.connect(_db(db))).search(question, k, mode) if k else []
-    sources = [_source(h) for h in hits]
+    sources = [h.source for h in hits]
     if not hits:
         text, cited, model_name = generate.NO_SOURCES_MESSAGE, [], None
         typer.echo(text)

@@ -47,8 +47,8 @@ from ragdb import embed, store
 from ragdb import evaluate as evaluation
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import resource_dir, sql
-from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k, index_is_empty
-from ragdb.schemas import MinimalSearchResults, MinimalSource, RagDataset, StudentSearchResults
+from ragdb.retrieve import MAX_K, Hit, Mode, Searcher, check_k, index_is_empty, search_results
+from ragdb.schemas import RagDataset, describe
 from ragdb.tokenize import fts_query, query_terms
 
 PLUGIN = "ragdb"
@@ -57,9 +57,6 @@ DEFAULT_K = 5
 DEFAULT_DATASET_K = 10
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_QUESTION_CHARS = 4000
-# The search connection only writes the query cache: better to skip caching than to wait for an
-# index run's write lock (reads never wait in WAL mode).
-SEARCH_BUSY_TIMEOUT_MS = 20
 _PACKAGE = Path(__file__).resolve().parent
 _RAGDB_TABLES = frozenset({"files", "chunks", "index_runs"})
 
@@ -331,8 +328,6 @@ class RagdbService:
         self.last_index: dict[str, Any] | None = None
         self._search_pool = ThreadPoolExecutor(1, thread_name_prefix="ragdb-search")
         self._searcher: Searcher | None = None
-        self._cache_paused = False
-        self._cache_was_on = True
         self._generator: Any = None
         self._generate_lock = asyncio.Lock()
         self._embedders: dict[str, embed.Embedder] = {}
@@ -387,26 +382,8 @@ class RagdbService:
                 raise MissingIndexError("Datasette serves no database file to search")
             self._check_is_ragdb(self.db_path)
             conn = store.connect(self.db_path)
-            conn.set_busy_timeout(SEARCH_BUSY_TIMEOUT_MS)
-            self._searcher = Searcher(conn, use_cache=not self._cache_paused)
-            self._cache_was_on = True
+            self._searcher = Searcher(conn)
         return self._searcher
-
-    def _pause_cache(self, paused: bool) -> None:
-        """Stop the Searcher writing its query cache while an index run is open (search thread).
-
-        index_paths opens a deferred transaction and reads before it writes; a cache row
-        committed in between makes its upgrade to a write fail at once (SQLITE_BUSY_SNAPSHOT,
-        no busy wait), as the load test showed on the real corpus.
-        """
-        self._cache_paused = paused
-        if self._searcher is None:
-            return
-        if paused:
-            self._cache_was_on = self._searcher.use_cache
-            self._searcher.use_cache = False
-        else:
-            self._searcher.use_cache = self._cache_was_on
 
     @staticmethod
     def _check_is_ragdb(path: Path) -> None:
@@ -476,13 +453,11 @@ class RagdbService:
         self.indexing = True
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._search_pool, self._pause_cache, True)
             outcome: IndexOutcome = await loop.run_in_executor(None, self._index_sync)
         except (apsw.BusyError, apsw.LockedError):
             raise ApiError(503, "another connection is writing rag.db (a `ragdb index` run?); "
                                 "try again when it is done") from None
         finally:
-            await loop.run_in_executor(self._search_pool, self._pause_cache, False)
             self.indexing = False
         self.last_index = {
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -916,26 +891,10 @@ async def search_dataset_view(service: RagdbService, request: Any, send: Any) ->
     try:
         dataset = RagDataset.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "top level"
-        raise ApiError(400, f"the dataset does not have the expected shape "
-                            f"({exc.error_count()} problems; first at {where}: {first['msg']})")
+        raise ApiError(400, f"the dataset does not have the expected shape ({describe(exc)})")
     questions = dataset.rag_questions
     found = await service.search_many([q.question for q in questions], k, mode)
-    results = [
-        MinimalSearchResults(
-            question_id=q.question_id,
-            question=q.question,
-            question_str=q.question,
-            retrieved_sources=[
-                MinimalSource(file_path=h.file_path, first_character_index=h.first,
-                              last_character_index=h.last)
-                for h in hits
-            ],
-        )
-        for q, hits in zip(questions, found)
-    ]
-    return Response.json(StudentSearchResults(search_results=results, k=k).model_dump())
+    return Response.json(search_results(questions, found, k).model_dump())
 
 
 @api_view(["POST"])

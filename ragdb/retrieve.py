@@ -15,6 +15,12 @@ from ragdb import embed, store
 from ragdb.embed import Embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
+from ragdb.schemas import (
+    MinimalSearchResults,
+    MinimalSource,
+    StudentSearchResults,
+    UnansweredQuestion,
+)
 from ragdb.tokenize import analyse_terms, fts_query, query_terms
 
 MAX_K = 100
@@ -67,12 +73,31 @@ class Hit:
     text: str
 
     @property
+    def source(self) -> MinimalSource:
+        """The hit as the assignment's file format names a source."""
+        return MinimalSource(file_path=self.file_path, first_character_index=self.first,
+                             last_character_index=self.last)
+
+    @property
     def preview(self) -> str:
         """First non-blank line, for a one-line listing."""
         for line in self.text.splitlines():
             if line.strip():
                 return line.strip()[:100]
         return ""
+
+
+def search_results(
+    questions: Sequence[UnansweredQuestion], found: Sequence[list[Hit]], k: int
+) -> StudentSearchResults:
+    """A dataset's questions and their hits in the assignment's results format."""
+    return StudentSearchResults(k=k, search_results=[
+        MinimalSearchResults(
+            question_id=question.question_id, question=question.question,
+            question_str=question.question, retrieved_sources=[hit.source for hit in hits],
+        )
+        for question, hits in zip(questions, found)
+    ])
 
 
 def check_k(k: object) -> int:
@@ -134,8 +159,10 @@ class Searcher:
         return self._embedder
 
     def informative_terms(self, question: str) -> list[str]:
-        """Query terms minus those in over half the chunks: same ranking, far fewer rows scored."""
-        self._refresh()
+        """Query terms minus those in over half the chunks: same ranking, far fewer rows scored.
+
+        Uses the common terms as of the last _refresh() (search_many does one per call).
+        """
         kept = []
         for term in query_terms(question):
             stems = self._stem(term.encode(), apsw.FTS5_TOKENIZE_QUERY, None,

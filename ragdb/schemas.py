@@ -5,7 +5,7 @@ The names and fields follow the course assignment ragdb grew from, so its grader
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 
 class MinimalSource(BaseModel):
@@ -50,3 +50,10 @@ class StudentSearchResults(BaseModel):
 class StudentSearchResultsAndAnswer(StudentSearchResults):
     search_results: list[MinimalAnswer]  # type: ignore[assignment]
     model: str | None = None
+
+
+def describe(exc: ValidationError) -> str:
+    """A validation failure in one line: how many problems, and where the first one is."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "top level"
+    return f"{exc.error_count()} problems; first at {where}: {first['msg']}"
