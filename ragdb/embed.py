@@ -447,7 +447,7 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
             f"embedder {embedder.identity} makes {embedder.dim}-d vectors but rag.db stores "
             f"{VECTOR_DIM}-d ones; use a {VECTOR_DIM}-d model"
         )
-    with conn:
+    with store.write_transaction(conn):
         if (store.get_setting(conn, "embedder") != embedder.identity
                 or store.get_setting(conn, "embed_policy") != policy.key):
             stats.removed += vector_count(conn)
@@ -455,7 +455,7 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
             conn.execute(sql("vectors_delete_all"))
             store.set_setting(conn, "embedder", embedder.identity)
             store.set_setting(conn, "embed_policy", policy.key)
-    with conn:
+    with store.write_transaction(conn):
         before = vector_count(conn)
         conn.execute(sql("vectors_orphans_delete"))
         stats.removed += before - vector_count(conn)
