@@ -29,18 +29,18 @@ debug:
 	RAGDB_DEBUG=1 $(RUN) python -X dev -X faulthandler -m ragdb search "$(Q)" --k 5
 
 lint:
-	$(RUN) flake8 ragdb tests
-	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests
+	$(RUN) flake8 ragdb tests benchmarks
+	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests benchmarks
 
 test:
 	$(RUN) pytest -q
 
 bench: corpus
-	$(RUN) python -m ragdb.bench
+	$(RUN) python -m benchmarks.bench
 
 bench-answer: corpus
-	@test -f data/bench/rag.db || $(RUN) python -m ragdb.bench --quick
-	$(RUN) python -m ragdb.bench_answer
+	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick
+	$(RUN) python -m benchmarks.bench_answer
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs data/bench

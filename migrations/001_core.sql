@@ -43,7 +43,8 @@ CREATE TABLE fts_common_terms (
     term  TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 
--- Settings the index was built with; a change of the ones marked "rebuild" forces a full rebuild.
+-- Settings the index was built with (keys: ragdb.db.Setting). A change of max_chunk_size,
+-- tokenizer or chunker forces a full rebuild; of embedder or embed_policy, a re-embedding.
 CREATE TABLE settings (
     key    TEXT PRIMARY KEY,
     value  TEXT NOT NULL

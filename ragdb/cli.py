@@ -2,79 +2,48 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional
 
 import apsw
 import click
 import typer
-from pydantic import BaseModel, ValidationError
 
 from ragdb import evaluate as evaluation
-from ragdb import embed, generate, store
+from ragdb.db import default_db_path
 from ragdb.errors import RagdbError
-from ragdb.retrieve import MAX_K, Mode, Searcher, check_k, search_results, source_span
-from ragdb.schemas import (
-    MinimalAnswer,
-    MinimalSource,
-    RagDataset,
-    StudentSearchResults,
-    StudentSearchResultsAndAnswer,
-    describe,
-)
+from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
+from ragdb.jsonfiles import load_json, write_json_atomic
+from ragdb.retrieve import MAX_K, Mode, check_k
+from ragdb.schemas import RagDataset, StudentSearchResults
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ragdb.database import RagDB
 
 app = typer.Typer(
     help="Ask questions about a codebase: answers with the exact places they come from.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-
-Model = TypeVar("Model", bound=BaseModel)
 
 DbOption = typer.Option(
     None, "--db", help="rag.db to use [default: $RAGDB_DB or data/processed/rag.db]."
 )
 
 
-def _db(path: Optional[Path]) -> Path:
-    return path if path is not None else store.default_db_path()
+def _rag(path: Optional[Path], model: Optional[str] = None) -> "RagDB":
+    from ragdb.database import RagDB
+
+    return RagDB(path if path is not None else default_db_path(), model=model, warn=_err)
 
 
 def _err(message: str) -> None:
     typer.echo(f"ragdb: {message}", err=True)
-
-
-def load_json(path: Path, model: type[Model], what: str) -> Model:
-    """Read a pydantic model from a JSON file, or fail with one line that says what is wrong."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RagdbError(f"{what} not found: {path}") from None
-    except IsADirectoryError:
-        raise RagdbError(f"{what} is a directory, not a JSON file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RagdbError(f"cannot read {what} {path}: {exc}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise RagdbError(f"{what} {path} is not valid JSON: {exc}") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise RagdbError(f"{what} {path} does not have the expected shape ({describe(exc)})"
-                         ) from None
-
-
-def write_json(path: Path, model: BaseModel) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(model.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
 
 
 @app.command()
@@ -82,13 +51,13 @@ def index(
     paths: list[Path] = typer.Argument(None, help="Files or folders to index [default: data/raw]."),
     db: Optional[Path] = DbOption,
     max_chunk_size: int = typer.Option(
-        store.MAX_CHUNK_SIZE,
+        MAX_CHUNK_SIZE,
         "--max_chunk_size",
         "--max-chunk-size",
-        help=f"Largest chunk in characters (at most {store.MAX_CHUNK_SIZE}).",
+        help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}).",
     ),
     include: list[str] = typer.Option(
-        list(store.DEFAULT_INCLUDE), "--include", help="File name globs to index (repeatable)."
+        list(DEFAULT_INCLUDE), "--include", help="File name globs to index (repeatable)."
     ),
     vectors: bool = typer.Option(
         True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
@@ -98,15 +67,14 @@ def index(
         help="Embedding model: a local OpenVINO IR or ONNX folder, or a hub id "
         "[default: all-MiniLM-L6-v2 from the installed package].",
     ),
+    into_existing: bool = typer.Option(
+        False, "--into-existing",
+        help="Add ragdb's tables to an existing SQLite database that is not a ragdb index "
+        "(refused otherwise, so another application's database is never changed).",
+    ),
 ) -> None:
     """Index files into rag.db: only new or changed files are re-chunked."""
     roots = paths or [Path("data/raw")]
-    if not 1 <= max_chunk_size <= store.MAX_CHUNK_SIZE:
-        raise RagdbError(
-            f"--max_chunk_size must be between 1 and {store.MAX_CHUNK_SIZE}, got {max_chunk_size}"
-        )
-    store.collect_files(roots, include)  # fail on a bad root before creating rag.db
-    conn = store.connect(_db(db), create=True)
     show_bar = sys.stderr.isatty()
     with _progress(show_bar, "indexing") as files_bar, _progress(show_bar, "embedding") as bar:
 
@@ -116,11 +84,12 @@ def index(
             bar.step(count - bar.count)
             bar.count = count
 
-        stats, vstats = embed.update_index(
-            conn, roots, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
-            embedder=embedder, progress=files_bar.step, on_files=files_bar.total,
-            on_embedded=on_embedded,
+        result = _rag(db).index(
+            roots, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
+            embedder_name=embedder, into_existing=into_existing, progress=files_bar.step,
+            on_files=files_bar.total, on_embedded=on_embedded,
         )
+    stats, vstats = result.stats, result.vectors
     vector_note = ""
     if vstats is not None:
         vector_note = (
@@ -185,10 +154,7 @@ def search_command(
 ) -> None:
     """Print the k most relevant places for a question: `path [first:last]` and a preview."""
     check_k(k)
-    if not question.strip():
-        raise RagdbError("the question is empty: nothing to search for")
-    conn = store.connect(_db(db))
-    hits = Searcher(conn).search(question, k, mode)
+    hits = _rag(db).search(question, k, mode)
     if as_json:
         typer.echo(json.dumps([h.source.model_dump() for h in hits], indent=2))
         return
@@ -196,7 +162,14 @@ def search_command(
         typer.echo("no sources found", err=True)
         return
     for rank, hit in enumerate(hits, 1):
-        typer.echo(f"{rank:2}. {hit.file_path} [{hit.first}:{hit.last}]  {hit.preview}")
+        typer.echo(f"{rank:2}. {_shown(hit.file_path)} [{hit.first}:{hit.last}]  {hit.preview}")
+
+
+def _shown(path: str) -> str:
+    """A path on one line: control characters (a newline in a file name) escaped."""
+    if path.isprintable():
+        return path
+    return json.dumps(path)[1:-1]
 
 
 def _search_dataset(
@@ -214,18 +187,16 @@ def _search_dataset(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Search every question of a dataset and save the results in the assignment's format."""
-    if not 1 <= k <= evaluation.MAX_K:
-        raise RagdbError(f"--k must be between 1 and {evaluation.MAX_K} for a dataset, got {k}")
+    check_k(k, high=evaluation.MAX_K)
     dataset = load_json(dataset_path, RagDataset, "dataset")
-    searcher = Searcher(store.connect(_db(db)))
+    rag = _rag(db)
     started = time.perf_counter()
-    questions = dataset.rag_questions
-    found = searcher.search_many([q.question for q in questions], k, mode)
+    results = rag.search_dataset(dataset, k, mode)
     out = save_directory / dataset_path.name
-    write_json(out, search_results(questions, found, k))
+    write_json_atomic(out, results)
     typer.echo(
-        f"{len(questions)} questions searched in {time.perf_counter() - started:.2f} s; "
-        f"wrote {out}"
+        f"{len(dataset.rag_questions)} questions searched in "
+        f"{time.perf_counter() - started:.2f} s; wrote {out}"
     )
 
 
@@ -269,10 +240,6 @@ ModelOption = typer.Option(
 )
 
 
-def _save_name(question: str) -> str:
-    return "answer-" + hashlib.sha256(question.encode()).hexdigest()[:12] + ".json"
-
-
 @app.command("answer")
 def answer_command(
     question: str = typer.Argument(..., help="The question."),
@@ -286,42 +253,27 @@ def answer_command(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
-    if isinstance(k, bool) or k < 0 or k > MAX_K:
-        raise RagdbError(f"k must be between 0 and {MAX_K}, got {k}")
-    if not question.strip():
-        raise RagdbError("the question is empty: nothing to answer")
-    hits = Searcher(store.connect(_db(db))).search(question, k, mode) if k else []
-    sources = [h.source for h in hits]
-    if not hits:
-        text, cited, model_name = generate.NO_SOURCES_MESSAGE, [], None
-        typer.echo(text)
+    from ragdb.answering import answer_record, question_id
+
+    check_k(k, low=0)
+    stream = sys.stdout.isatty()
+    answer = _rag(db, model).answer(
+        question, k, mode,
+        on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
+    )
+    if not answer.hits:
+        typer.echo(answer.text)
     else:
-        resolved = generate.resolve_model(
-            model, generate.default_models_dir(), warn=_err,
-        )
-        generator = generate.Generator(resolved)
-        stream = sys.stdout.isatty()
-        result = generator.answer(
-            question, [generate.prompt_source(h) for h in hits],
-            on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
-        )
-        text, cited, model_name = result.text, result.cited, result.model
         if stream:
             typer.echo("\n")
-        typer.echo(text if not stream else "")
+        typer.echo(answer.text if not stream else "")
         typer.echo("\nSources:")
-        for number, source in enumerate(result.sources, 1):
-            mark = "*" if number in cited else " "
-            typer.echo(f"{mark}[{number}] {source.file_path}:{source.start_line}-{source.end_line}")
-    out = save_directory / _save_name(question)
-    question_id = out.stem.removeprefix("answer-")
-    write_json(out, StudentSearchResultsAndAnswer(
-        k=max(k, 1), model=model_name,
-        search_results=[MinimalAnswer(
-            question_id=question_id, question=question, question_str=question,
-            retrieved_sources=sources, answer=text,
-        )],
-    ))
+        for number, source in enumerate(answer.prompt_sources, 1):
+            mark = "*" if number in answer.cited else " "
+            typer.echo(f"{mark}[{number}] {_shown(source.file_path)}:"
+                       f"{source.start_line}-{source.end_line}")
+    out = save_directory / f"answer-{question_id(question)}.json"
+    write_json_atomic(out, answer_record(answer))
     typer.echo(f"saved {out}", err=True)
 
 
@@ -339,18 +291,8 @@ def _answer_dataset(
 ) -> None:
     """Answer every question of a search-dataset output; a rerun resumes where it stopped."""
     results = load_json(student_search_results_path, StudentSearchResults, "results file")
-    conn = store.connect(_db(db))
-
-    def source_text(source: MinimalSource) -> Optional[generate.PromptSource]:
-        hit = source_span(conn, source.file_path, source.first_character_index,
-                          source.last_character_index)
-        return generate.prompt_source(hit) if hit is not None else None
-
-    def load_generator() -> generate.Generator:
-        return generate.Generator(
-            generate.resolve_model(model, generate.default_models_dir(), warn=_err)
-        )
-
+    rag = _rag(db, model)
+    rag.conn  # a missing or foreign index fails before any answer
     out = save_directory / student_search_results_path.name
     started = time.perf_counter()
     with _progress(sys.stderr.isatty(), "answering") as bar:
@@ -360,9 +302,7 @@ def _answer_dataset(
             bar.step(done - bar.count)
             bar.count = done
 
-        answered = generate.answer_dataset(
-            results, source_text, load_generator, out, progress=on_progress, warn=_err,
-        )
+        answered = rag.answer_dataset(results, out, progress=on_progress)
     typer.echo(
         f"{len(answered.search_results)} questions answered in "
         f"{time.perf_counter() - started:.1f} s with {answered.model or 'no model'}; wrote {out}"
@@ -386,9 +326,9 @@ def serve_command(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
-    from ragdb.datasette_plugin import serve
+    from ragdb.datasette_plugin.serve import serve
 
-    serve(_db(db), host=host, port=port, model=model)
+    serve(db if db is not None else default_db_path(), host=host, port=port, model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -7,3 +7,8 @@ class RagdbError(Exception):
 
 class MissingIndexError(RagdbError):
     """Raised where a command needs an index that has not been built."""
+
+
+class ForeignDatabaseError(MissingIndexError):
+    """The file is some other application's database: as far as ragdb goes, there is no index
+    there, and nothing may be written to it."""

@@ -1,7 +1,9 @@
-"""Where the SQL files live: beside the package in a wheel, at the repository root in a checkout."""
+"""Where ragdb's files live: SQL beside the package in a wheel (or at the repository root in a
+checkout), and model weights under one models folder."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -20,3 +22,9 @@ def resource_dir(name: str) -> Path:
 def sql(name: str) -> str:
     """Text of `sql/<name>.sql`, read once per process."""
     return (resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def models_dir() -> Path:
+    """Where model weights and compiled-model caches live: `RAGDB_MODELS_DIR`, else data/models
+    (relative to the current folder). The embedder and the answer model share it."""
+    return Path(os.environ.get("RAGDB_MODELS_DIR") or "data/models")

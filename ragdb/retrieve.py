@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
+from typing import Any
 
 import apsw
 
-from ragdb import embed, store
-from ragdb.embed import Embedder
+from ragdb.db import BUSY_TIMEOUT_MS, Setting, generation, get_setting
+from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
 from ragdb.schemas import (
@@ -22,6 +23,7 @@ from ragdb.schemas import (
     UnansweredQuestion,
 )
 from ragdb.tokenize import analyse_terms, fts_query, query_terms
+from ragdb.vectors import has_vectors, to_int8
 
 MAX_K = 100
 
@@ -87,6 +89,23 @@ class Hit:
         return ""
 
 
+def source_json(rank: int, hit: Hit, url: str | None = None) -> dict[str, Any]:
+    """A hit as the HTTP API and `ragdb search --json` show it."""
+    return {
+        "rank": rank,
+        "chunk_id": hit.chunk_id,
+        "file_path": hit.file_path,
+        "first_character_index": hit.first,
+        "last_character_index": hit.last,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "kind": hit.kind,
+        "score": hit.score,
+        "preview": hit.preview,
+        "url": url,
+    }
+
+
 def search_results(
     questions: Sequence[UnansweredQuestion], found: Sequence[list[Hit]], k: int
 ) -> StudentSearchResults:
@@ -100,13 +119,19 @@ def search_results(
     ])
 
 
-def check_k(k: object) -> int:
-    """k must be a whole number from 1 to MAX_K; anything else is the caller's mistake."""
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise RagdbError(f"k must be an integer, got {k!r}")
-    if not 1 <= k <= MAX_K:
-        raise RagdbError(f"k must be between 1 and {MAX_K}, got {k}")
-    return k
+def check_k(k: object, *, low: int = 1, high: int = MAX_K) -> int:
+    """The one rule for k everywhere (CLI, HTTP, library): a whole number from low to high.
+
+    A string of digits counts (query strings are text); booleans, floats and anything else do
+    not, and neither does a number with more digits than any valid k.
+    """
+    value = k
+    if isinstance(k, str) and k.strip().isdigit() and len(k.strip()) <= 6:
+        value = int(k.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        shown = repr(k) if len(repr(k)) <= 40 else repr(k)[:37] + "..."
+        raise RagdbError(f"k must be a whole number from {low} to {high}, got {shown}")
+    return value
 
 
 def index_is_empty(conn: apsw.Connection) -> bool:
@@ -144,18 +169,18 @@ class Searcher:
     # -- state shared by queries -------------------------------------------------------------
 
     def _refresh(self) -> None:
-        current = store.generation(self.conn)
+        current = generation(self.conn)
         if current != self._generation:
             rows = self.conn.execute(sql("common_terms")).fetchall()
             self._common = frozenset(str(row[0]) for row in rows)
-            self._has_vectors = embed.has_vectors(self.conn)
+            self._has_vectors = has_vectors(self.conn)
             self._generation = current
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            name = store.get_setting(self.conn, "embedder_name")
-            self._embedder = embed.load_embedder(name)
+            name = get_setting(self.conn, Setting.EMBEDDER_NAME)
+            self._embedder = load_embedder(name)
         return self._embedder
 
     def informative_terms(self, question: str) -> list[str]:
@@ -212,7 +237,7 @@ class Searcher:
         if mode is Mode.lexical or not self._has_vectors or not questions:
             return {}
         unique = list(dict.fromkeys(questions))
-        vectors = embed.to_int8(self.embedder.embed(unique))
+        vectors = to_int8(self.embedder.embed(unique))
         return {q: v.tobytes() for q, v in zip(unique, vectors)}
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None) -> list[Hit]:
@@ -274,7 +299,7 @@ class Searcher:
         except apsw.ReadOnlyError:
             self.use_cache = False
         finally:
-            self.conn.set_busy_timeout(store.BUSY_TIMEOUT_MS)
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
 
 def source_span(conn: apsw.Connection, path: str, first: int, last: int) -> Hit | None:

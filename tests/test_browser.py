@@ -28,7 +28,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from ragdb.loadtest import load_test
+from benchmarks.loadtest import load_test
 from tests.conftest import run_cli, write_corpus
 
 QUESTION = "How do I load a LoRA adapter at run time?"
@@ -70,7 +70,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     port = _free_port()
     code = (
         "from pathlib import Path\n"
-        "from ragdb.datasette_plugin import serve\n"
+        "from ragdb.datasette_plugin.serve import serve\n"
         f"serve(Path('rag.db'), host='127.0.0.1', port={port}, corpus_roots=[Path('data/raw')])\n"
     )
     log_path = root / "server.log"

@@ -179,7 +179,7 @@ def test_search_dataset_k_above_ten(indexed: Path) -> None:
     result = run_cli("search-dataset", "--dataset_path",
                      str(DATASETS / "UnansweredQuestions" / "dataset_docs_public.json"),
                      "--k", "11", "--db", "rag.db", cwd=indexed)
-    _one_line_error(result, "between 1 and 10")
+    _one_line_error(result, "from 1 to 10")
 
 
 def test_every_command_is_documented_in_the_readme() -> None:

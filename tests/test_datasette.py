@@ -18,17 +18,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from ragdb import embed, store
-from ragdb.datasette_plugin import (
-    MAX_BODY_BYTES,
-    PluginConfig,
-    code_html,
-    make_datasette,
-    ragdb_fts_query,
-    service_for,
-)
+from ragdb.db import bump_generation, connect, set_setting
+from ragdb.embedder import DEFAULT_MODEL, load_embedder
+from ragdb.indexing import index_paths
+from ragdb.vectors import sync_vectors
+from ragdb.datasette_plugin.metadata import code_html, ragdb_fts_query
+from ragdb.datasette_plugin.serve import make_datasette
+from ragdb.datasette_plugin.service import MAX_BODY_BYTES, PluginConfig, service_for
 from ragdb.errors import RagdbError
-from ragdb.generate import NO_SOURCES_MESSAGE
+from ragdb.generate.generator import NO_SOURCES_MESSAGE
 from ragdb.schemas import StudentSearchResults
 from tests.conftest import write_corpus
 
@@ -39,12 +37,12 @@ HOSTILE = '# Escaping\n\n<script>alert("ragdb")</script> and </code></pre><b>bol
 
 def _build_index(root: Path) -> None:
     """What `ragdb index data/raw --db rag.db` does, through the library."""
-    conn = store.connect(root / "rag.db", create=True)
-    store.index_paths(conn, [Path("data/raw")])
-    embed.sync_vectors(conn, embed.load_embedder())
+    conn = connect(root / "rag.db", create=True)
+    index_paths(conn, [Path("data/raw")])
+    sync_vectors(conn, load_embedder())
     with conn:
-        store.set_setting(conn, "embedder_name", embed.DEFAULT_MODEL)
-        store.bump_generation(conn)
+        set_setting(conn, "embedder_name", DEFAULT_MODEL)
+        bump_generation(conn)
     conn.close()
 
 
@@ -320,13 +318,13 @@ async def test_missing_or_empty_index_is_503(tmp_path: Path) -> None:
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     empty = tmp_path / "empty.db"
-    store.connect(empty, create=True).close()
-    for path, fragment in ((other, "holds no ragdb index"), (empty, "index is empty")):
+    connect(empty, create=True).close()
+    for path, fragment in ((other, "is not a ragdb index"), (empty, "index is empty")):
         site = make_datasette(path)
         await site.invoke_startup()
         response = await site.client.get("/-/ragdb/search?q=lora")
         assert fragment in _assert_json_error(response, 503)
-    assert "holds no ragdb index" in _assert_json_error(
+    assert "is not a ragdb index" in _assert_json_error(
         await make_site_and_post(other, "/-/ragdb/index"), 503
     )
     with sqlite3.connect(other) as conn:  # the other database was left alone

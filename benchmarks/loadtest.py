@@ -4,14 +4,13 @@ It checks the claim the server makes (searches keep being answered from the prev
 while a re-index runs in its own transaction) and measures the latency users would see. Plain
 threads and urllib, so it runs against any `ragdb serve` without extra dependencies:
 
-    python -m ragdb.loadtest http://127.0.0.1:8001 --n 200 --concurrency 8
+    python -m benchmarks.loadtest http://127.0.0.1:8001 --n 200 --concurrency 8
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,8 @@ from typing import Any, Sequence
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
+
+from benchmarks.common import percentile
 
 DEFAULT_QUESTIONS = (
     "How do I load a LoRA adapter at run time?",
@@ -34,14 +35,6 @@ DEFAULT_QUESTIONS = (
     "What does the decoder layer forward pass do?",
     "How are prompts tokenized?",
 )
-
-
-def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile: a value that was actually observed."""
-    if not sorted_values:
-        return float("nan")
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[rank - 1]
 
 
 def load_test(
@@ -108,8 +101,8 @@ def load_test(
     return {
         "n": n,
         "concurrency": concurrency,
-        "p50_ms": round(_percentile(latencies, 0.50), 2),
-        "p95_ms": round(_percentile(latencies, 0.95), 2),
+        "p50_ms": round(percentile(latencies, 0.50), 2),
+        "p95_ms": round(percentile(latencies, 0.95), 2),
         "max_ms": round(latencies[-1], 2),
         "errors": len(failures),
         "error_samples": failures[:5],

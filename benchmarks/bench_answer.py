@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from ragdb import evaluate, generate, store
-from ragdb.bench import BENCH_DIR, dataset
-from ragdb.retrieve import Mode, Searcher
+from benchmarks.common import BENCH_DIR, dataset, host_line, percentile
+from ragdb import RagDB, evaluate
+from ragdb.retrieve import Mode
 from ragdb.schemas import MinimalSource, RagDataset
 
 _WORD = re.compile(r"\w+")
@@ -44,43 +43,40 @@ def main() -> None:
     args = parser.parse_args()
     data = RagDataset.model_validate_json(dataset("docs").read_text())
     questions = data.rag_questions[: args.limit]
-    searcher = Searcher(store.connect(args.db))
-    found = searcher.search_many([q.question for q in questions], args.k, Mode.hybrid)
+    rag = RagDB(args.db, model=args.model)
+    found = rag.search_many([q.question for q in questions], args.k, Mode.hybrid)
 
     started = time.perf_counter()
-    resolved = generate.resolve_model(args.model, generate.default_models_dir(),
-                                      warn=lambda m: print(m, file=sys.stderr))
-    generator = generate.Generator(resolved)
+    model = rag.generator().model
     load_s = time.perf_counter() - started
 
     totals, firsts, f1s = [], [], []
     citing = valid = cited_total = cited_sources = cited_holding = 0
     for question, hits in zip(questions, found):
-        result = generator.answer(question.question, [generate.prompt_source(h) for h in hits])
-        totals.append(result.total_s)
-        firsts.append(result.first_token_s)
+        result = rag.answer_from(question.question, hits, k=args.k, mode=Mode.hybrid)
+        totals.append(result.timings.get("total_s", 0.0))
+        firsts.append(result.timings.get("first_token_s", 0.0))
         f1s.append(token_f1(result.text, question.answer))
         numbers = [int(n) for n in re.findall(r"\[(\d+)\]", result.text)]
-        valid += sum(1 for n in numbers if 1 <= n <= len(result.sources))
+        valid += sum(1 for n in numbers if 1 <= n <= len(result.prompt_sources))
         cited_total += len(numbers)
         citing += bool(result.cited)
         cited_sources += len(result.cited)
         for n in result.cited:
-            source = result.sources[n - 1]
+            source = result.prompt_sources[n - 1]
             got = MinimalSource(file_path=source.file_path, first_character_index=source.first,
                                 last_character_index=source.last)
             cited_holding += any(evaluate.iou(ref, got) > evaluate.IOU_THRESHOLD
                                  for ref in question.sources)
     n = len(questions)
 
-    def pct(p: float) -> float:
-        return sorted(totals)[min(len(totals) - 1, int(p * len(totals)))]
-
-    print(f"model: {generator.model}; {n} docs questions, k={args.k}, hybrid sources")
+    print(host_line())
+    print(f"model: {model}; {n} docs questions, k={args.k}, hybrid sources")
     print("\n| measure | value |\n|---|---|")
     print(f"| model load | {load_s:.1f} s |")
     print(f"| first token p50 | {statistics.median(firsts):.2f} s |")
-    print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / {pct(0.95):.2f} s |")
+    print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / "
+          f"{percentile(totals, 0.95):.2f} s |")
     print(f"| answers citing at least one source | {citing / n:.0%} |")
     print(f"| citations naming a given source | "
           f"{(valid / cited_total if cited_total else 1.0):.0%} |")

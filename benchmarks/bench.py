@@ -7,35 +7,28 @@ table for the README. Run it on an otherwise idle machine; it reports medians.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import sys
-import tarfile
 import time
 import urllib.request
 from functools import partial
 from pathlib import Path
 
-from ragdb import embed, evaluate, store
-from ragdb.loadtest import load_test
-from ragdb.retrieve import Mode, Searcher, search_results
+from benchmarks.common import (
+    BENCH_DIR,
+    CORPUS,
+    SETS,
+    dataset,
+    ensure_corpus,
+    host_line,
+    percentile,
+)
+from benchmarks.loadtest import load_test
+from ragdb import RagDB, evaluate
+from ragdb.db import write_transaction
+from ragdb.retrieve import Mode
 from ragdb.schemas import RagDataset
-
-CORPUS_TGZ = Path("../shared/corpus/vllm-0.10.1.tar.gz")
-CORPUS = Path("data/raw/vllm-0.10.1")
-DATASETS = Path("../shared/datasets/public")
-BENCH_DIR = Path("data/bench")
-SETS = ("docs", "code")
-
-
-def ensure_corpus() -> None:
-    if CORPUS.is_dir():
-        return
-    print(f"extracting {CORPUS_TGZ} into data/raw/", file=sys.stderr)
-    with tarfile.open(CORPUS_TGZ) as tar:
-        tar.extractall("data/raw", filter="data")
 
 
 def timed(fn: object, *args: object, **kwargs: object) -> tuple[object, float]:
@@ -44,25 +37,12 @@ def timed(fn: object, *args: object, **kwargs: object) -> tuple[object, float]:
     return result, time.perf_counter() - started
 
 
-# Ten questions written in this project (5 docs, 5 code) about files sampled at random from
-# those no public question cites: a check that settings tuned on the public sets generalise.
-HELDOUT = Path("data/datasets/heldout_vllm.json")
-
-
-def dataset(name: str, answered: bool = True) -> Path:
-    if name == "heldout":
-        return HELDOUT
-    folder = "AnsweredQuestions" if answered else "UnansweredQuestions"
-    return DATASETS / folder / f"dataset_{name}_public.json"
-
-
-def recall(searcher: Searcher, name: str, mode: Mode, k: int = 10) -> dict[int, float]:
+def recall(rag: RagDB, name: str, mode: Mode, k: int = 10) -> dict[int, float]:
     data = RagDataset.model_validate_json(dataset(name).read_text())
-    found = searcher.search_many([q.question for q in data.rag_questions], k, mode)
-    return evaluate.evaluate(search_results(data.rag_questions, found, k), data).recall
+    return evaluate.evaluate(rag.search_dataset(data, k, mode), data).recall
 
 
-def latency(searcher: Searcher, mode: Mode, k: int = 10) -> tuple[float, float]:
+def latency(rag: RagDB, mode: Mode, k: int = 10) -> tuple[float, float]:
     questions = [
         q.question
         for name in SETS
@@ -71,10 +51,9 @@ def latency(searcher: Searcher, mode: Mode, k: int = 10) -> tuple[float, float]:
     times = []
     for question in questions:
         started = time.perf_counter()
-        searcher.search(question, k, mode)
+        rag.search(question, k, mode)
         times.append(time.perf_counter() - started)
-    times.sort()
-    return statistics.median(times) * 1000, times[int(len(times) * 0.95)] * 1000
+    return statistics.median(times) * 1000, percentile(times, 0.95) * 1000
 
 
 def search_dataset_wall(db: Path, mode: Mode) -> float:
@@ -82,10 +61,8 @@ def search_dataset_wall(db: Path, mode: Mode) -> float:
 
     The query cache is emptied first: this measures cold runs, not cache hits.
     """
-    conn = store.connect(db)
-    with store.write_transaction(conn):
-        conn.execute("DELETE FROM query_cache")
-    conn.close()
+    with RagDB(db) as rag, write_transaction(rag.conn):
+        rag.conn.execute("DELETE FROM query_cache")
     started = time.perf_counter()
     for name in SETS:
         subprocess.run(
@@ -105,8 +82,8 @@ def fresh_db(db: Path) -> None:
 def index_timings(db: Path, repeats: int, vectors: bool) -> dict[str, float]:
     """Full build, no-op re-run and one-changed-file re-run, as `ragdb index` does them."""
     fresh_db(db)
-    conn = store.connect(db, create=True)
-    build = partial(embed.update_index, conn, [Path("data/raw")], vectors=vectors)
+    rag = RagDB(db)
+    build = partial(rag.index, [Path("data/raw")], vectors=vectors)
     _, full = timed(build)
     noop = statistics.median(timed(build)[1] for _ in range(repeats))
     victim = CORPUS / "docs/features/lora.md"
@@ -122,12 +99,12 @@ def index_timings(db: Path, repeats: int, vectors: bool) -> dict[str, float]:
     return {"full": full, "noop": noop, "one_changed": statistics.median(changed)}
 
 
-def cached_repeat_ms(searcher: Searcher, question: str, repeats: int = 50) -> float:
-    searcher.search(question, 10, Mode.hybrid)
+def cached_repeat_ms(rag: RagDB, question: str, repeats: int = 50) -> float:
+    rag.search(question, 10, Mode.hybrid)
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        searcher.search(question, 10, Mode.hybrid)
+        rag.search(question, 10, Mode.hybrid)
         times.append(time.perf_counter() - started)
     return statistics.median(times) * 1000
 
@@ -165,8 +142,7 @@ def main() -> None:
     args = parser.parse_args()
     ensure_corpus()
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}; medians of {args.repeats} runs")
+    print(f"{host_line()}; medians of {args.repeats} runs")
     print("\n| measure | lexical only | with vectors |\n|---|---|---|")
     lexical_db, hybrid_db = BENCH_DIR / "lexical.db", BENCH_DIR / "rag.db"
     lex_t = index_timings(lexical_db, args.repeats, vectors=False)
@@ -174,25 +150,25 @@ def main() -> None:
     for key, label in (("full", "full index"), ("noop", "no-op re-index"),
                        ("one_changed", "one file changed")):
         print(f"| {label} | {lex_t[key]:.2f} s | {vec_t[key]:.2f} s |")
-    conn = store.connect(hybrid_db)
-    chunks = store.scalar(conn, "SELECT count(*) FROM chunks")
-    print(f"| chunks / vectors | {chunks} | {embed.vector_count(conn)} |")
+    rag = RagDB(hybrid_db)
+    status = rag.status()
+    print(f"| chunks / vectors | {status['chunks']} | {status['vectors']} |")
 
     print("\n| mode | two search_dataset processes (199 q) | query p50 | query p95 |")
     print("|---|---|---|---|")
     for mode in Mode:
         wall = statistics.median(search_dataset_wall(hybrid_db, mode) for _ in range(args.repeats))
-        p50, p95 = latency(Searcher(conn, use_cache=False), mode)
+        p50, p95 = latency(RagDB(hybrid_db, use_cache=False), mode)
         print(f"| {mode.value} | {wall:.2f} s | {p50:.1f} ms | {p95:.1f} ms |")
-    repeat = cached_repeat_ms(Searcher(conn), "How do I serve several LoRA adapters at once?")
+    repeat = cached_repeat_ms(rag, "How do I serve several LoRA adapters at once?")
     print(f"| hybrid, cached repeat | | {repeat:.2f} ms | |")
 
     print("\n| mode | set | recall@1 | recall@3 | recall@5 | recall@10 |")
     print("|---|---|---|---|---|---|")
     for mode in Mode:
-        searcher = Searcher(conn, use_cache=False)
+        uncached = RagDB(hybrid_db, use_cache=False)
         for name in (*SETS, "heldout"):
-            r = recall(searcher, name, mode)
+            r = recall(uncached, name, mode)
             print(f"| {mode.value} | {name} | "
                   + " | ".join(f"{r[k]:.3f}" for k in evaluate.KS) + " |")
     serve_load(hybrid_db)
@@ -203,10 +179,11 @@ def main() -> None:
     for size in [int(s) for s in args.chunk_sizes.split(",")]:
         sized = BENCH_DIR / f"lexical-{size}.db"
         fresh_db(sized)
-        sconn = store.connect(sized, create=True)
-        _, seconds = timed(store.index_paths, sconn, [Path("data/raw")], max_chunk_size=size)
+        sized_rag = RagDB(sized, use_cache=False)
+        _, seconds = timed(sized_rag.index, [Path("data/raw")], max_chunk_size=size,
+                           vectors=False)
         for name in SETS:
-            r = recall(Searcher(sconn, use_cache=False), name, Mode.lexical)
+            r = recall(sized_rag, name, Mode.lexical)
             print(f"| {size} | {name} | {r[1]:.3f} | {r[5]:.3f} | {r[10]:.3f} | {seconds:.1f} s |")
 
 

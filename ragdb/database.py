@@ -1,0 +1,268 @@
+"""The library's front door: one `RagDB` per rag.db, with everything ragdb does to it.
+
+The CLI, the Datasette plugin, the benchmarks and the MCP server call these methods and do
+nothing else with the lower layers: they parse, call one method, and present the result.
+
+    from ragdb import RagDB
+    rag = RagDB("data/processed/rag.db")
+    rag.index(["data/raw"])
+    for hit in rag.search("How do I load a LoRA adapter?", k=5):
+        print(hit.file_path, hit.first, hit.last)
+    print(rag.answer("How do I load a LoRA adapter?").text)
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ragdb.answering import Answer, answer_dataset
+from ragdb.db import Setting, connect, default_db_path, get_setting, scalar
+from ragdb.db import generation as index_generation
+from ragdb.embedder import Embedder
+from ragdb.errors import RagdbError
+from ragdb.evaluate import MAX_K as DATASET_MAX_K
+from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.models import resolve_model
+from ragdb.generate.prompt import PromptSource, prompt_source
+from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE, IndexStats, collect_files, update_index
+from ragdb.resources import models_dir
+from ragdb.retrieve import (
+    MAX_K,
+    Hit,
+    Mode,
+    Searcher,
+    check_k,
+    index_is_empty,
+    search_results,
+    source_span,
+)
+from ragdb.schemas import (
+    MinimalSource,
+    RagDataset,
+    StudentSearchResults,
+    StudentSearchResultsAndAnswer,
+)
+from ragdb.vectors import VectorStats, has_vectors, vector_count
+
+__all__ = ["RagDB", "IndexResult"]
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"ragdb: warning: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class IndexResult:
+    """What an index run did: rows (always) and vectors (unless --no-vectors)."""
+
+    stats: IndexStats
+    vectors: VectorStats | None
+    generation: int
+    roots: list[str]
+
+
+class RagDB:
+    """One rag.db: index it, search it, answer from it.
+
+    The connection, the Searcher (with its embedder) and the answer model are opened on first
+    need and kept: a cached search never loads a model, a search never loads the answer model.
+    One instance is meant for one thread at a time (the server keeps one per worker thread).
+    """
+
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        model: str | None = None,
+        warn: Callable[[str], None] = _warn_stderr,
+        use_cache: bool = True,
+    ) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.use_cache = use_cache
+        self.model_spec = model
+        self.warn = warn
+        self._conn: apsw.Connection | None = None
+        self._searcher: Searcher | None = None
+        self._generator: Generator | None = None
+        self._generator_lock = threading.Lock()
+
+    # -- the connection --------------------------------------------------------------------
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The open rag.db; a missing or foreign database is a one-line RagdbError."""
+        if self._conn is None:
+            self._conn = connect(self.path)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
+        self._searcher = None
+
+    def __enter__(self) -> "RagDB":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def index(
+        self,
+        roots: Sequence[Path | str],
+        *,
+        max_chunk_size: int = MAX_CHUNK_SIZE,
+        include: Sequence[str] = DEFAULT_INCLUDE,
+        vectors: bool = True,
+        embedder_name: str | None = None,
+        embedder: Embedder | None = None,
+        into_existing: bool = False,
+        progress: Callable[[int], None] | None = None,
+        on_files: Callable[[int], None] | None = None,
+        on_embedded: Callable[[int, int], None] | None = None,
+    ) -> IndexResult:
+        """Bring rag.db in step with the files under `roots` (creating it if needed)."""
+        paths = [Path(r) for r in roots]
+        if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
+            raise RagdbError(
+                f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
+            )
+        collect_files(paths, include)  # fail on a bad root before creating rag.db
+        if self._conn is None:
+            self._conn = connect(self.path, create=True, into_existing=into_existing)
+        stats, vstats = update_index(
+            self._conn, paths, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
+            embedder_name=embedder_name, embedder=embedder, progress=progress,
+            on_files=on_files, on_embedded=on_embedded,
+        )
+        return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
+
+    @property
+    def generation(self) -> int:
+        """The index generation: changes whenever an index run changed something."""
+        return index_generation(self.conn)
+
+    def stored_max_chunk_size(self) -> int:
+        stored = get_setting(self.conn, Setting.MAX_CHUNK_SIZE)
+        return int(stored) if stored else MAX_CHUNK_SIZE
+
+    # -- searching -------------------------------------------------------------------------
+
+    @property
+    def searcher(self) -> Searcher:
+        if self._searcher is None:
+            self._searcher = Searcher(self.conn, use_cache=self.use_cache)
+        return self._searcher
+
+    @property
+    def embedder(self) -> Embedder:
+        """The query embedder (the model that made this index's vectors), loaded once."""
+        return self.searcher.embedder
+
+    def search(self, question: str, k: int = 5, mode: Mode | str = Mode.hybrid) -> list[Hit]:
+        """The k best chunks for a question."""
+        check_k(k)
+        if not question.strip():
+            raise RagdbError("the question is empty: nothing to search for")
+        return self.searcher.search(question, k, mode)
+
+    def search_many(self, questions: Sequence[str], k: int,
+                    mode: Mode | str = Mode.hybrid) -> list[list[Hit]]:
+        """Several questions at once: the uncached ones are embedded in one batch."""
+        check_k(k)
+        return self.searcher.search_many(questions, k, mode)
+
+    def search_dataset(self, dataset: RagDataset, k: int = 10,
+                       mode: Mode | str = Mode.hybrid) -> StudentSearchResults:
+        """Every question of a dataset, in the assignment's results format."""
+        check_k(k, high=DATASET_MAX_K)
+        questions = dataset.rag_questions
+        found = self.search_many([q.question for q in questions], k, mode)
+        return search_results(questions, found, k)
+
+    def source_text(self, source: MinimalSource) -> PromptSource | None:
+        """A stored source's text as the prompt shows it; None when its file left the index."""
+        hit = source_span(self.conn, source.file_path, source.first_character_index,
+                          source.last_character_index)
+        return prompt_source(hit) if hit is not None else None
+
+    # -- answering -------------------------------------------------------------------------
+
+    def generator(self) -> Generator:
+        """The answer model, resolved and loaded on first use and kept."""
+        with self._generator_lock:
+            if self._generator is None:
+                resolved = resolve_model(self.model_spec, models_dir(), warn=self.warn)
+                self._generator = Generator(resolved)
+            return self._generator
+
+    @property
+    def loaded_model(self) -> str | None:
+        return self._generator.model if self._generator is not None else None
+
+    def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
+               on_token: Callable[[str], None] | None = None) -> Answer:
+        """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
+        check_k(k, low=0)
+        if not question.strip():
+            raise RagdbError("the question is empty: nothing to answer")
+        started = time.perf_counter()
+        hits = self.searcher.search(question, k, mode) if k else []
+        search_ms = (time.perf_counter() - started) * 1000
+        return self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
+                                on_token=on_token)
+
+    def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
+                    search_ms: float = 0.0,
+                    on_token: Callable[[str], None] | None = None) -> Answer:
+        """Answer from hits already retrieved (the server searches on its own thread)."""
+        timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
+        if not hits:
+            return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
+        result = self.generator().answer(question, [prompt_source(h) for h in hits],
+                                         on_token=on_token)
+        timings.update({
+            "first_token_s": round(result.first_token_s, 3),
+            "total_s": round(result.total_s, 3),
+            "prompt_tokens": result.prompt_tokens,
+            "new_tokens": result.new_tokens,
+        })
+        return Answer(question, k, mode, hits, result.text, list(result.cited), result.model,
+                      list(result.sources), timings)
+
+    def answer_dataset(
+        self,
+        results: StudentSearchResults,
+        out_path: Path,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> StudentSearchResultsAndAnswer:
+        """Answer every question of a search-dataset output; a rerun resumes."""
+        return answer_dataset(results, self.source_text, self.generator, out_path,
+                              progress=progress, warn=self.warn)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Counts and settings of the index, for people and for the HTTP API."""
+        conn = self.conn
+        return {
+            "db_path": str(self.path),
+            "generation": index_generation(conn),
+            "has_chunks": not index_is_empty(conn),
+            "files": int(scalar(conn, "SELECT count(*) FROM files") or 0),
+            "chunks": int(scalar(conn, "SELECT count(*) FROM chunks") or 0),
+            "vectors": vector_count(conn) if has_vectors(conn) else 0,
+            "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
+            "max_k": MAX_K,
+        }

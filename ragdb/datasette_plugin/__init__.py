@@ -1,0 +1,112 @@
+"""ragdb inside Datasette: browsing rag.db, a JSON API over the library, and a question page.
+
+Datasette stays what it is (read-only SQL over the file, tables, canned queries); ragdb adds
+what SQL alone cannot do (question analysis, embeddings, the answer model) under `/-/ragdb/`.
+This module holds the hooks only: `service` (configuration and the per-instance RagDB),
+`api` (routes), `metadata` (tables, canned queries, cells), `vec` (sqlite-vec for Datasette's
+SQLite) and `serve` (`ragdb serve`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from datasette import hookimpl
+from markupsafe import Markup
+
+from ragdb.datasette_plugin.api import ROUTES
+from ragdb.datasette_plugin.metadata import (
+    canned_queries_from_files,
+    cell_html,
+    ragdb_fts_query,
+    table_metadata,
+)
+from ragdb.datasette_plugin.service import API_PREFIX, existing_service, service_for
+from ragdb.datasette_plugin.vec import datasette_vec_path
+
+
+@hookimpl
+def prepare_connection(conn: Any) -> None:
+    """Register ragdb_fts_query() and load (a private copy of) sqlite-vec where the sqlite3
+    module allows extensions (pysqlite3 does)."""
+    try:
+        conn.create_function("ragdb_fts_query", 1, ragdb_fts_query, deterministic=True)
+    except (TypeError, AttributeError):  # an sqlite3 module without `deterministic`
+        conn.create_function("ragdb_fts_query", 1, ragdb_fts_query)
+    if not hasattr(conn, "enable_load_extension"):
+        return
+    path = datasette_vec_path()
+    if path is None:
+        return
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(path)
+        conn.enable_load_extension(False)
+    except Exception:  # an old SQLite or a locked-down build: browsing still works without vec0
+        pass
+
+
+@hookimpl
+def startup(datasette: Any) -> Callable[[], Awaitable[None]]:
+    async def inner() -> None:
+        await service_for(datasette).setup()
+    return inner
+
+
+@hookimpl
+def get_metadata(datasette: Any, key: str, database: str | None,
+                 table: str | None) -> dict[str, Any]:
+    """Table descriptions, facets and hidden tables for ragdb's database only."""
+    service = existing_service(datasette)
+    if service is None or service.db_name is None or not service.is_ragdb:
+        return {}
+    return {"databases": {service.db_name: table_metadata(service.ask_url(),
+                                                          service.hidden_tables)}}
+
+
+@hookimpl
+def canned_queries(datasette: Any, database: str) -> dict[str, Any] | None:
+    """The sql/canned_*.sql files, on ragdb's database only."""
+    service = existing_service(datasette)
+    if service is None or database != service.db_name or not service.is_ragdb:
+        return None
+    return {
+        q.name: {"sql": q.sql, "title": q.title, "description": q.description}
+        for q in canned_queries_from_files()
+    }
+
+
+@hookimpl
+def menu_links(datasette: Any) -> list[dict[str, str]]:
+    service = existing_service(datasette)
+    if service is None or not service.is_ragdb:
+        return []
+    return [{"href": service.ask_url(), "label": "Ask ragdb a question"}]
+
+
+@hookimpl
+def render_cell(row: Any, value: Any, column: str, table: str | None, database: str,
+                datasette: Any) -> Markup | None:
+    """Only ragdb's database is touched."""
+    service = existing_service(datasette)
+    if service is None or database != service.db_name or not service.is_ragdb:
+        return None
+    return cell_html(row, value, column, table, database, datasette.urls)
+
+
+@hookimpl
+def skip_csrf(datasette: Any, scope: dict[str, Any]) -> bool | None:
+    """JSON requests to the API need no CSRF token: browsers cannot send them cross-site
+    without a CORS preflight, which Datasette does not grant."""
+    if scope.get("type") != "http":
+        return None
+    if not str(scope.get("path", "")).startswith(str(datasette.urls.path(API_PREFIX))):
+        return None
+    headers = dict(scope.get("headers") or [])
+    content_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+    return content_type == b"application/json" or None
+
+
+@hookimpl
+def register_routes() -> list[tuple[str, Any]]:
+    return ROUTES

@@ -1,0 +1,360 @@
+"""ragdb's HTTP routes under /-/ragdb/: request parsing, the JSON API, server-sent events and
+the question page. Every failure is JSON `{"error": "..."}`, never a traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import traceback
+from functools import cache
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
+from urllib.parse import parse_qsl
+
+import apsw
+from datasette import Response
+from pydantic import ValidationError
+
+from ragdb import evaluate as evaluation
+from ragdb.answering import answer_json
+from ragdb.datasette_plugin.service import (
+    API_PREFIX,
+    DEFAULT_DATASET_K,
+    DEFAULT_K,
+    MAX_QUESTION_CHARS,
+    ApiError,
+    Cancelled,
+    RagdbService,
+    service_for,
+)
+from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search_results, source_json
+from ragdb.schemas import RagDataset, describe
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+async def read_body(request: Any, limit: int) -> bytes:
+    """The request body, refusing anything over `limit` bytes before reading it all."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body too large (limit {limit} bytes)")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "the client disconnected before sending the whole body")
+        piece = message.get("body", b"")
+        size += len(piece)
+        if size > limit:
+            raise ApiError(413, f"request body too large (limit {limit} bytes)")
+        chunks.append(piece)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def parse_json(body: bytes, what: str = "request body") -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ApiError(400, f"{what} is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"{what} is not valid JSON: {exc}") from None
+
+
+async def request_params(request: Any, limit: int) -> dict[str, Any]:
+    """Query-string parameters, overridden by a JSON object or form body when there is one."""
+    params: dict[str, Any] = {key: request.args.get(key) for key in request.args.keys()}
+    if request.method != "POST":
+        return params
+    body = await read_body(request, limit)
+    if not body.strip():
+        return params
+    content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type == "application/x-www-form-urlencoded" and not body.lstrip().startswith(b"{"):
+        try:
+            params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+        except UnicodeDecodeError:
+            raise ApiError(400, "request body is not UTF-8") from None
+        return params
+    data = parse_json(body)
+    if not isinstance(data, dict):
+        raise ApiError(400, "the JSON body must be an object, e.g. {\"q\": \"...\", \"k\": 5}")
+    params.update(data)
+    return params
+
+
+def parse_question(raw: object) -> str:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise ApiError(400, "q is required: the question to search for")
+    if not isinstance(raw, str):
+        raise ApiError(400, "q must be a string")
+    if len(raw) > MAX_QUESTION_CHARS:
+        raise ApiError(400, f"q is too long ({len(raw)} characters, at most {MAX_QUESTION_CHARS})")
+    return raw
+
+
+def parse_k(raw: object, default: int, maximum: int = MAX_K) -> int:
+    """ragdb's one k rule (`check_k`); a missing k takes the route's default."""
+    if raw is None or raw == "":
+        return default
+    try:
+        return check_k(raw, high=maximum)
+    except RagdbError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+def parse_mode(raw: object) -> Mode:
+    if raw is None or raw == "":
+        return Mode.hybrid
+    try:
+        return Mode(raw)
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        raise ApiError(400, f"mode must be one of {choices}, got {raw!r}") from None
+
+
+def parse_flag(raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if raw is None:
+        return False
+    text = str(raw).strip().lower()
+    if text in {"", "0", "false", "no", "off"}:
+        return False
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    raise ApiError(400, f"stream must be 1 or 0, got {raw!r}")
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+    return Response.json({"error": message}, status=status, headers=headers)
+
+
+View = Callable[..., Awaitable[Any]]
+
+
+def api_view(methods: Sequence[str]) -> Callable[[View], View]:
+    """Turn every failure of a handler into JSON: 4xx for the client's mistakes, 503 when there
+    is no index, 500 (logged, without a traceback in the response) for anything else."""
+    def decorate(handler: View) -> View:
+        async def view(datasette: Any, request: Any, send: Any) -> Any:
+            if request.method not in methods:
+                return error_response(
+                    405, f"{request.method} is not allowed here; use {' or '.join(methods)}",
+                    {"Allow": ", ".join(methods)},
+                )
+            try:
+                return await handler(service_for(datasette), request, send)
+            except ApiError as exc:
+                return error_response(exc.status, exc.message, exc.headers)
+            except MissingIndexError as exc:
+                return error_response(503, str(exc))
+            except RagdbError as exc:
+                return error_response(400, str(exc))
+            except (apsw.BusyError, apsw.LockedError):
+                return error_response(503, "the database is busy; try again")
+            except Exception as exc:  # noqa: BLE001 - the one place that must catch everything
+                traceback.print_exc()
+                return error_response(500, f"internal error: {type(exc).__name__}")
+        view.__name__ = handler.__name__
+        return view
+    return decorate
+
+
+@api_view(["GET", "POST"])
+async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
+    params = await request_params(request, service.config.max_body_bytes)
+    question = parse_question(params.get("q"))
+    k = parse_k(params.get("k"), DEFAULT_K)
+    mode = parse_mode(params.get("mode"))
+    started = time.perf_counter()
+    hits, generation = await service.search(question, k, mode)
+    return Response.json({
+        "q": question,
+        "k": k,
+        "mode": mode.value,
+        "generation": generation,
+        "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        "sources": [source_json(rank, hit, service.chunk_url(hit.chunk_id))
+                    for rank, hit in enumerate(hits, 1)],
+    })
+
+
+@api_view(["POST"])
+async def search_dataset_view(service: RagdbService, request: Any, send: Any) -> Any:
+    k = parse_k(request.args.get("k"), DEFAULT_DATASET_K, evaluation.MAX_K)
+    mode = parse_mode(request.args.get("mode"))
+    body = await read_body(request, service.config.max_body_bytes)
+    if not body.strip():
+        raise ApiError(400, "send the dataset (RagDataset JSON) as the request body")
+    data = parse_json(body, "the dataset")
+    try:
+        dataset = RagDataset.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, f"the dataset does not have the expected shape ({describe(exc)})")
+    questions = dataset.rag_questions
+    found = await service.search_many([q.question for q in questions], k, mode)
+    return Response.json(search_results(questions, found, k).model_dump())
+
+
+@api_view(["POST"])
+async def index_view(service: RagdbService, request: Any, send: Any) -> Any:
+    await read_body(request, service.config.max_body_bytes)  # nothing in it is used
+    try:
+        outcome = await service.run_index()
+    except MissingIndexError:
+        raise
+    except RagdbError as exc:  # a configured root is gone: the server's problem, not the client's
+        raise ApiError(503, str(exc)) from None
+    return Response.json({
+        "roots": outcome.roots,
+        "generation": outcome.generation,
+        "stats": outcome.stats,
+        "vectors": outcome.vectors,
+    })
+
+
+@api_view(["GET"])
+async def status_view(service: RagdbService, request: Any, send: Any) -> Any:
+    return Response.json(await service.status())
+
+
+def _sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode("utf-8")
+
+
+@api_view(["POST"])
+async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
+    params = await request_params(request, service.config.max_body_bytes)
+    question = parse_question(params.get("q"))
+    k = parse_k(params.get("k"), DEFAULT_K)
+    mode = parse_mode(params.get("mode"))
+    stream = parse_flag(params.get("stream"))
+    started = time.perf_counter()
+    hits, _generation = await service.search(question, k, mode)
+    search_ms = (time.perf_counter() - started) * 1000
+    if not stream:
+        answer = await service.answer(question, k, mode, hits, search_ms)
+        return Response.json(answer_json(answer, service.chunk_url))
+    await stream_answer(service, request, send, question, k, mode, hits, search_ms)
+    return None
+
+
+async def stream_answer(service: RagdbService, request: Any, send: Any, question: str, k: int,
+                        mode: Mode, hits: list[Hit], search_ms: float) -> None:
+    """Server-sent events: `sources`, then `token`s as they are generated, then `done` (the
+    whole JSON answer) or `error`. Generation runs in a worker thread; tokens cross to the
+    event loop through a queue, and a client that goes away stops the generation."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    cancelled = threading.Event()
+
+    def on_token(piece: str) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, ("token", {"text": piece}))
+
+    async def generate() -> None:
+        try:
+            answer = await service.answer(question, k, mode, hits, search_ms, on_token, cancelled)
+            queue.put_nowait(("done", answer_json(answer, service.chunk_url)))
+        except Cancelled:
+            queue.put_nowait(("end", None))
+        except RagdbError as exc:
+            queue.put_nowait(("error", {"error": str(exc)}))
+        except Exception as exc:  # noqa: BLE001 - reported to the client as an event
+            traceback.print_exc()
+            queue.put_nowait(("error", {"error": f"internal error: {type(exc).__name__}"}))
+
+    async def watch_disconnect() -> None:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                cancelled.set()
+                queue.put_nowait(("end", None))
+                return
+
+    await send({
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ],
+    })
+    await send({"type": "http.response.body", "more_body": True, "body": _sse("sources", [
+        {**source_json(rank, hit, service.chunk_url(hit.chunk_id)), "n": rank, "text": hit.text}
+        for rank, hit in enumerate(hits, 1)
+    ])})
+    worker = asyncio.create_task(generate())
+    watcher = asyncio.create_task(watch_disconnect())
+    try:
+        while True:
+            event, data = await queue.get()
+            if event == "end":
+                break
+            await send({"type": "http.response.body", "body": _sse(event, data),
+                        "more_body": True})
+            if event in ("done", "error"):
+                break
+    finally:
+        watcher.cancel()
+        if not worker.done():
+            cancelled.set()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@cache
+def _asset(name: str) -> str:
+    return (_PACKAGE / name).read_text(encoding="utf-8")
+
+
+async def ask_view(datasette: Any, request: Any) -> Any:
+    if request.method not in ("GET", "HEAD"):
+        return error_response(405, f"{request.method} is not allowed here; use GET",
+                              {"Allow": "GET"})
+    service = service_for(datasette)
+    template = datasette.jinja_env.from_string(_asset("templates/ragdb_ask.html"))
+    body = await datasette.render_template(
+        template,
+        {
+            "q": request.args.get("q") or "",
+            "k": request.args.get("k") or str(DEFAULT_K),
+            "max_k": MAX_K,
+            "answer_url": datasette.urls.path(API_PREFIX + "answer"),
+            "script_url": datasette.urls.path(API_PREFIX + "static/ask.js"),
+            "database": service.db_name,
+        },
+        request=request,
+        view_name="ragdb-ask",
+    )
+    return Response.html(body)
+
+
+async def asset_view(request: Any) -> Any:
+    name = request.url_vars["name"]
+    if name != "ask.js":
+        return error_response(404, f"no such ragdb asset: {name}")
+    return Response(_asset("static/ask.js"), content_type="text/javascript; charset=utf-8",
+                    headers={"Cache-Control": "no-cache"})
+
+
+async def not_found_view(request: Any) -> Any:
+    return error_response(
+        404, f"no such ragdb endpoint: {request.path}; the README's \"The JSON API\" lists them"
+    )
+
+
+ROUTES: list[tuple[str, Any]] = [
+    (r"^/-/ragdb/search$", search_view),
+    (r"^/-/ragdb/search-dataset$", search_dataset_view),
+    (r"^/-/ragdb/answer$", answer_view),
+    (r"^/-/ragdb/index$", index_view),
+    (r"^/-/ragdb/status$", status_view),
+    (r"^/-/ragdb/ask$", ask_view),
+    (r"^/-/ragdb/static/(?P<name>[^/]+)$", asset_view),
+    (r"^/-/ragdb(?:/.*)?$", not_found_view),
+]

@@ -1,0 +1,157 @@
+"""What plain `datasette rag.db` gets too: the ragdb_fts_query() SQL function, canned queries
+from sql/canned_*.sql, table descriptions and facets, and chunk text shown as code."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Iterable
+
+from markupsafe import Markup
+
+from ragdb.resources import resource_dir
+from ragdb.tokenize import fts_query, query_terms
+
+
+def ragdb_fts_query(question: object) -> str:
+    """An FTS5 MATCH expression with ragdb's identifier splitting, for plain SQL clients.
+
+    A question with no searchable term gives `""`, which matches nothing instead of failing
+    with an FTS5 syntax error (Datasette runs canned queries with empty parameters).
+    """
+    if not isinstance(question, str):
+        return '""'
+    return fts_query(query_terms(question)) or '""'
+
+
+@dataclass(frozen=True)
+class CannedQuery:
+    name: str
+    title: str
+    description: str
+    sql: str
+
+
+@cache
+def canned_queries_from_files() -> tuple[CannedQuery, ...]:
+    """`sql/canned_<name>.sql` files; `-- title:` and `-- description:` header lines name them."""
+    found = []
+    for path in sorted(resource_dir("sql").glob("canned_*.sql")):
+        header: dict[str, str] = {}
+        body: list[str] = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            match = re.match(r"--\s*(title|description):\s*(.*)$", line)
+            if match and not body:
+                header[match.group(1)] = match.group(2).strip()
+            else:
+                body.append(line)
+        name = path.stem[len("canned_"):]
+        text = "\n".join(body).strip().rstrip(";").strip()
+        found.append(CannedQuery(name, header.get("title", name), header.get("description", ""),
+                                 text))
+    return tuple(found)
+
+
+def table_metadata(ask_url: str, hidden: Iterable[str]) -> dict[str, Any]:
+    """Labels, descriptions and facets of ragdb's tables, as Datasette metadata."""
+    tables: dict[str, Any] = {
+        "files": {
+            "description": (
+                "One row per indexed file: path relative to where `ragdb index` ran, SHA-256 "
+                "(a changed hash means re-chunking), size in bytes, kind and length in "
+                "characters. The path links to the file's chunks."
+            ),
+            "label_column": "path",
+            "facets": ["kind"],
+        },
+        "chunks": {
+            "description": (
+                "The retrievable pieces of each file: text == file_text[first_char:last_char] "
+                "(Python character offsets, last exclusive), start_line..end_line for people, "
+                "and the enclosing signatures or headings as context. Search here matches the "
+                "analysed full-text index."
+            ),
+            "facets": ["kind"],
+            "fts_table": "chunks_fts",
+            "fts_pk": "id",
+        },
+        "index_runs": {
+            "description": "Every index run: its roots, settings, counts and duration.",
+            "sort_desc": "id",
+        },
+        "settings": {
+            "description": (
+                "What the index was built with (chunk size, tokenizer and embedder versions) and "
+                "its generation, bumped by every run that changed something."
+            ),
+        },
+        "chunk_vectors": {
+            "description": (
+                "int8 all-MiniLM-L6-v2 embeddings of the chunks (sqlite-vec vec0), one or more "
+                "per chunk (chunk_id links to it); used by dense and hybrid search."
+            ),
+        },
+    }
+    for name in hidden:
+        tables.setdefault(name, {})["hidden"] = True
+    return {
+        "description_html": (
+            "ragdb's index of a codebase: files, their chunks, the full-text index and the "
+            f'embeddings. <a href="{ask_url}">Ask a question</a> about it.'
+        ),
+        "tables": tables,
+    }
+
+
+_CODE_STYLE = "max-height:28em;overflow:auto;white-space:pre;margin:0"
+
+
+def code_html(text: str) -> Markup:
+    """Chunk text as an escaped <pre><code> block (Markup.format escapes its arguments)."""
+    return Markup('<pre class="ragdb-code" style="{}"><code>{}</code></pre>').format(
+        _CODE_STYLE, text
+    )
+
+
+def _row_value(row: Any, name: str) -> Any:
+    try:
+        return row[name]
+    except (IndexError, KeyError, TypeError):
+        return None
+
+
+def cell_html(row: Any, value: Any, column: str, table: str | None, database: str,
+              urls: Any) -> Markup | None:
+    """A cell of ragdb's tables as HTML; everything is escaped by Markup.format."""
+    if column == "text" and table in ("chunks", None) and isinstance(value, str):
+        return code_html(value)
+    if table == "chunks" and column == "file_id":
+        file_id = value.get("value") if isinstance(value, dict) else value
+        label = value.get("label") if isinstance(value, dict) else None
+        if not isinstance(file_id, int):
+            return None
+        file_link = urls.row(database, "files", str(file_id))
+        others = urls.query(database, "chunks_of_file") + f"?file_id={file_id}"
+        return Markup('<a href="{}">{}</a> &middot; <a href="{}">all chunks</a>').format(
+            file_link, label or file_id, others
+        )
+    if table == "files" and column == "path" and isinstance(value, str):
+        file_id = _row_value(row, "id")
+        if not isinstance(file_id, int):
+            return None
+        others = urls.query(database, "chunks_of_file") + f"?file_id={file_id}"
+        return Markup('<a href="{}" title="chunks of this file">{}</a>').format(others, value)
+    if table in (None, "chunk_vectors") and column == "chunk_id" and isinstance(value, int):
+        return Markup('<a href="{}">{}</a>').format(
+            urls.row(database, "chunks", str(value)), value
+        )
+    if table is None and column == "file_id" and isinstance(value, int):
+        return Markup('<a href="{}">{}</a>').format(urls.row(database, "files", str(value)),
+                                                    value)
+    if table is None and column == "dir" and isinstance(value, str):
+        from urllib.parse import quote
+
+        href = urls.table(database, "files") + "?path__startswith=" + quote(value, safe="")
+        return Markup('<a href="{}">{}</a>').format(href, value or "(top level)")
+    return None

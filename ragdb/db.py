@@ -1,0 +1,231 @@
+"""rag.db: opening it, recognising it as ragdb's own, migrations, transactions and settings.
+
+ragdb never writes a SQLite file that is not its own: a database is recognised by its
+`PRAGMA application_id` mark (or, for indexes made before the mark existed, by ragdb's schema
+version together with its core tables), and anything else is refused before a single pragma
+that writes (journal mode, migrations) runs.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import apsw
+import sqlite_vec
+
+from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
+from ragdb.resources import resource_dir
+
+DEFAULT_DB = Path("data/processed/rag.db")
+BUSY_TIMEOUT_MS = 5000
+#: "RAGD": ragdb's mark in the database header (PRAGMA application_id).
+APPLICATION_ID = 0x52414744
+#: Tables every ragdb index has had since its first schema version.
+CORE_TABLES = frozenset({"files", "chunks", "settings", "index_runs"})
+
+
+class Setting:
+    """Keys of the `settings` table, in one place."""
+
+    GENERATION = "generation"  # bumped by every index run that changed something
+    MAX_CHUNK_SIZE = "max_chunk_size"  # rebuild on change
+    TOKENIZER = "tokenizer"  # rebuild on change
+    CHUNKER = "chunker"  # rebuild on change
+    EMBEDDER = "embedder"  # identity of the model that made the vectors: re-embed on change
+    EMBEDDER_NAME = "embedder_name"  # what the user asked for (a name, folder or hub id)
+    EMBED_POLICY = "embed_policy"  # which chunks get vectors and how: re-embed on change
+
+
+def default_db_path() -> Path:
+    """`RAGDB_DB` wins over the default so scripts and tests can point elsewhere."""
+    return Path(os.environ.get("RAGDB_DB") or DEFAULT_DB)
+
+
+def migrations() -> list[tuple[int, Path]]:
+    """Numbered migration files in order: `003_cache.sql` is version 3."""
+    found = []
+    for path in sorted(resource_dir("migrations").glob("*.sql")):
+        number = path.name.split("_", 1)[0]
+        if number.isdigit():
+            found.append((int(number), path))
+    return found
+
+
+def schema_version() -> int:
+    return migrations()[-1][0]
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the header and schema of an existing SQLite file say, read without writing."""
+
+    application_id: int
+    user_version: int
+    tables: frozenset[str]
+
+    @property
+    def is_ragdb(self) -> bool:
+        if self.application_id == APPLICATION_ID:
+            return True
+        # Indexes written before the mark: ragdb's schema version and its core tables.
+        return (self.application_id == 0 and 1 <= self.user_version <= schema_version()
+                and CORE_TABLES <= self.tables)
+
+    @property
+    def is_blank(self) -> bool:
+        """No tables and no marks: a new file that may become a ragdb index."""
+        return not self.tables and not self.application_id and not self.user_version
+
+
+def inspect(path: Path) -> FileState:
+    """Read a database's marks through a read-only connection (changes nothing on disk)."""
+    try:
+        probe = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.CantOpenError as exc:
+        raise RagdbError(f"cannot open {path} ({exc})") from None
+    try:
+        app_id = int(scalar(probe, "PRAGMA application_id") or 0)
+        version = int(scalar(probe, "PRAGMA user_version") or 0)
+        names = frozenset(
+            str(row[0]) for row in probe.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        )
+    except apsw.NotADBError as exc:
+        raise RagdbError(f"{path} is not a SQLite database or is corrupted ({exc})") from None
+    except apsw.CorruptError as exc:
+        raise RagdbError(f"{path} is corrupted ({exc}); delete it and run `ragdb index`") from None
+    finally:
+        probe.close()
+    return FileState(app_id, version, names)
+
+
+def check_is_ragdb(path: Path, *, into_existing: bool = False) -> FileState:
+    """Refuse, in one line, a file that is not a ragdb index (before anything writes to it)."""
+    state = inspect(path)
+    if state.is_ragdb or state.is_blank:
+        if state.user_version > schema_version():
+            raise RagdbError(
+                f"{path} was written by a newer ragdb (schema {state.user_version}, this one "
+                f"knows {schema_version()}); upgrade ragdb or index into another --db"
+            )
+        return state
+    if into_existing and not state.application_id and not state.user_version:
+        return state
+    why = (f"application_id {state.application_id:#x}" if state.application_id
+           else f"{len(state.tables)} tables of its own")
+    hint = ("" if state.application_id or state.user_version
+            else "; `ragdb index --into-existing` adds ragdb's tables to it")
+    raise ForeignDatabaseError(
+        f"{path} is not a ragdb index ({why}); ragdb leaves it untouched: use another --db{hint}"
+    )
+
+
+def connect(path: Path | str, *, create: bool = False,
+            into_existing: bool = False) -> apsw.Connection:
+    """Open rag.db with sqlite-vec loaded, WAL on and migrations applied.
+
+    Without `create`, a missing file is a MissingIndexError rather than a new empty database,
+    so `ragdb search` before `ragdb index` says what to do instead of returning nothing.
+    A file that is not a ragdb index is refused before anything is written to it.
+    """
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise MissingIndexError(f"no index at {path}: run `ragdb index` first")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise RagdbError(f"cannot create {path}: {path.parent} is not a folder") from None
+    elif path.is_dir():
+        raise RagdbError(f"{path} is a directory, not a ragdb database")
+    else:
+        state = check_is_ragdb(path, into_existing=into_existing)
+        if state.is_blank and not create:
+            raise MissingIndexError(f"{path} holds no ragdb index: run `ragdb index` first")
+    try:
+        conn = apsw.Connection(str(path))
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        _migrate(conn, path)
+    except apsw.NotADBError as exc:
+        raise RagdbError(f"{path} is not a SQLite database or is corrupted ({exc})") from None
+    except apsw.CorruptError as exc:
+        raise RagdbError(f"{path} is corrupted ({exc}); delete it and run `ragdb index`") from None
+    except apsw.CantOpenError as exc:
+        raise RagdbError(f"cannot open {path} ({exc})") from None
+    return conn
+
+
+def scalar(conn: apsw.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
+    """The first column of the first row, or None: apsw's row types are too wide for mypy."""
+    rows = conn.execute(statement, params or {}).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _migrate(conn: apsw.Connection, path: Path) -> None:
+    current = int(scalar(conn, "PRAGMA user_version"))
+    latest = schema_version()
+    if current > latest:
+        raise RagdbError(
+            f"{path} was written by a newer ragdb (schema {current}, this one knows {latest}); "
+            "upgrade ragdb or index into another --db"
+        )
+    if int(scalar(conn, "PRAGMA application_id") or 0) != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    for number, migration in migrations():
+        if number <= current:
+            continue
+        with conn:
+            conn.execute(migration.read_text(encoding="utf-8"))
+            conn.execute(f"PRAGMA user_version = {int(number)}")
+
+
+@contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (Ctrl-C included).
+
+    A deferred transaction that reads before it writes fails at once (no busy wait) when
+    another connection commits in between, e.g. a search caching its result; taking the write
+    lock up front makes writers queue on the busy timeout instead.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if not conn.getautocommit():  # SQLite may already have rolled back (disk full, I/O)
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def get_setting(conn: apsw.Connection, key: str) -> str | None:
+    value = scalar(conn, "SELECT value FROM settings WHERE key = :key", {"key": key})
+    return None if value is None else str(value)
+
+
+def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO settings(key, value) VALUES (:key, :value) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        {"key": key, "value": value},
+    )
+
+
+def generation(conn: apsw.Connection) -> int:
+    """Bumped by every index run that changed something: caches keyed on it stay correct."""
+    return int(get_setting(conn, Setting.GENERATION) or 0)
+
+
+def bump_generation(conn: apsw.Connection) -> None:
+    """Mark the index as changed: cached query results of earlier generations are dropped."""
+    set_setting(conn, Setting.GENERATION, str(generation(conn) + 1))
+    conn.execute("DELETE FROM query_cache")

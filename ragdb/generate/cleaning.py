@@ -1,0 +1,318 @@
+"""Cleaning a generated answer: think blocks, special tokens, repetition loops and citations
+that name no given source; and the part of a stream that is safe to show so far."""
+
+from __future__ import annotations
+
+import re
+
+_SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</s>")
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_CODE_SPAN = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_NUMBERS = r"\d{1,3}(?:\s*(?:,|;|&|and|-|–)\s*(?:sources?\s*)?\d{1,3})*"
+_BRACKET_CITE = re.compile(
+    r"(?P<ws>[ \t]*)\[\s*\^?(?:(?:sources?|src|ref)\s*[:#]?\s*)?(?P<nums>" + _NUMBERS + r")\s*\]",
+    re.IGNORECASE,
+)
+_PAREN_SOURCE_CITE = re.compile(
+    r"(?P<ws>[ \t]*)\(\s*(?:sources?)\s*[:#]?\s*(?P<nums>" + _NUMBERS + r")\s*\)",
+    re.IGNORECASE,
+)
+# A bare "(1)" is a citation only where it closes a clause; "(1) first, (2) second" is a list.
+_PAREN_CITE = re.compile(
+    r"(?<=[\w.,;:!?\)\]])(?P<ws>[ \t]+)\((?P<nums>\d{1,3}(?:\s*,\s*\d{1,3})*)\)"
+    r"(?=[ \t]*(?:[.,;:!?]|$))",
+    re.MULTILINE,
+)
+_WORD_CITE = re.compile(
+    r"\b(?P<word>sources?)[ \t]*#?[ \t]*(?P<nums>\d{1,3}(?:\s*(?:,|&|and)\s*\d{1,3})*)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s)|\n")
+_WORD = re.compile(r"\w+")
+
+
+def _citation_numbers(text: str, n_sources: int) -> list[int]:
+    """Numbers in a citation, ranges expanded, invalid ones dropped, first mention first."""
+    numbers: list[int] = []
+    for piece in re.split(r"\s*(?:,|;|&|\band\b)\s*", text):
+        bounds = [int(x) for x in re.findall(r"\d+", piece)]
+        if len(bounds) == 2 and re.search(r"[-–]", piece) and 0 < bounds[1] - bounds[0] <= 20:
+            bounds = list(range(bounds[0], bounds[1] + 1))
+        numbers.extend(bounds)
+    valid: list[int] = []
+    for number in numbers:
+        if 1 <= number <= n_sources and number not in valid:
+            valid.append(number)
+    return valid
+
+
+def _normalise_prose_citations(text: str, n_sources: int) -> str:
+    def as_brackets(match: re.Match[str]) -> str:
+        numbers = _citation_numbers(match.group("nums"), n_sources)
+        if not numbers:
+            return ""
+        return match.group("ws") + "".join(f"[{n}]" for n in numbers)
+
+    def paren(match: re.Match[str]) -> str:
+        numbers = _citation_numbers(match.group("nums"), n_sources)
+        if not numbers or len(numbers) != len(re.findall(r"\d+", match.group("nums"))):
+            return match.group(0)  # "(2020)" or a list marker, not a citation
+        return match.group("ws") + "".join(f"[{n}]" for n in numbers)
+
+    def word(match: re.Match[str]) -> str:
+        numbers = _citation_numbers(match.group("nums"), n_sources)
+        if not numbers:
+            return match.group("word")
+        return match.group("word") + " " + "".join(f"[{n}]" for n in numbers)
+
+    text = _BRACKET_CITE.sub(as_brackets, text)
+    text = _PAREN_SOURCE_CITE.sub(as_brackets, text)
+    text = _PAREN_CITE.sub(paren, text)
+    return _WORD_CITE.sub(word, text)
+
+
+def normalise_citations(text: str, n_sources: int) -> tuple[str, list[int]]:
+    """Rewrite citation forms as [n], drop those naming no source; code is left untouched."""
+    pieces: list[str] = []
+    position = 0
+    for code in _CODE_SPAN.finditer(text):
+        pieces.append(_normalise_prose_citations(text[position:code.start()], n_sources))
+        pieces.append(code.group(0))
+        position = code.end()
+    pieces.append(_normalise_prose_citations(text[position:], n_sources))
+    result = "".join(pieces)
+    prose = _CODE_SPAN.sub(" ", result)
+    numbers = {int(n) for n in re.findall(r"\[(\d{1,3})\]", prose)}
+    cited = sorted(n for n in numbers if 1 <= n <= n_sources)
+    return result, cited
+
+
+def strip_think(text: str, *, final: bool = True) -> str:
+    """Remove <think> blocks, an unclosed one included; while streaming also hide a partial tag."""
+    if "</think>" in text and "<think>" not in text.split("</think>", 1)[0]:
+        text = text.split("</think>", 1)[1]  # the template opened the block for us
+    text = _THINK_BLOCK.sub("", text)
+    if "<think>" in text:
+        text = text.split("<think>", 1)[0]
+    if not final:
+        for size in range(min(len("</think>"), len(text)), 0, -1):
+            tail = text[-size:]
+            if "<think>".startswith(tail) or "</think>".startswith(tail):
+                return text[:-size]
+    return text
+
+
+_NEW_TURN = re.compile(
+    r"<\|im_start\|>|<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|\n[ \t]*Question[ \t]*:"
+)
+# Small models go on to write the next "Question:" themselves; generation stops there. (Not
+# "Sources:": a model may end its answer with a list of the sources it used.)
+STOP_STRINGS = {"\nQuestion:"}
+
+
+def _strip_special_tokens(text: str) -> str:
+    """Cut where the model starts a new turn or question; drop stray end-of-turn markers."""
+    turn = _NEW_TURN.search(text)
+    if turn:
+        text = text[:turn.start()]
+    return _SPECIAL_TOKEN.sub("", text)
+
+
+def _unit_key(unit: str) -> str:
+    unit = re.sub(r"\[[^\]\n]{0,20}\]", " ", unit.lower())
+    return " ".join(_WORD.findall(unit))
+
+
+def repetition_cut(text: str, *, final: bool = True) -> tuple[int, int]:
+    """Where a repetition loop starts (len(text) if none), and, while streaming, where the
+    unfinished tail starts repeating an earlier sentence (so it is held back, not shown).
+
+    Small models loop on a sentence, a line (even "```") or a short phrase; the first
+    occurrence is kept and everything from the second one on is cut.
+    """
+    units: list[tuple[int, int, bool]] = []
+    position = 0
+    for match in _SENTENCE_END.finditer(text):
+        units.append((position, match.end(), True))
+        position = match.end()
+    if position < len(text):
+        units.append((position, len(text), final))
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    seen: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    hold = cut = len(text)
+    previous, run, run_second = "", 0, 0
+    for start, end, complete in units:
+        unit = text[start:end].strip()
+        if not unit:
+            continue
+        # Code may rightly repeat a line (two examples, same import): only runs count there.
+        key = "" if any(a <= start < b for a, b in fences) else _unit_key(unit)
+        if not complete:
+            if key and any(k.startswith(key) for k in seen):
+                hold = start
+            continue
+        # The same line over and over, however short ("```", "- **Tools**:" is not).
+        if unit == previous:
+            run += 1
+            run_second = run_second if run > 2 else start
+            if run >= 3:
+                cut = run_second
+                break
+        else:
+            previous, run = unit, 1
+        # A short line said a third time ("- **Tools**:" in a list that never ends).
+        counts[unit] = counts.get(unit, 0) + 1
+        if key and counts[unit] >= 3 and not unit.startswith("```"):
+            cut = start
+            break
+        if len(key.split()) >= 3:
+            if key in seen:
+                cut = start
+                break
+            seen[key] = start
+    cut = min(cut, _ngram_cut(text, units, final))
+    if cut < len(text):  # do not leave the marker of the list item that started the loop
+        marker = re.search(r"(?:^|\n)[ \t]*(?:\d{1,3}[.)]|[-*+])[ \t]*$", text[:cut])
+        if marker:
+            cut = marker.start()
+    return cut, min(hold, cut)
+
+
+def _ngram_cut(text: str, units: list[tuple[int, int, bool]], final: bool) -> int:
+    """Where a word-level loop starts: a phrase repeated at once, or ten words said twice."""
+    def blank(match: re.Match[str]) -> str:
+        return " " * len(match.group())
+
+    masked = re.sub(r"\[[^\]\n]{0,20}\]", blank, text.lower())
+    words = [(m.group(), m.start()) for m in _WORD.finditer(masked)]
+    if not final and words and words[-1][1] + len(words[-1][0]) == len(text):
+        words = words[:-1]  # may still be growing
+    tokens = [w for w, _ in words]
+    # Code may rightly repeat itself (a list of zeros, two similar calls): only prose counts.
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    prose = [i for i, (_, at) in enumerate(words) if not any(a <= at < b for a, b in fences)]
+
+    def snap(first_copy: int, repeat: int) -> int:
+        """Cut at the start of the sentence holding the repeat when that keeps the first copy."""
+        at, first_at = words[repeat][1], words[first_copy][1]
+        line = text.rfind("\n", 0, at) + 1
+        if line > first_at:
+            return line
+        start = next((s for s, e, _ in units if s <= at < e), at)
+        return start if start > first_at else at
+
+    best = len(text)
+    # The same few characters over and over inside one "word": 100x100x100x100...
+    for match in re.finditer(r"(\w\S{1,19}?)\1{3,}", text):
+        if any(c.isalpha() for c in match.group(1)) or len(match.group(0)) > 24:
+            word_start = max(text.rfind(" ", 0, match.start()), text.rfind("\n", 0, match.start()))
+            best = min(best, word_start + 1)
+            break
+    # A phrase said again at once: "the the the the", "run it, run it, run it".
+    in_prose = set(prose)
+    for size in range(1, 13):
+        copies = 4 if size == 1 else 3 if size <= 5 else 2
+        for i in range(0, len(tokens) - size * copies + 1):
+            block = tokens[i:i + size]
+            if i in in_prose and all(
+                tokens[i + k * size:i + (k + 1) * size] == block for k in range(1, copies)
+            ):
+                best = min(best, snap(i, i + size))
+                break
+    # Ten words said twice, outside code: two examples may share a long command line.
+    size = 10
+    first: dict[tuple[str, ...], int] = {}
+    for k in range(0, len(prose) - size + 1):
+        gram = tuple(tokens[i] for i in prose[k:k + size])
+        if gram in first:
+            best = min(best, snap(first[gram], prose[k]))
+            break
+        first.setdefault(gram, prose[k])
+    return best
+
+
+def _trim_unfinished_sentence(text: str) -> str:
+    """When max_new_tokens cut the answer off, end it at the last finished sentence."""
+    stripped = text.rstrip()
+    if not stripped or stripped[-1] in ".!?)]`\"'":
+        return stripped
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)|\n\n", stripped)]
+    if ends and ends[-1] >= len(stripped) * 0.3:
+        return stripped[:ends[-1]].rstrip()
+    return stripped
+
+
+def clean_answer(raw: str, n_sources: int, *, truncated: bool = False) -> tuple[str, list[int]]:
+    """The answer as shown: no think block, no loop, citations as [n] naming given sources.
+
+    Returns the text and the sorted numbers of the sources it cites. No citation is ever
+    added: an answer that cites nothing comes back with an empty list.
+    """
+    text = _strip_special_tokens(strip_think(raw))
+    text = text.strip()
+    text = re.sub(r"^(?:answer|response)\s*:\s*", "", text, flags=re.IGNORECASE)
+    cut, _ = repetition_cut(text)
+    # A loop cut inside a sentence leaves half a sentence; one cut between sentences or lines
+    # leaves what the stream already showed, so it stays as it is.
+    mid_sentence = (
+        cut < len(text)
+        and text[cut] != "\n"
+        and not re.search(r"(?:[.!?:]\s+|\n\s*)$", text[:cut])
+    )
+    text = text[:cut]
+    if truncated or mid_sentence:
+        text = _trim_unfinished_sentence(text)
+    text = _tidy_tail(text)
+    text, cited = normalise_citations(text, n_sources)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return text, cited
+
+
+def _tidy_tail(text: str) -> str:
+    """Drop debris small models leave: runs of commas, a dangling `[3`, an empty open fence."""
+    text = re.sub(r"(?:[ \t]*,){2,}", ",", text)
+    text = re.sub(r"\[\d*\s*$", "", text)  # an unclosed citation at the very end
+    if text.count("```") % 2 == 1:  # the last fence opens a block that never came
+        text = re.sub(r"```[\w-]*\s*$", "", text)
+    return re.sub(r"[\s,]+$", "", text) if re.search(r",\s*$", text) else text
+
+
+def renumber_citations(text: str, mapping: dict[int, int]) -> str:
+    """Rewrite [n] as [mapping[n]] outside code, e.g. prompt numbers back to retrieval ranks."""
+    def swap(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return f"[{mapping.get(number, number)}]"
+
+    pieces: list[str] = []
+    position = 0
+    for code in _CODE_SPAN.finditer(text):
+        pieces.append(re.sub(r"\[(\d{1,3})\]", swap, text[position:code.start()]))
+        pieces.append(code.group(0))
+        position = code.end()
+    pieces.append(re.sub(r"\[(\d{1,3})\]", swap, text[position:]))
+    return "".join(pieces)
+
+
+def stream_view(raw: str, n_sources: int) -> tuple[str, bool]:
+    """The part of the answer so far that is safe to show, and whether a loop has started."""
+    text = _strip_special_tokens(strip_think(raw, final=False)).lstrip()
+    if re.fullmatch(r"(?i)a(n(s(w(e(r(\s*:?)?)?)?)?)?)?", text.strip()):
+        return "", False
+    text = re.sub(r"^(?:answer|response)\s*:\s*", "", text, flags=re.IGNORECASE)
+    cut, hold = repetition_cut(text, final=False)
+    looping = cut < len(text)
+    text = text[:hold]
+    # Hold back what may still become a citation: a recently opened bracket, a trailing
+    # "source", a line that may become "Question:", and the blanks a dropped citation takes.
+    opening = max(text.rfind("["), text.rfind("("))
+    if opening >= len(text) - 24 and "]" not in text[opening:] and ")" not in text[opening:]:
+        text = text[:opening]
+    text = re.sub(r"(?i)\bsources?[ \t]*#?[ \t]*[\d, ]*$", "", text)
+    last_line = text[text.rfind("\n") + 1:].strip()
+    if last_line and any(stop.strip().startswith(last_line) for stop in STOP_STRINGS):
+        text = text[:text.rfind("\n") + 1]
+    text = text.rstrip()
+    return normalise_citations(text, n_sources)[0], looping

@@ -1,0 +1,195 @@
+"""The prompt: numbered sources fitted to the model's context, measured with its own tokenizer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from ragdb.errors import RagdbError
+
+if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (slow, writes telemetry)
+    import openvino_genai
+
+    from ragdb.retrieve import Hit
+
+SYSTEM_PROMPT = (
+    "You answer questions about a software project using only the numbered sources you are "
+    "given. Answer concisely, in a few sentences. Cite the sources that support each statement "
+    "by their numbers in square brackets, like [1] or [2]. Do not use outside knowledge. If the "
+    "sources do not contain the answer, say plainly that the sources do not contain it."
+)
+QUESTION_PREFIX = "Question: "
+ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
+
+# Measured on 2 busy CPU cores with the offline SmolLM2-135M, 10 public docs questions with 5
+# sources of ~1,500 characters: prompt processing costs 0.6-1.5 s per 1,000 tokens and decoding
+# 10-30 ms a token. A 1,152-token prompt (the first 1-3 sources) and answers that stop after
+# ~65 tokens gave p50 2.4 s per answer; a 2,000-token window doubled that without making the
+# 135M model's answers any better. Answers past 128 tokens were rambling.
+OFFLINE_CONTEXT_TOKENS = 1280
+OFFLINE_MAX_NEW_TOKENS = 128
+# Not measured here (no hub): Qwen3-0.6B is ~4x SmolLM2's size, so this window (all 5 sources
+# of a typical k=5) costs it a few seconds of prompt processing on a small CPU.
+DEFAULT_CONTEXT_TOKENS = 2560
+DEFAULT_MAX_NEW_TOKENS = 256
+DEFAULT_QUESTION_CAP = 160
+# > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
+DEFAULT_REPETITION_PENALTY = 1.0
+LEAD_CITATION_PREFIX = "According to ["
+MIN_SOURCE_BUDGET = 64
+
+
+@dataclass(frozen=True)
+class PromptSource:
+    """One retrieved chunk with its text, as the prompt numbers and cites it."""
+
+    file_path: str
+    first: int
+    last: int
+    start_line: int
+    end_line: int
+    text: str
+
+
+def source_header(number: int, source: PromptSource) -> str:
+    """`[1] path:45-80`: the form the model sees and the CLI shows next to the answer."""
+    return f"[{number}] {source.file_path}:{source.start_line}-{source.end_line}"
+
+
+def _source_block(number: int, source: PromptSource) -> str:
+    text = source.text.strip("\n")
+    return f"{source_header(number, source)}\n{text}"
+
+
+def _user_content(question: str, blocks: list[str]) -> str:
+    sources = "\n\n".join(blocks)
+    return f"Sources:\n\n{sources}\n\n{QUESTION_PREFIX}{question}\n\n{ANSWER_CUE}"
+
+
+def cap_question(question: str, count_tokens: Callable[[str], int], cap: int) -> str:
+    """Keep at most `cap` tokens of the question, cutting between words, never inside one."""
+    question = " ".join(question.split())
+    if count_tokens(question) <= cap:
+        return question
+    words = question.split(" ")
+    low, high = 0, len(words)  # invariant: words[:low] fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count_tokens(" ".join(words[:middle])) <= cap:
+            low = middle
+        else:
+            high = middle - 1
+    return " ".join(words[:low])
+
+
+def _truncate_source(
+    source: PromptSource, fits: Callable[[PromptSource], bool]
+) -> PromptSource | None:
+    """The longest head of `source` that still fits, cut at a line boundary (or, when not even
+    its first line fits, between two words of that line)."""
+    lines = source.text.rstrip("\n").split("\n")
+
+    def head(text: str, n_lines: int) -> PromptSource:
+        return replace(
+            source,
+            text=text,
+            last=min(source.last, source.first + len(text)),
+            end_line=source.start_line + n_lines - 1,
+        )
+
+    def longest(pieces: list[str], joiner: str) -> int:
+        low, high = 0, len(pieces)  # invariant: pieces[:low] fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(head(joiner.join(pieces[:middle]), 1 if joiner == " " else middle)):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    n_lines = longest(lines, "\n")
+    if n_lines:
+        return head("\n".join(lines[:n_lines]), n_lines)
+    first_words = lines[0].split(" ")
+    n_words = longest(first_words, " ")
+    return head(" ".join(first_words[:n_words]), 1) if n_words else None
+
+
+def build_prompt(
+    question: str,
+    sources: list[PromptSource],
+    count_tokens: Callable[[str], int],
+    budget: int,
+    question_cap: int,
+) -> tuple[list[dict[str, str]], list[PromptSource]]:
+    """Chat messages holding as many whole sources as `budget` tokens allow, in rank order.
+
+    Sources are numbered [1]..[n] in the order given; the first one is cut at a line boundary
+    when it does not fit whole, later ones are left out whole so numbers keep their rank.
+    """
+    question = cap_question(question, count_tokens, question_cap)
+    system_tokens = count_tokens(SYSTEM_PROMPT)
+
+    def total(blocks: list[str]) -> int:
+        return system_tokens + count_tokens(_user_content(question, blocks))
+
+    fixed = total([])
+    used: list[PromptSource] = []
+    running = fixed
+    for source in sources:
+        number = len(used) + 1
+        cost = count_tokens(_source_block(number, source) + "\n\n")
+        if running + cost <= budget:
+            used.append(source)
+            running += cost
+            continue
+        if not used:
+            def fits(candidate: PromptSource) -> bool:
+                return total([_source_block(1, candidate)]) <= budget
+            head = _truncate_source(source, fits)
+            if head is not None:
+                used.append(head)
+        break
+    # Token counts of pieces do not add up exactly (merges across the joins): measure the
+    # whole and drop from the end until it fits.
+    while used and total([_source_block(i, s) for i, s in enumerate(used, 1)]) > budget:
+        if len(used) == 1:
+            def fits_alone(candidate: PromptSource) -> bool:
+                return total([_source_block(1, candidate)]) <= budget
+            head = _truncate_source(used[0], fits_alone)
+            used = [head] if head is not None else []
+        else:
+            used.pop()
+    blocks = [_source_block(i, s) for i, s in enumerate(used, 1)]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": _user_content(question, blocks)},
+    ]
+    return messages, used
+
+
+def render_chat(
+    tokenizer: openvino_genai.Tokenizer,
+    messages: list[dict[str, str]],
+    chat_template: str | None = None,
+) -> str:
+    """Apply the model's chat template, with thinking turned off where the template has it.
+
+    Qwen3's template emits an empty `<think>\\n\\n</think>` block when enable_thinking is false,
+    which makes it answer at once instead of reasoning for hundreds of tokens first.
+    """
+    template = tokenizer.chat_template if chat_template is None else chat_template
+    if not template.strip():
+        raise RagdbError("the model has no chat template: use an instruction-tuned model")
+    extra: dict[str, Any] = {"enable_thinking": False} if "enable_thinking" in template else {}
+    return tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, chat_template=template, extra_context=extra
+    )
+
+
+def prompt_source(hit: Hit) -> PromptSource:
+    """A retrieved chunk as the prompt shows it."""
+    return PromptSource(
+        file_path=hit.file_path, first=hit.first, last=hit.last,
+        start_line=hit.start_line, end_line=hit.end_line, text=hit.text,
+    )

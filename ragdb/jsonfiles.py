@@ -1,0 +1,52 @@
+"""Dataset and result files: read into pydantic models with one-line errors, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ragdb.errors import RagdbError
+from ragdb.schemas import describe
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def load_json(path: Path, model: type[Model], what: str) -> Model:
+    """Read a pydantic model from a JSON file, or fail with one line that says what is wrong."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RagdbError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise RagdbError(f"{what} is a directory, not a JSON file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RagdbError(f"cannot read {what} {path}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        raise RagdbError(f"{what} {path} is not valid JSON: {str(exc)[:200]}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RagdbError(f"{what} {path} does not have the expected shape ({describe(exc)})"
+                         ) from None
+
+
+def write_json_atomic(path: Path, model: BaseModel) -> None:
+    """Write then rename, so an interrupted run never leaves half a JSON file.
+
+    A folder that cannot be created (a regular file in the way, no permission) is one line.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(model.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+    except (FileExistsError, NotADirectoryError):
+        raise RagdbError(f"cannot write {path}: a file stands where a folder is needed") from None
+    except OSError as exc:
+        raise RagdbError(f"cannot write {path}: {exc.strerror or exc}") from None

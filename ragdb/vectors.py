@@ -1,0 +1,270 @@
+"""Vectors: which chunks get one, the text each is embedded as, and keeping `chunk_vectors`
+in step with `chunks`.
+
+Vectors are stored as int8 in a sqlite-vec vec0 table; `settings('embedder')` records which
+embedder made them so that a different one re-embeds instead of mixing incomparable vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import apsw
+import numpy as np
+
+from ragdb.db import Setting, get_setting, set_setting, write_transaction
+from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
+from ragdb.errors import RagdbError
+from ragdb.resources import sql
+
+# --- What represents a chunk, and which chunks get a vector ---------------------------------
+
+CODE_KINDS = frozenset({"python", "module", "function", "class", "statements"})
+_SKIP_LINE = re.compile(r"^(# SPDX-|#!|# -\*-)|^[\W_]*$")
+_IMPORT = re.compile(r"^(from\s+\S+\s+)?import\s")
+
+
+def _short_path(path: str) -> str:
+    """The last three parts: `vllm/lora/models.py` says more than the corpus prefix."""
+    return "/".join(Path(path).parts[-3:])
+
+
+def _code_lines(text: str) -> Iterator[str]:
+    """Lines that carry meaning: no licence headers, imports, blank or punctuation-only lines."""
+    in_import = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if in_import:
+            in_import = ")" not in line
+            continue
+        if _IMPORT.match(line):
+            in_import = "(" in line and ")" not in line
+            continue
+        if _SKIP_LINE.search(line):
+            continue
+        yield " ".join(line.replace('"""', "").replace("'''", "").split())
+
+
+def _doc_lines(text: str) -> Iterator[str]:
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if line and not _SKIP_LINE.search(line):
+            yield line
+
+
+def embedding_text(path: str, kind: str, context: str, text: str) -> str:
+    """The text a chunk is embedded as: where it is (path, enclosing signatures or headings)
+    first, then its content without the parts that only cost tokens.
+
+    `kind` is the file kind or the chunk kind: python ones get the code treatment. The head
+    comes first because long chunks are truncated to the embedder's max length.
+    """
+    head = [_short_path(path)]
+    head += [" ".join(line.split()) for line in context.splitlines() if line.strip()]
+    lines = _code_lines(text) if kind in CODE_KINDS else _doc_lines(text)
+    return " | ".join(head) + "\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class VectorPolicy:
+    """Which chunks get a vector and how many tokens of each are embedded.
+
+    Measured on 2 cores (README, Performance): every chunk at 256 tokens takes minutes on the
+    vLLM corpus. Docs embedded as ~400-character windows lift hybrid recall on docs questions;
+    code heads (path, signatures, docstring, first lines at 64 tokens) did not help code
+    questions, where identifiers make BM25 strong already, and cost most of the time. So the
+    default is "docs"; "docs+code-head" and "all" remain for other corpora.
+    """
+
+    name: str = "docs"
+    doc_kinds: frozenset[str] = frozenset({"markdown", "rst", "text"})
+    code_chunk_kinds: frozenset[str] = frozenset()
+    doc_max_tokens: int = DEFAULT_MAX_LENGTH
+    code_max_tokens: int = 64
+    #: Doc chunks are embedded as windows of about this many characters (0: one vector).
+    doc_window_chars: int = 400
+
+    def wants_vector(self, file_kind: str, chunk_kind: str) -> bool:
+        if file_kind in self.doc_kinds:
+            return True
+        return file_kind == "python" and chunk_kind in self.code_chunk_kinds
+
+    def max_tokens(self, file_kind: str) -> int:
+        return self.doc_max_tokens if file_kind in self.doc_kinds else self.code_max_tokens
+
+    @property
+    def key(self) -> str:
+        """Everything that changes which vectors exist or what they encode."""
+        return json.dumps({
+            "docs": sorted(self.doc_kinds), "code": sorted(self.code_chunk_kinds),
+            "doc_tokens": self.doc_max_tokens, "code_tokens": self.code_max_tokens,
+            "doc_window": self.doc_window_chars,
+            "text": 1,  # bump when embedding_text changes
+        }, sort_keys=True)
+
+
+POLICIES = {
+    "docs": VectorPolicy(),
+    "docs+code-head": VectorPolicy(
+        name="docs+code-head", code_chunk_kinds=frozenset({"module", "function", "class"})
+    ),
+    "all": VectorPolicy(
+        name="all", code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
+        code_max_tokens=DEFAULT_MAX_LENGTH,
+    ),
+}
+DEFAULT_POLICY = POLICIES["docs"]
+
+
+def get_policy(name: str) -> VectorPolicy:
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise RagdbError(
+            f"unknown vector policy {name!r}; choose one of {', '.join(POLICIES)}"
+        ) from None
+
+
+def wants_vector(file_kind: str, chunk_kind: str, policy: VectorPolicy = DEFAULT_POLICY) -> bool:
+    return policy.wants_vector(file_kind, chunk_kind)
+
+
+# --- int8 vectors in sqlite-vec ----------------------------------------------------------------
+
+def to_int8(vectors: np.ndarray) -> np.ndarray:
+    """Unit vectors to int8 (scale 127): cosine is kept to about 0.9999, storage is 4x smaller."""
+    return np.clip(np.rint(np.asarray(vectors) * 127.0), -127, 127).astype(np.int8)
+
+
+def query_blob(embedder: Embedder, text: str) -> bytes:
+    """The bytes for `vec_int8(:query_vector)` in a KNN query over chunk_vectors."""
+    return to_int8(embedder.embed([text]))[0].tobytes()
+
+
+def vector_count(conn: apsw.Connection) -> int:
+    """Vectors (windows), not chunks: see migrations/002_vectors.sql."""
+    return cast(int, conn.execute(sql("vectors_count")).fetchall()[0][0])
+
+
+def has_vectors(conn: apsw.Connection) -> bool:
+    return bool(conn.execute(sql("vectors_any")).fetchall())
+
+
+@dataclass
+class VectorStats:
+    embedded: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    total: int = 0
+    reset: bool = field(default=False)  # True when a new embedder or policy wiped old vectors
+
+
+def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
+                 batch_size: int = DEFAULT_BATCH_SIZE,
+                 progress: Callable[[int, int], None] | None = None,
+                 policy: VectorPolicy = DEFAULT_POLICY) -> VectorStats:
+    """Bring chunk_vectors in step with chunks: reset on a new embedder or policy, drop orphans,
+    embed what is missing.
+
+    Each batch commits on its own, so an interrupted run keeps all but one batch and the next
+    run only embeds what is still missing.
+    """
+    started = time.perf_counter()
+    stats = VectorStats()
+    if embedder.dim != VECTOR_DIM:
+        raise RagdbError(
+            f"embedder {embedder.identity} makes {embedder.dim}-d vectors but rag.db stores "
+            f"{VECTOR_DIM}-d ones; use a {VECTOR_DIM}-d model"
+        )
+    with write_transaction(conn):
+        if (get_setting(conn, Setting.EMBEDDER) != embedder.identity
+                or get_setting(conn, Setting.EMBED_POLICY) != policy.key):
+            stats.removed += vector_count(conn)
+            stats.reset = True
+            conn.execute(sql("vectors_delete_all"))
+            set_setting(conn, Setting.EMBEDDER, embedder.identity)
+            set_setting(conn, Setting.EMBED_POLICY, policy.key)
+    with write_transaction(conn):
+        before = vector_count(conn)
+        conn.execute(sql("vectors_orphans_delete"))
+        stats.removed += before - vector_count(conn)
+
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for chunk_id, file_kind, chunk_kind, n_chars in conn.execute(sql("vectors_missing")):
+        if policy.wants_vector(str(file_kind), str(chunk_kind)):
+            bucket = groups.setdefault(policy.max_tokens(str(file_kind)), [])
+            bucket.append((cast(int, n_chars), cast(int, chunk_id)))
+    total = sum(len(group) for group in groups.values())
+    if progress is not None:
+        progress(0, total)
+    for max_tokens, group in sorted(groups.items()):
+        # Similar lengths side by side so batches pad less (Embedder.embed sorts within a call).
+        group.sort(key=lambda item: (min(item[0], max_tokens * 8), item[1]))
+        for start in range(0, len(group), batch_size):
+            part = [chunk_id for _, chunk_id in group[start:start + batch_size]]
+            stats.embedded += _embed_batch(conn, embedder, part, max_tokens, batch_size, policy)
+            if progress is not None:
+                progress(stats.embedded, total)
+    stats.total = vector_count(conn)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int],
+                 max_tokens: int, batch_size: int, policy: VectorPolicy) -> int:
+    """Embed and store one batch (every window of its chunks) in its own transaction."""
+    keys: list[tuple[int, int]] = []
+    texts: list[str] = []
+    rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()
+    for chunk_id, path, file_kind, _chunk_kind, context, text in rows:
+        size = policy.doc_window_chars if str(file_kind) in policy.doc_kinds else 0
+        for number, window in enumerate(text_windows(str(text), size)[:WINDOWS_PER_CHUNK]):
+            keys.append((cast(int, chunk_id), number))
+            texts.append(embedding_text(str(path), str(file_kind), str(context), window))
+    vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
+    with write_transaction(conn):
+        for (chunk_id, number), vector in zip(keys, vectors):
+            conn.execute(sql("vectors_insert"), {
+                "vector_id": chunk_id * WINDOWS_PER_CHUNK + number, "chunk_id": chunk_id,
+                "blob": vector.tobytes(),
+            })
+    return len(rows)
+
+
+#: vector_id = chunk_id * WINDOWS_PER_CHUNK + window number (migrations/002_vectors.sql).
+WINDOWS_PER_CHUNK = 1000
+
+
+def text_windows(text: str, size: int) -> list[str]:
+    """Paragraphs packed into windows of about `size` characters; [text] when size is 0.
+
+    A small model reads a 400-character passage far better than the first 256 tokens of a
+    2000-character section (README, Performance): each window gets its own vector.
+    """
+    if size <= 0 or len(text) <= size:
+        return [text]
+    windows: list[str] = []
+    current = ""
+    for paragraph in re.split(r"\n\s*\n", text):
+        while len(paragraph) > size:  # an over-long paragraph: cut at a line or word end
+            cut = max(paragraph.rfind("\n", 0, size), paragraph.rfind(" ", 0, size))
+            cut = cut if cut > size // 2 else size
+            if current:
+                windows.append(current)
+                current = ""
+            windows.append(paragraph[:cut])
+            paragraph = paragraph[cut:].lstrip()
+        if current and len(current) + len(paragraph) + 2 > size:
+            windows.append(current)
+            current = paragraph
+        else:
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current.strip():
+        windows.append(current)
+    return [w for w in windows if w.strip()] or [text]
