@@ -260,6 +260,17 @@ def _resolve(name: str) -> tuple[Path, Path, str]:
     return model, tokenizer, f"{source}/{model.name}"
 
 
+def embedder_identity(name: str | None = None, *,
+                      max_length: int = DEFAULT_MAX_LENGTH) -> str:
+    """The identity `load_embedder(name).identity` would have, without compiling the model:
+    an index run with nothing to embed never loads one."""
+    try:
+        return f"{_resolve(name or DEFAULT_MODEL)[2]}/maxlen={max_length}"
+    except Exception as exc:  # the same failures load_embedder reports
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise RagdbError(f"cannot load embedder '{name or DEFAULT_MODEL}': {why[:300]}") from None
+
+
 def load_embedder(name: str | None = None, *, max_length: int = DEFAULT_MAX_LENGTH,
                   batch_size: int = DEFAULT_BATCH_SIZE) -> Embedder:
     """The default model from installed packages, a local model folder, or a hub id."""

@@ -19,11 +19,11 @@ import apsw
 
 from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind
 from ragdb.db import Setting, bump_generation, get_setting, scalar, set_setting, write_transaction
-from ragdb.embedder import DEFAULT_MODEL, Embedder, load_embedder
+from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
 from ragdb.tokenize import TOKENIZER_VERSION, analyse
-from ragdb.vectors import VectorStats, sync_vectors
+from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 
 DEFAULT_INCLUDE = ("*.py", "*.md", "*.txt", "*.rst")
 MAX_CHUNK_SIZE = 2000
@@ -306,10 +306,15 @@ def update_index(
     if not vectors:
         return stats, None
     name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL
-    model = embedder if embedder is not None else load_embedder(name)
-    vstats = sync_vectors(conn, model, progress=on_embedded)
-    with write_transaction(conn):
-        set_setting(conn, Setting.EMBEDDER_NAME, name)
-        if vstats.embedded or vstats.removed:
-            bump_generation(conn)
+    identity = embedder.identity if embedder is not None else embedder_identity(name)
+    if vectors_pending(conn, identity):
+        model = embedder if embedder is not None else load_embedder(name)
+        vstats = sync_vectors(conn, model, progress=on_embedded)
+    else:  # nothing to embed: no model is loaded
+        vstats = VectorStats(total=vector_count(conn))
+    if vstats.embedded or vstats.removed or get_setting(conn, Setting.EMBEDDER_NAME) != name:
+        with write_transaction(conn):
+            set_setting(conn, Setting.EMBEDDER_NAME, name)
+            if vstats.embedded or vstats.removed:
+                bump_generation(conn)
     return stats, vstats

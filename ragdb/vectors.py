@@ -165,6 +165,19 @@ class VectorStats:
     reset: bool = field(default=False)  # True when a new embedder or policy wiped old vectors
 
 
+def vectors_pending(conn: apsw.Connection, identity: str,
+                    policy: VectorPolicy = DEFAULT_POLICY) -> bool:
+    """Whether sync_vectors would change anything: another embedder or policy, orphan vectors,
+    or a chunk the policy wants that has no vector yet."""
+    if (get_setting(conn, Setting.EMBEDDER) != identity
+            or get_setting(conn, Setting.EMBED_POLICY) != policy.key):
+        return True
+    if conn.execute(sql("vectors_orphans_any")).fetchall():
+        return True
+    return any(policy.wants_vector(str(file_kind), str(chunk_kind))
+               for _id, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
+
+
 def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: Callable[[int, int], None] | None = None,

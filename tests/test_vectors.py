@@ -25,6 +25,7 @@ from ragdb.vectors import (
     wants_vector,
 )
 from ragdb.errors import RagdbError
+from tests.conftest import write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -287,3 +288,24 @@ def test_folder_without_model(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{}", encoding="utf-8")
     with pytest.raises(RagdbError, match="no OpenVINO IR"):
         load_embedder(str(tmp_path))
+
+
+def test_no_op_index_run_loads_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to embed means no model load: the embedder's identity is known without it."""
+    from ragdb import indexing
+
+    write_corpus(tmp_path / "proj")
+    conn = connect(tmp_path / "rag.db", create=True)
+    _, first = indexing.update_index(conn, [tmp_path / "proj"])
+    assert first is not None and first.embedded > 0
+
+    def refuse(name: str | None = None) -> Embedder:
+        raise AssertionError("a no-op run loaded the embedder")
+
+    monkeypatch.setattr(indexing, "load_embedder", refuse)
+    stats, again = indexing.update_index(conn, [tmp_path / "proj"])
+    assert stats.files_unchanged == 4 and again is not None
+    assert again.embedded == 0 and again.total == first.total
+    (tmp_path / "proj" / "notes.txt").write_text("A new paragraph about schedulers.\n")
+    with pytest.raises(AssertionError, match="loaded the embedder"):
+        indexing.update_index(conn, [tmp_path / "proj"])  # now there is something to embed
