@@ -94,7 +94,10 @@ def index(
     if vstats is not None:
         vector_note = (
             f"; {vstats.embedded} chunks embedded, {vstats.total} vectors"
-            f" ({vstats.seconds:.1f} s)"
+            f" ({vstats.seconds:.1f} s"
+            + (f", {vstats.windows} windows, {vstats.windows_per_s:.0f}/s" if vstats.windows
+               else "")
+            + ")"
         )
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
     typer.echo(

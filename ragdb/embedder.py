@@ -139,6 +139,9 @@ class Embedder:
         self.batch_size = batch_size
         self.identity = f"{identity}/maxlen={max_length}"
         self._request = compiled.create_infer_request()
+        #: Work done so far (texts and tokens after truncation), for throughput reports.
+        self.texts_embedded = 0
+        self.tokens_embedded = 0
         self._lock = threading.Lock()
         names = {name for port in compiled.inputs for name in port.get_names()}
         if "input_ids" not in names:
@@ -175,6 +178,8 @@ class Embedder:
             clipped = [t[: length * 10] for t in texts]
             self.tokenizer.enable_truncation(length)
             encodings = self.tokenizer.encode_batch(clipped)
+            self.texts_embedded += len(texts)
+            self.tokens_embedded += sum(len(e.ids) for e in encodings)
             order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
             for start in range(0, len(order), size):
                 idx = order[start:start + size]

@@ -163,6 +163,16 @@ class VectorStats:
     seconds: float = 0.0
     total: int = 0
     reset: bool = field(default=False)  # True when a new embedder or policy wiped old vectors
+    windows: int = 0  # texts run through the model (a chunk may have several windows)
+    tokens: int = 0  # tokens run through the model, after truncation
+
+    @property
+    def windows_per_s(self) -> float:
+        return self.windows / self.seconds if self.seconds else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
 
 
 def vectors_pending(conn: apsw.Connection, identity: str,
@@ -190,6 +200,7 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
     """
     started = time.perf_counter()
     stats = VectorStats()
+    texts_before, tokens_before = embedder.texts_embedded, embedder.tokens_embedded
     if embedder.dim != VECTOR_DIM:
         raise RagdbError(
             f"embedder {embedder.identity} makes {embedder.dim}-d vectors but rag.db stores "
@@ -226,6 +237,8 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
                 progress(stats.embedded, total)
     stats.total = vector_count(conn)
     stats.seconds = time.perf_counter() - started
+    stats.windows = embedder.texts_embedded - texts_before
+    stats.tokens = embedder.tokens_embedded - tokens_before
     return stats
 
 
