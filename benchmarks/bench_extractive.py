@@ -140,11 +140,11 @@ def grid(searcher: Searcher, embed: extractive.Embed, base: Settings) -> None:
     found = [sources_of(h) for h in searcher.search_many(questions, K, Mode.hybrid)]
     cached = memoised(embed)
     space: dict[str, list[float]] = {
-        "lexical_weight": [0.3, 0.5, 0.7],
-        "max_passages": [1, 2, 3],
-        "soft_chars": [150, 300, 10_000],
-        "rank_decay": [0.0, 0.05, 0.2],
-        "min_relative": [0.5, 0.7, 0.85],
+        "lexical_weight": [0.5, 0.7],
+        "max_passages": [2, 3],
+        "rank_decay": [0.2, 0.5, 1.0],
+        "min_relative": [0.7, 0.8],
+        "embed_limit": [16, 32, 0],
     }
     results = []
     names = list(space)

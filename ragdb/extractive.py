@@ -64,16 +64,19 @@ class Passage:
 class Settings:
     """Global knobs (never per question). Defaults measured in benchmarks/EXTRACTIVE.md."""
 
-    lexical_weight: float = 0.5  # share of BM25 in the score; the rest is cosine
+    lexical_weight: float = 0.7  # share of BM25 in the score; the rest is cosine
     k1: float = 1.2
     b: float = 0.75
-    rank_decay: float = 0.05  # source n weighs 1 / (1 + rank_decay * (n - 1))
+    rank_decay: float = 0.5  # source n weighs 1 / (1 + rank_decay * (n - 1))
     soft_chars: int = 300  # longer units lose score in proportion to their excess length
     max_unit_chars: int = 1200  # longer units are not candidates at all
-    max_passages: int = 2
+    max_passages: int = 3
     max_chars: int = 700  # total raw characters of the chosen passages (the first always goes)
-    min_relative: float = 0.6  # a further passage must score this share of the best one
+    min_relative: float = 0.7  # a further passage must score this share of the best one
     duplicate_jaccard: float = 0.6  # term-set overlap above which a unit repeats a chosen one
+    # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
+    # nearly all of an answer's time; the rest keep their BM25 half only.
+    embed_limit: int = 16
 
 
 DEFAULT_SETTINGS = Settings()
@@ -105,7 +108,8 @@ class _Unit:
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]*#{1,6}(\s|$)")
 _UNDERLINE = re.compile(r"^[ \t]*([=\-~^\"'`#*+])\1{2,}[ \t]*$")
-_ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::)")
+# Admonitions, mkdocs content tabs (=== "Tab") and snippet includes (--8<-- "file").
+_ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::|===[ \t]+\"|--8<--)")
 _RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
@@ -119,7 +123,9 @@ _LEANING = re.compile(
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
     r"For example|For instance|Alternatively|But|And|Or|So)\b"
 )
-_MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
+_MAX_JOIN = 1500
+_MIN_WORDS = 4  # prose units shorter than this are labels, not answers
+_EMBED_CHARS = 600  # past this a unit's start says enough for its vector  # an introduced block or a leaning sentence joined beyond this is dropped
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -153,6 +159,18 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [s for s in spans if s[0] < s[1]]
 
 
+def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
+    """The first line to read: past the closing fence when the chunk starts inside a block.
+
+    A chunk cut from a long file may begin in the middle of a fenced block. With an odd number
+    of fence lines and a bare first fence (no language), that fence is taken as the closing one.
+    """
+    fences = [n for n, (s, e) in enumerate(lines) if _FENCE.match(text[s:e])]
+    if len(fences) % 2 and text[slice(*lines[fences[0]])].strip().strip("`~") == "":
+        return fences[0] + 1
+    return 0
+
+
 def _prose_units(text: str) -> list[_Unit]:
     """Sentences, list items, table rows and fenced blocks, with introductions joined."""
     lines = _lines(text)
@@ -161,6 +179,7 @@ def _prose_units(text: str) -> list[_Unit]:
     groups: list[tuple[int, int, str]] = []
     para: list[int] = []  # line numbers of the paragraph being gathered
     last_prose = -1  # index of the last prose unit since the last heading, for leaning
+    i = _inside_block_end(text, lines)
 
     def add(start: int, end: int, kind: str, prev: int) -> int:
         start, end = _trim(text, start, end)
@@ -182,7 +201,6 @@ def _prose_units(text: str) -> list[_Unit]:
             groups.append((first_unit, len(units), "para"))
         para.clear()
 
-    i = 0
     while i < len(lines):
         ls, le = lines[i]
         line = text[ls:le]
@@ -196,10 +214,10 @@ def _prose_units(text: str) -> list[_Unit]:
                 if close.startswith(mark[0] * len(mark)) and not close.strip(mark[0]):
                     break
                 j += 1
-            j = min(j, len(lines) - 1)
-            index = add(ls, lines[j][1], "code", -1)
-            if index >= 0:
-                groups.append((index, index + 1, "code"))
+            if j < len(lines):  # a block cut off by the chunk's end is no candidate
+                index = add(ls, lines[j][1], "code", -1)
+                if index >= 0:
+                    groups.append((index, index + 1, "code"))
             last_prose = -1
             i = j + 1
             continue
@@ -533,8 +551,11 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
             raw = source.text[unit.start:unit.end]
             shown = raw if is_code(source) else clean_markup(raw)
             bag = Counter(terms(shown))
-            if sum(1 for w in re.findall(r"[A-Za-z]{2,}", shown)) < 3:
-                continue  # a path, a rule or a lone word is no answer
+            words = len(re.findall(r"[A-Za-z]{2,}", shown))
+            if words < 3 or (unit.kind != "block" and words < _MIN_WORDS):
+                continue  # a path, a heading-like line or a lone word is no answer
+            if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
+                continue  # an introduction without what it introduces, or a question
             out.append(_Candidate(source, unit, shown, bag))
     return out
 
@@ -582,14 +603,21 @@ def select_passages(
     if candidates:
         query = set(terms(question))
         lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
+        prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
+                          for c in candidates])
         if embed is not None:
-            vectors = np.asarray(embed([question] + [c.shown for c in candidates]))
-            dense = _scaled(vectors[1:] @ vectors[0])
+            shortlist = np.argsort(-(lexical * prior), kind="stable")
+            if settings.embed_limit > 0:
+                shortlist = shortlist[: settings.embed_limit]
+            texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
+            vectors = np.asarray(embed(texts))
+            dense = np.zeros(len(candidates))
+            dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
             score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
         else:
             score = lexical
+        score = score * prior
         for i, c in enumerate(candidates):
-            score[i] /= 1 + settings.rank_decay * (max(1, c.source.number) - 1)
             excess = (c.unit.end - c.unit.start) - settings.soft_chars
             if excess > 0:
                 score[i] *= settings.soft_chars / (settings.soft_chars + excess)
