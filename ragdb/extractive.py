@@ -123,9 +123,9 @@ _LEANING = re.compile(
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
     r"For example|For instance|Alternatively|But|And|Or|So)\b"
 )
-_MAX_JOIN = 1500
+_MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 _MIN_WORDS = 4  # prose units shorter than this are labels, not answers
-_EMBED_CHARS = 600  # past this a unit's start says enough for its vector  # an introduced block or a leaning sentence joined beyond this is dropped
+_EMBED_CHARS = 600  # past this a unit's start says enough for its vector
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -290,7 +290,7 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
     out: list[_Unit] = []
     dropped: set[int] = set()
     for g, (first, last, kind) in enumerate(groups):
-        if kind not in ("code", "list", "table") or g == 0:
+        if kind not in ("code", "list", "table") or g == 0 or last <= first:
             continue
         p_first, p_last, p_kind = groups[g - 1]
         if p_last <= p_first or p_kind not in ("para", "list"):
@@ -353,11 +353,11 @@ def _code_units(text: str, max_chars: int) -> list[_Unit]:
         indent = len(line) - len(line.lstrip())
         body = line.strip()
         starts_def = bool(_DEF.match(body)) or body.startswith("@")
-        follows_header = bool(blocks) and text[lines[blocks[-1][-1]][0]:lines[blocks[-1][-1]][1]
-                                              ].strip().startswith(("@", "#"))
+        previous = text[slice(*lines[blocks[-1][-1]])].strip() if blocks else ""
+        follows_header = previous.startswith(("@", "#"))
         closing = body[0] in ")]}"
-        new = indent <= base and not closing and (blank_before or (starts_def and not
-                                                                    follows_header))
+        new = indent <= base and not closing and (
+            blank_before or (starts_def and not follows_header))
         if new or not blocks:
             blocks.append([n])
         else:
