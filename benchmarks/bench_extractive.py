@@ -140,11 +140,10 @@ def grid(searcher: Searcher, embed: extractive.Embed, base: Settings) -> None:
     found = [sources_of(h) for h in searcher.search_many(questions, K, Mode.hybrid)]
     cached = memoised(embed)
     space: dict[str, list[float]] = {
-        "lexical_weight": [0.5, 0.7],
-        "max_passages": [2, 3],
-        "rank_decay": [0.2, 0.5, 1.0],
-        "min_relative": [0.7, 0.8],
-        "embed_limit": [16, 32, 0],
+        # Rounds 1 and 2 (EXTRACTIVE.md) settled lexical_weight, max_passages, rank_decay,
+        # min_relative and embed_limit; this round measures length.
+        "max_chars": [400, 700, 1000],
+        "soft_chars": [200, 300, 450],
     }
     results = []
     names = list(space)

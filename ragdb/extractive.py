@@ -68,10 +68,10 @@ class Settings:
     k1: float = 1.2
     b: float = 0.75
     rank_decay: float = 0.5  # source n weighs 1 / (1 + rank_decay * (n - 1))
-    soft_chars: int = 300  # longer units lose score in proportion to their excess length
+    soft_chars: int = 450  # longer units lose score in proportion to their excess length
     max_unit_chars: int = 1200  # longer units are not candidates at all
     max_passages: int = 3
-    max_chars: int = 700  # total raw characters of the chosen passages (the first always goes)
+    max_chars: int = 1000  # total raw characters of the chosen passages (the first always goes)
     min_relative: float = 0.7  # a further passage must score this share of the best one
     duplicate_jaccard: float = 0.6  # term-set overlap above which a unit repeats a chosen one
     # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
