@@ -1,0 +1,700 @@
+"""Citation-only extractive answers: the best passages of the retrieved sources, each cited [n].
+
+No language model writes anything: every passage is a verbatim span of a source
+(`source.text[start:end]`), shown after `clean_markup` and followed by its source number. The
+embedding function is a parameter (unit vectors in, as `ragdb.embed.Embedder.embed` returns),
+so this module depends on nothing but `ragdb.tokenize` and numpy.
+
+How a passage is scored (settings in `Settings`, chosen on the first 50 public docs questions;
+numbers in benchmarks/EXTRACTIVE.md):
+
+* units are sentences, list items, table rows and whole fenced code blocks of prose, and whole
+  definitions or short blocks of code files; an introducing sentence ending in ':' travels with
+  the block it introduces, and a sentence leaning on the one before ("This ...") with that one;
+* score = lexical_weight * BM25 + (1 - lexical_weight) * cosine, each scaled to [0, 1] over the
+  question's candidate units (BM25 over identifier-split, lightly stemmed terms, IDF over the
+  units themselves, so a word common to all the sources counts little); only the
+  `embed_limit` units best by BM25 and rank are embedded (embedding is nearly all the time on
+  2 cores, and embedding all units measured no better), the rest keep their BM25 part;
+* a prior for the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1)): the
+  first source holds the reference most often) and for length (units past `soft_chars` lose
+  score in proportion), because token F1 against short reference answers, and a reader, both
+  prefer short passages;
+* greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
+  least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
+  order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragdb.tokenize import STOPWORDS, analyse_terms
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """One retrieved source as the answer numbers it (1-based, in search order)."""
+
+    number: int
+    file_path: str
+    kind: str  # file kind (python, markdown, rst, text) or a chunk kind (function, section...)
+    text: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A verbatim span of source `number`: `text == source.text[start:end]`, before cleaning."""
+
+    number: int
+    text: str
+    start: int
+    end: int
+    score: float
+    code: bool = False  # raw code from a code file: shown fenced, not cleaned as prose
+    indent: str = ""  # whitespace before `start` on its line, so code keeps its shape
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Global knobs (never per question). Defaults measured in benchmarks/EXTRACTIVE.md."""
+
+    lexical_weight: float = 0.7  # share of BM25 in the score; the rest is cosine
+    k1: float = 1.2
+    b: float = 0.75
+    rank_decay: float = 0.5  # source n weighs 1 / (1 + rank_decay * (n - 1))
+    soft_chars: int = 450  # longer units lose score in proportion to their excess length
+    max_unit_chars: int = 1200  # longer units are not candidates at all
+    max_passages: int = 3
+    max_chars: int = 1000  # total raw characters of the chosen passages (the first always goes)
+    min_relative: float = 0.7  # a further passage must score this share of the best one
+    duplicate_jaccard: float = 0.6  # term-set overlap above which a unit repeats a chosen one
+    # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
+    # nearly all of an answer's time; the rest keep their BM25 half only.
+    embed_limit: int = 16
+
+
+DEFAULT_SETTINGS = Settings()
+
+CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
+_BUILD_FILE = re.compile(
+    r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
+    r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt)$"
+)
+
+
+def is_code(source: SourceText) -> bool:
+    """Code files are split into definitions and blocks, never into sentences."""
+    return source.kind in CODE_KINDS or bool(_BUILD_FILE.search("/" + source.file_path))
+
+
+# --------------------------------------------------------------------------------------------
+# Units
+
+
+@dataclass(frozen=True)
+class _Unit:
+    start: int
+    end: int
+    kind: str  # sentence, item, row, code, block (code file), joined
+    prev: int  # index of the unit it may lean on, -1 when none
+
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_HEADING = re.compile(r"^[ \t]*#{1,6}(\s|$)")
+_UNDERLINE = re.compile(r"^[ \t]*([=\-~^\"'`#*+])\1{2,}[ \t]*$")
+# Admonitions, mkdocs content tabs (=== "Tab") and snippet includes (--8<-- "file").
+_ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::|===[ \t]+\"|--8<--)")
+_RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
+_LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
+_TABLE_ROW = re.compile(r"^[ \t]*\|")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
+_LEANING = re.compile(
+    r"^(This|These|That|Those|It|Its|They|Their|Them|Such|However|Also|Additionally|"
+    r"Furthermore|Moreover|Otherwise|Instead|Similarly|Likewise|Therefore|Thus|Hence|Then|"
+    r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
+    r"For example|For instance|Alternatively|But|And|Or|So)\b"
+)
+_MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
+_MIN_WORDS = 4  # prose units shorter than this are labels, not answers
+_EMBED_CHARS = 600  # past this a unit's start says enough for its vector
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line, end before its newline."""
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span without surrounding whitespace."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans of one paragraph; a cut inside `inline code` or after e.g. is no cut."""
+    spans, first = [], start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        head = text[first:match.start()]
+        if _ABBREVIATION.search(head) or head.count("`") % 2:
+            continue
+        spans.append(_trim(text, first, match.start()))
+        first = match.end()
+    spans.append(_trim(text, first, end))
+    return [s for s in spans if s[0] < s[1]]
+
+
+def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
+    """The first line to read: past the closing fence when the chunk starts inside a block.
+
+    A chunk cut from a long file may begin in the middle of a fenced block. With an odd number
+    of fence lines and a bare first fence (no language), that fence is taken as the closing one.
+    """
+    fences = [n for n, (s, e) in enumerate(lines) if _FENCE.match(text[s:e])]
+    if len(fences) % 2 and text[slice(*lines[fences[0]])].strip().strip("`~") == "":
+        return fences[0] + 1
+    return 0
+
+
+def _prose_units(text: str) -> list[_Unit]:
+    """Sentences, list items, table rows and fenced blocks, with introductions joined."""
+    lines = _lines(text)
+    units: list[_Unit] = []
+    # Each element: (unit index range start, end, structural kind) in document order.
+    groups: list[tuple[int, int, str]] = []
+    para: list[int] = []  # line numbers of the paragraph being gathered
+    last_prose = -1  # index of the last prose unit since the last heading, for leaning
+    i = _inside_block_end(text, lines)
+
+    def add(start: int, end: int, kind: str, prev: int) -> int:
+        start, end = _trim(text, start, end)
+        if start >= end:
+            return -1
+        units.append(_Unit(start, end, kind, prev))
+        return len(units) - 1
+
+    def flush() -> None:
+        nonlocal last_prose
+        if not para:
+            return
+        first_unit = len(units)
+        for s, e in _sentences(text, lines[para[0]][0], lines[para[-1]][1]):
+            index = add(s, e, "sentence", last_prose)
+            if index >= 0:
+                last_prose = index
+        if len(units) > first_unit:
+            groups.append((first_unit, len(units), "para"))
+        para.clear()
+
+    while i < len(lines):
+        ls, le = lines[i]
+        line = text[ls:le]
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            mark = fence.group(1)
+            j = i + 1
+            while j < len(lines):
+                close = text[lines[j][0]:lines[j][1]].strip()
+                if close.startswith(mark[0] * len(mark)) and not close.strip(mark[0]):
+                    break
+                j += 1
+            if j < len(lines):  # a block cut off by the chunk's end is no candidate
+                index = add(ls, lines[j][1], "code", -1)
+                if index >= 0:
+                    groups.append((index, index + 1, "code"))
+            last_prose = -1
+            i = j + 1
+            continue
+        if not line.strip():
+            flush()
+            i += 1
+            continue
+        underlined = i + 1 < len(lines) and _UNDERLINE.match(
+            text[lines[i + 1][0]:lines[i + 1][1]]) and not para and line.strip()
+        if _HEADING.match(line) or underlined:
+            flush()
+            groups.append((len(units), len(units), "heading"))
+            last_prose = -1
+            i += 2 if underlined else 1
+            continue
+        if _ADMONITION.match(line) or _RST_DIRECTIVE.match(line) or _UNDERLINE.match(line):
+            flush()
+            last_prose = -1
+            i += 1
+            continue
+        if _TABLE_ROW.match(line):
+            flush()
+            first_unit = len(units)
+            while i < len(lines) and _TABLE_ROW.match(text[lines[i][0]:lines[i][1]]):
+                row = text[lines[i][0]:lines[i][1]]
+                if not _TABLE_RULE.match(row) and re.search(r"[^\W_]", row):
+                    add(lines[i][0], lines[i][1], "row", -1)
+                i += 1
+            groups.append((first_unit, len(units), "table"))
+            last_prose = -1
+            continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            flush()
+            first_unit = len(units)
+            while i < len(lines):
+                item = _LIST_ITEM.match(text[lines[i][0]:lines[i][1]])
+                if not item:
+                    break
+                j = i + 1
+                while j < len(lines):
+                    nxt = text[lines[j][0]:lines[j][1]]
+                    if (not nxt.strip() or _LIST_ITEM.match(nxt) or _FENCE.match(nxt)
+                            or _HEADING.match(nxt) or _TABLE_ROW.match(nxt)
+                            or _ADMONITION.match(nxt)):
+                        break
+                    j += 1
+                index = add(lines[i][0], lines[j - 1][1], "item", -1)
+                i = j
+                # Items separated by one blank line still form one list.
+                if (index >= 0 and i + 1 < len(lines) and not text[lines[i][0]:lines[i][1]].strip()
+                        and _LIST_ITEM.match(text[lines[i + 1][0]:lines[i + 1][1]])):
+                    i += 1
+            if len(units) > first_unit:
+                groups.append((first_unit, len(units), "list"))
+            last_prose = -1
+            continue
+        para.append(i)
+        i += 1
+    flush()
+    return _join(text, units, groups)
+
+
+def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> list[_Unit]:
+    """Introductions joined to what they introduce; leaning sentences joined to their support.
+
+    A joined unit replaces the parts that may not stand alone: an introduction ending in ':'
+    and a code block that has one; list items and table rows also stay candidates alone.
+    """
+    out: list[_Unit] = []
+    dropped: set[int] = set()
+    for g, (first, last, kind) in enumerate(groups):
+        if kind not in ("code", "list", "table") or g == 0 or last <= first:
+            continue
+        p_first, p_last, p_kind = groups[g - 1]
+        if p_last <= p_first or p_kind not in ("para", "list"):
+            continue
+        intro = units[p_last - 1]
+        if not text[intro.start:intro.end].rstrip("*_ ").endswith(":"):
+            continue
+        end = units[first].end
+        for k in range(first, last):  # as much of the list or table as fits
+            if units[k].end - intro.start > _MAX_JOIN:
+                break
+            end = units[k].end
+        if end - intro.start <= _MAX_JOIN or kind != "code":
+            out.append(_Unit(intro.start, end, "joined", -1))
+        dropped.add(p_last - 1)
+        if kind == "code":
+            dropped.add(first)
+    for index, unit in enumerate(units):
+        if index in dropped:
+            continue
+        if unit.kind == "sentence" and _LEANING.match(text[unit.start:unit.end]):
+            support = _support(text, units, index)
+            if support < 0 or unit.end - units[support].start > _MAX_JOIN:
+                continue
+            unit = _Unit(units[support].start, unit.end, "joined", -1)
+        out.append(unit)
+    return sorted(out, key=lambda u: (u.start, u.end))
+
+
+def _support(text: str, units: list[_Unit], index: int) -> int:
+    """The sentence a leaning one stands on: back over up to two leaning ones, else -1."""
+    for _ in range(3):
+        index = units[index].prev
+        if index < 0 or not _LEANING.match(text[units[index].start:units[index].end]):
+            return index
+    return -1
+
+
+_DEF = re.compile(r"(async\s+def|def|class)\s")
+
+
+def _code_units(text: str, max_chars: int) -> list[_Unit]:
+    """Definitions and blank-line separated blocks at the chunk's outer indentation.
+
+    A definition longer than max_chars is split at blank lines (its head with the docstring
+    first), then at lines, so no unit is cut inside a line.
+    """
+    lines = _lines(text)
+    indents = [len(text[s:e]) - len(text[s:e].lstrip()) for s, e in lines if text[s:e].strip()]
+    if not indents:
+        return []
+    base = min(indents)
+    blocks: list[list[int]] = []
+    blank_before = True
+    for n, (s, e) in enumerate(lines):
+        line = text[s:e]
+        if not line.strip():
+            blank_before = True
+            continue
+        indent = len(line) - len(line.lstrip())
+        body = line.strip()
+        starts_def = bool(_DEF.match(body)) or body.startswith("@")
+        previous = text[slice(*lines[blocks[-1][-1]])].strip() if blocks else ""
+        follows_header = previous.startswith(("@", "#"))
+        closing = body[0] in ")]}"
+        new = indent <= base and not closing and (
+            blank_before or (starts_def and not follows_header))
+        if new or not blocks:
+            blocks.append([n])
+        else:
+            blocks[-1].append(n)
+        blank_before = False
+    units: list[_Unit] = []
+    for block in blocks:
+        pieces = _split_block(text, lines, block, max_chars)
+        for s, e in pieces:
+            s, e = _trim(text, s, e)
+            if s < e:
+                units.append(_Unit(s, e, "block", -1))
+    return units
+
+
+def _split_block(
+    text: str, lines: list[tuple[int, int]], block: list[int], max_chars: int
+) -> list[tuple[int, int]]:
+    """A block as it is, or in pieces of whole lines up to max_chars, cut at blank lines first."""
+    start, end = lines[block[0]][0], lines[block[-1]][1]
+    if end - start <= max_chars:
+        return [(start, end)]
+    pieces: list[tuple[int, int]] = []
+    piece_start = start
+    last_blank_end = -1
+    for n in range(block[0], block[-1] + 1):
+        s, e = lines[n]
+        if e - piece_start > max_chars and s > piece_start:
+            cut = last_blank_end if last_blank_end > piece_start else s
+            pieces.append((piece_start, cut))
+            piece_start = cut
+        if not text[s:e].strip():
+            last_blank_end = e
+    pieces.append((piece_start, end))
+    return pieces
+
+
+def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
+    text = _HTML_COMMENT.sub(lambda m: " " * len(m.group()), source.text)
+    if is_code(source):
+        return _code_units(text, max_code_chars)
+    return _prose_units(text)
+
+
+def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
+    code = is_code(source)
+    line_start = source.text.rfind("\n", 0, unit.start) + 1
+    indent = source.text[line_start:unit.start] if code else ""
+    if indent.strip():
+        indent = ""
+    return Passage(source.number, source.text[unit.start:unit.end], unit.start, unit.end,
+                   score, code, indent)
+
+
+def split_passages(source: SourceText) -> list[Passage]:
+    """Candidate passages of one source, in text order (they may overlap), score 0."""
+    return [_passage(source, unit) for unit in _units(source)]
+
+
+# --------------------------------------------------------------------------------------------
+# Markup
+
+
+_LINK_REF = re.compile(r"!?\[([^\]\n]+)\]\[[^\]\n]*\]")
+_LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`_+")
+_RST_ROLE = re.compile(r":[\w:.-]+:`~?([^`\n]+)`")
+_RST_LITERAL = re.compile(r"``([^`\n]+)``")
+_LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+
+
+def clean_markup(text: str) -> str:
+    """Markdown and rst markup a reader should not see; fenced code kept fenced and verbatim.
+
+    Links keep their text, admonition markers and heading hashes go, admonition bodies lose
+    their indentation, wrapped prose lines are joined and a table row loses its outer pipes.
+    """
+    text = _HTML_COMMENT.sub("", text)
+    out: list[str] = []
+    fence = ""
+    fence_indent = 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                out.append(fence)
+                fence = ""
+            else:
+                cut = min(fence_indent, len(line) - len(line.lstrip()))
+                out.append(line[cut:].rstrip())
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence = opening.group(1)
+            fence_indent = len(line) - len(line.lstrip())
+            out.append(stripped)
+            continue
+        if _ADMONITION.match(line) or _UNDERLINE.match(line):
+            continue
+        if _RST_DIRECTIVE.match(line):
+            continue
+        stripped = re.sub(r"^#{1,6}\s+", "", stripped)
+        stripped = _LINK_REF.sub(r"\1", stripped)
+        stripped = _LINK_URL.sub(r"\1", stripped)
+        stripped = _RST_LINK.sub(r"\1", stripped)
+        stripped = _RST_ROLE.sub(r"`\1`", stripped)
+        stripped = _RST_LITERAL.sub(r"`\1`", stripped)
+        if stripped.startswith("|"):
+            stripped = " | ".join(c.strip() for c in stripped.strip("|").split("|"))
+        if not stripped:
+            if out and out[-1] != "":
+                out.append("")
+            continue
+        previous = out[-1] if out else ""
+        if (previous and not previous.startswith("```") and not previous.startswith("~~~")
+                and not _LEADING_MARKER.match(stripped) and " | " not in previous
+                and not _LEADING_MARKER.match(previous) and not stripped.startswith("|")):
+            out[-1] = previous + " " + stripped
+        else:
+            out.append(stripped)
+    if fence:
+        out.append(fence)
+    return "\n".join(out).strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Scoring and choice
+
+
+def _stem(term: str) -> str:
+    """Plural and -ing/-ed forms folded: `adapters` meets `adapter` without a stemmer."""
+    if len(term) > 4 and term.endswith("ies"):
+        return term[:-3] + "y"
+    if len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
+        return term[:-1]
+    if len(term) > 5 and term.endswith("ing"):
+        return term[:-3]
+    if len(term) > 4 and term.endswith("ed"):
+        return term[:-2]
+    return term
+
+
+def terms(text: str) -> list[str]:
+    """Informative, lightly stemmed terms of a text: what BM25 compares."""
+    return [_stem(t) for t in analyse_terms(text)
+            if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def _bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.ndarray:
+    """BM25 of each unit with IDF over the units: a word in every source counts little."""
+    n = len(docs)
+    if not n or not query:
+        return np.zeros(n)
+    lengths = np.array([sum(d.values()) for d in docs], dtype=float)
+    avg = max(1.0, float(lengths.mean()))
+    scores = np.zeros(n)
+    for term in query:
+        tf = np.array([d.get(term, 0) for d in docs], dtype=float)
+        df = int((tf > 0).sum())
+        if not df:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
+    return scores
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1]; all equal gives zeros (no unit is preferred)."""
+    if not len(values):
+        return values
+    low, high = float(values.min()), float(values.max())
+    if high - low < 1e-9:
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    source: SourceText
+    unit: _Unit
+    shown: str  # cleaned text, what is embedded and compared
+    bag: Counter[str]
+
+
+def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
+    out = []
+    for source in sources:
+        for unit in _units(source):
+            if unit.end - unit.start > settings.max_unit_chars:
+                continue
+            raw = source.text[unit.start:unit.end]
+            shown = raw if is_code(source) else clean_markup(raw)
+            bag = Counter(terms(shown))
+            words = len(re.findall(r"[A-Za-z]{2,}", shown))
+            if words < 3 or (unit.kind != "block" and words < _MIN_WORDS):
+                continue  # a path, a heading-like line or a lone word is no answer
+            if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
+                continue  # an introduction without what it introduces, or a question
+            out.append(_Candidate(source, unit, shown, bag))
+    return out
+
+
+def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
+    """The first sentence(s) of the best-ranked source that has any text."""
+    for source in sources:
+        units = [u for u in _units(source) if u.kind != "code"] or _units(source)
+        if not units:
+            continue
+        chosen = [units[0]]
+        if units[0].end - units[0].start < 80 and len(units) > 1:
+            chosen.append(units[1])
+        return [_passage(source, u) for u in chosen]
+    return []
+
+
+def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+    return (a.source.number == b.source.number
+            and a.unit.start < b.unit.end and b.unit.start < a.unit.end)
+
+
+def _duplicate(a: _Candidate, b: _Candidate, threshold: float) -> bool:
+    x, y = set(a.bag), set(b.bag)
+    if not x or not y:
+        return a.shown == b.shown
+    return len(x & y) / len(x | y) >= threshold or a.shown in b.shown or b.shown in a.shown
+
+
+def select_passages(
+    question: str,
+    sources: Sequence[SourceText],
+    embed: Embed | None = None,
+    *,
+    settings: Settings = DEFAULT_SETTINGS,
+    on_passage: Callable[[Passage], None] | None = None,
+) -> list[Passage]:
+    """The best passages for the question, in source order; [] only when no source has text.
+
+    Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
+    in the order they are returned, so a caller can stream them.
+    """
+    candidates = _candidates(sources, settings)
+    chosen: list[tuple[_Candidate, float]] = []
+    if candidates:
+        query = set(terms(question))
+        lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
+        prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
+                          for c in candidates])
+        if embed is not None:
+            shortlist = np.argsort(-(lexical * prior), kind="stable")
+            if settings.embed_limit > 0:
+                shortlist = shortlist[: settings.embed_limit]
+            texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
+            vectors = np.asarray(embed(texts))
+            dense = np.zeros(len(candidates))
+            dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
+            score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
+        else:
+            score = lexical
+        score = score * prior
+        for i, c in enumerate(candidates):
+            excess = (c.unit.end - c.unit.start) - settings.soft_chars
+            if excess > 0:
+                score[i] *= settings.soft_chars / (settings.soft_chars + excess)
+        order = sorted(range(len(candidates)), key=lambda i: -score[i])
+        best = float(score[order[0]])
+        used = 0
+        for i in order:
+            c = candidates[i]
+            if best <= 0 or len(chosen) >= settings.max_passages:
+                break
+            if chosen and (score[i] < settings.min_relative * best
+                           or used + c.unit.end - c.unit.start > settings.max_chars):
+                continue
+            if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
+                   for o, _ in chosen):
+                continue
+            chosen.append((c, float(score[i])))
+            used += c.unit.end - c.unit.start
+    if chosen:
+        passages = [_passage(c.source, c.unit, s) for c, s in chosen]
+    else:
+        passages = _fallback(sources)
+    passages.sort(key=lambda p: (p.number, p.start))
+    if on_passage is not None:
+        for passage in passages:
+            on_passage(passage)
+    return passages
+
+
+# --------------------------------------------------------------------------------------------
+# The answer
+
+
+def _shown(passage: Passage) -> str:
+    if passage.code:
+        lines = (passage.indent + passage.text).split("\n")
+        width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+        body = "\n".join(x[width:].rstrip() for x in lines)
+        return f"```\n{body}\n```"
+    return clean_markup(passage.text)
+
+
+def compose_pieces(passages: Sequence[Passage]) -> Iterator[str]:
+    """Each passage as shown with its citation, one piece at a time (for streaming)."""
+    for n, passage in enumerate(passages):
+        shown = _shown(passage)
+        cite = f"[{passage.number}]"
+        ends_in_block = shown.rstrip().endswith(("```", "~~~"))
+        piece = f"{shown}\n{cite}" if ends_in_block else f"{shown} {cite}"
+        yield piece if n == 0 else "\n\n" + piece
+
+
+def compose(passages: Sequence[Passage]) -> tuple[str, list[int]]:
+    """The answer text and the source numbers it cites, in order of first citation."""
+    text = "".join(compose_pieces(passages))
+    cited = list(dict.fromkeys(p.number for p in passages))
+    return text, cited
+
+
+@dataclass(frozen=True)
+class ExtractiveAnswer:
+    text: str
+    cited: list[int]
+    passages: list[Passage]
+
+
+def answer(
+    question: str,
+    sources: Sequence[SourceText],
+    embed: Embed | None = None,
+    *,
+    settings: Settings = DEFAULT_SETTINGS,
+) -> ExtractiveAnswer:
+    """Select and compose in one call."""
+    passages = select_passages(question, sources, embed, settings=settings)
+    text, cited = compose(passages)
+    return ExtractiveAnswer(text, cited, passages)

@@ -1,0 +1,299 @@
+"""Extractive answers: verbatim passages, whole code blocks, clean text and valid citations."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragdb import extractive
+from ragdb.extractive import (
+    Passage,
+    SourceText,
+    clean_markup,
+    compose,
+    select_passages,
+    split_passages,
+)
+
+LORA_MD = """# Serving LoRA adapters
+
+vLLM can serve several LoRA adapters from one base model. This keeps the memory cost of each
+extra adapter small.
+
+To start an OpenAI-compatible server with adapters, run the following:
+
+```bash
+vllm serve meta-llama/Llama-2-7b-hf \\
+    --enable-lora \\
+    --lora-modules sql-lora=/path/to/sql-adapter
+```
+
+!!! note "Runtime updates"
+    Set `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True` to use the [load endpoint][lora-load] from
+    the [API reference](../api/README.md).
+
+The server accepts these options:
+
+- `--max-loras`: how many adapters can be used in one batch.
+- `--max-lora-rank`: the largest rank of any adapter that is served.
+
+| Option | Default |
+|---|---|
+| `--max-loras` | 1 |
+
+<!-- the rank limit is checked at load time -->
+Adapters are loaded lazily on the first request that names them.
+"""
+
+SAMPLER_PY = '''"""Sampling helpers."""
+
+import torch
+
+
+@torch.inference_mode()
+def greedy(logits: torch.Tensor) -> torch.Tensor:
+    """The most likely token of each row."""
+    return logits.argmax(dim=-1)
+
+
+class TopK:
+    """Keeps the k best logits."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits.topk(self.k).values
+'''
+
+FENCE_LINE = re.compile(r"^[ \t]*```", re.M)
+
+
+def ends_inside_block(text: str) -> bool:
+    """CommonMark's rule: a block opened by ``` (maybe with a language) ends at a bare ```."""
+    inside = False
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not inside and stripped.startswith("```"):
+            inside = True
+        elif inside and stripped.startswith("```") and not stripped.strip("`"):
+            inside = False
+    return inside
+
+
+def lora_source(number: int = 1) -> SourceText:
+    return SourceText(number, "docs/features/lora.md", "markdown", LORA_MD)
+
+
+def sampler_source(number: int = 2) -> SourceText:
+    return SourceText(number, "vllm/sampling.py", "python", SAMPLER_PY)
+
+
+def check_verbatim(passages: list[Passage], sources: list[SourceText]) -> None:
+    by_number = {s.number: s for s in sources}
+    for p in passages:
+        assert p.number in by_number
+        assert by_number[p.number].text[p.start:p.end] == p.text
+
+
+# -- splitting -------------------------------------------------------------------------------
+
+
+def test_code_block_is_whole_and_comes_with_its_introduction() -> None:
+    passages = split_passages(lora_source())
+    with_code = [p for p in passages if "```" in p.text]
+    assert with_code, "the fenced block is a candidate"
+    for p in with_code:
+        assert p.text.startswith("To start an OpenAI-compatible server with adapters, run the")
+        assert p.text.endswith("```")
+        assert len(FENCE_LINE.findall(p.text)) == 2
+        assert "--lora-modules sql-lora=/path/to/sql-adapter" in p.text
+    # The introduction never stands alone, and the block never without it.
+    assert not any(p.text.endswith("run the following:") for p in passages)
+    assert not any(p.text.startswith("```") for p in passages)
+
+
+def test_units_are_sentences_items_and_rows_verbatim() -> None:
+    source = lora_source()
+    passages = split_passages(source)
+    check_verbatim(passages, [source])
+    texts = [p.text for p in passages]
+    assert "- `--max-loras`: how many adapters can be used in one batch." in texts
+    assert "| `--max-loras` | 1 |" in texts
+    assert "Adapters are loaded lazily on the first request that names them." in texts
+    assert not any(t.startswith("#") for t in texts), "headings are not answers"
+    assert not any("<!--" in t for t in texts)
+
+
+def test_leaning_sentence_never_alone() -> None:
+    passages = split_passages(lora_source())
+    assert not any(p.text.startswith("This") for p in passages)
+    joined = [p for p in passages if "This keeps the memory cost" in p.text]
+    assert joined and all(p.text.startswith("vLLM can serve several LoRA adapters") for p in joined)
+
+
+def test_python_is_split_into_whole_definitions() -> None:
+    source = sampler_source()
+    passages = split_passages(source)
+    check_verbatim(passages, [source])
+    heads = [p.text.split("\n")[0] for p in passages]
+    assert "@torch.inference_mode()" in heads, "a decorator stays with its function"
+    assert "class TopK:" in heads
+    for p in passages:
+        ast.parse(textwrap.dedent(p.indent + p.text))  # every unit is whole code
+
+
+# -- cleaning --------------------------------------------------------------------------------
+
+
+def test_clean_markup_removes_links_admonitions_headings_comments() -> None:
+    raw = textwrap.dedent("""\
+        ## Loading adapters <!-- internal -->
+
+        !!! note "Runtime updates"
+            Use the [load endpoint][lora-load] described in the
+            [API reference](../api/README.md).
+
+        ```python
+            indented = "kept"
+        ```""")
+    cleaned = clean_markup(raw)
+    assert cleaned.startswith("Loading adapters")
+    assert "Use the load endpoint described in the API reference." in cleaned
+    for gone in ("##", "!!!", "<!--", "[lora-load]", "](", "Runtime updates"):
+        assert gone not in cleaned
+    assert '```python\n    indented = "kept"\n```' in cleaned
+
+
+def test_clean_markup_tables_and_rst() -> None:
+    assert clean_markup("| `--max-loras` | 1 |") == "`--max-loras` | 1"
+    cleaned = clean_markup("See :class:`~vllm.LLM` and ``generate``.")
+    assert cleaned == "See `vllm.LLM` and `generate`."
+    assert clean_markup("::: vllm.config\n=== \"pip\"\nInstall it.") == "Install it."
+
+
+# -- choosing and composing ------------------------------------------------------------------
+
+
+def test_answer_cites_given_sources_in_source_order() -> None:
+    sources = [lora_source(1), sampler_source(2)]
+    question = "How do I start an OpenAI-compatible server with LoRA adapters?"
+    passages = select_passages(question, sources)
+    check_verbatim(passages, sources)
+    assert passages == sorted(passages, key=lambda p: (p.number, p.start))
+    text, cited = compose(passages)
+    assert set(cited) <= {1, 2}
+    assert re.findall(r"\[(\d+)\]", text)
+    assert all(1 <= int(n) <= 2 for n in re.findall(r"\[(\d+)\]", text))
+    code = next(p for p in passages if "```" in p.text)
+    # The block keeps its fences and introduction; its citation is on its own line after it.
+    assert "run the following:\n\n```bash\nvllm serve" in text
+    assert "--lora-modules sql-lora=/path/to/sql-adapter\n```\n[1]" in text
+    assert code.text in LORA_MD
+
+
+def test_near_duplicates_are_dropped() -> None:
+    sentence = "Prefix caching reuses the KV cache of a shared prompt prefix across requests."
+    sources = [
+        SourceText(1, "docs/a.md", "markdown", f"{sentence}\n\nIt is on by default in V1."),
+        SourceText(2, "docs/b.md", "markdown", f"Note: {sentence}"),
+        SourceText(3, "docs/c.md", "markdown", sentence.replace("across", "between")),
+    ]
+    passages = select_passages("What does prefix caching reuse across requests?", sources)
+    shown = [clean_markup(p.text) for p in passages]
+    assert sum("reuses the KV cache of a shared prompt prefix" in s for s in shown) == 1
+
+
+def test_code_file_passage_is_fenced_with_citation_after() -> None:
+    source = sampler_source(1)
+    passages = select_passages("How does greedy pick the most likely token from logits?",
+                               [source])
+    text, cited = compose(passages)
+    assert cited == [1]
+    assert text.startswith("```\n")
+    assert "def greedy(logits: torch.Tensor) -> torch.Tensor:" in text
+    assert "```\n[1]" in text
+
+
+def test_never_empty_and_never_only_paths() -> None:
+    sources = [lora_source(1), sampler_source(2)]
+    for question in ("", "zzzz qqqq", "?"):
+        passages = select_passages(question, sources)
+        text, cited = compose(passages)
+        assert text.strip() and cited == [1]
+        assert "vLLM can serve several LoRA adapters" in text
+        assert not re.fullmatch(r"[\w./\s\[\]-]+\.md[\s\[\]\d]*", text)
+
+
+def test_no_sources_gives_no_passage() -> None:
+    assert select_passages("anything", []) == []
+    assert compose([]) == ("", [])
+
+
+def test_streaming_callback_sees_passages_in_answer_order() -> None:
+    sources = [lora_source(1), sampler_source(2)]
+    seen: list[Passage] = []
+    passages = select_passages("How many adapters can be used in one batch?", sources,
+                               on_passage=seen.append)
+    assert seen == passages
+    assert "".join(extractive.compose_pieces(passages)) == compose(passages)[0]
+
+
+def test_real_embedder_finds_a_paraphrase() -> None:
+    from ragdb.embed import load_embedder
+
+    embedder = load_embedder()
+    sources = [lora_source(1), sampler_source(2)]
+    passages = select_passages("Are adapters loaded eagerly at startup?", sources,
+                               embedder.embed)
+    check_verbatim(passages, sources)
+    text, _ = compose(passages)
+    assert "Adapters are loaded lazily on the first request that names them. [1]" in text
+
+
+# -- properties of splitting -----------------------------------------------------------------
+
+_LINES = st.sampled_from([
+    "```", "```python", "x = 1", "    indented code", "", "", "Run the following:",
+    "- a list item", "1. numbered item", "| a | b |", "|---|---|", "# Heading",
+    "A plain sentence here. Another one follows it.", "This leans on the one before.",
+    "!!! note", "    admonition body text here.", "<!-- comment -->", "===", "def f():",
+    "    return 1", "e.g. an abbreviation. And more",
+])
+_TEXTS = st.one_of(st.lists(_LINES, max_size=30).map("\n".join), st.text(max_size=300))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS, kind=st.sampled_from(["markdown", "rst", "text", "python"]))
+def test_split_invariants(text: str, kind: str) -> None:
+    path = "x.py" if kind == "python" else "x.md"
+    source = SourceText(1, path, kind, text)
+    for p in split_passages(source):
+        assert 0 <= p.start < p.end <= len(text)
+        assert p.text == text[p.start:p.end] == text[p.start:p.end].strip()
+        if kind != "python":
+            assert not ends_inside_block(p.text), "a fenced block cut in half"
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXTS, question=st.text(max_size=40))
+def test_select_invariants(text: str, question: str) -> None:
+    sources = [SourceText(1, "x.md", "markdown", text), sampler_source(2)]
+    passages = select_passages(question, sources)
+    assert passages, "never empty while a source has text"
+    check_verbatim(passages, sources)
+    answer, cited = compose(passages)
+    assert answer.strip() and set(cited) <= {1, 2}
+
+
+@pytest.mark.parametrize("max_passages", [1, 2, 4])
+def test_max_passages_is_respected(max_passages: int) -> None:
+    config = extractive.Settings(max_passages=max_passages, min_relative=0.0, max_chars=10_000)
+    passages = select_passages("adapters LoRA server options rank batch",
+                               [lora_source(1), sampler_source(2)], settings=config)
+    assert 1 <= len(passages) <= max_passages
