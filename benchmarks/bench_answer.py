@@ -1,9 +1,12 @@
 """`make bench-answer`: answer the public docs questions from their hybrid search results.
 
-Reports model load time, first-token latency and seconds per answer (p50/p95), the share of
-answers citing at least one source, the share of citations that are valid, the share of cited
-sources that contain the reference span (same file, IoU > 0.05) and token F1 against the
-reference answers. Needs `make bench` (or `ragdb index`) to have built data/bench/rag.db.
+Goes through `RagDB.answer_from`, exactly as `ragdb answer` does, with `--style` auto (the
+default: extractive where only the small offline model exists), extractive or generate, and
+reports against the reference answers: token F1, reference content-word recall, the share of
+answer passages that are verbatim passages of a cited source, valid citations, answers citing
+a source, cited sources holding the reference span (same file, IoU > 0.05), empty and
+path-only answers, and seconds per answer (p50 / p95, and the whole run including start-up,
+divided by the number of questions). Needs data/bench/rag.db (`make bench --quick` builds it).
 """
 
 from __future__ import annotations
@@ -17,10 +20,19 @@ from pathlib import Path
 
 from benchmarks.common import BENCH_DIR, dataset, host_line, percentile
 from ragdb import RagDB, evaluate
+from ragdb.generate.extractive import clean_markup
+from ragdb.generate.styles import Style
 from ragdb.retrieve import Mode
 from ragdb.schemas import MinimalSource, RagDataset
+from ragdb.tokenize import STOPWORDS
 
 _WORD = re.compile(r"\w+")
+# A citation is a bracketed number not glued to code (`shape[1]`, `x[0]` are not citations).
+_CITATION = re.compile(r"(?<![\w\]\)])\[(\d{1,3})\]")
+_CLOSING = re.compile(r"\s*(?:(?<![\w\]\)])\[\d{1,3}\][ ,]*)+(?=\n\n|\s*$)")
+_PATH_LINE = re.compile(r"^[\w.\-/]+\.(py|md|rst|txt|toml|cfg|yaml|yml|json|sh)(:\d+-\d+)?$")
+# Reference answers say "vllm" in almost every one: it carries no content.
+CONTENT_STOP = STOPWORDS | {"vllm", "s", "t", "e", "g", "etc", "via", "one", "two"}
 
 
 def token_f1(answer: str, reference: str) -> float:
@@ -34,55 +46,117 @@ def token_f1(answer: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)} - CONTENT_STOP
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def passages_of(answer: str) -> list[tuple[str, list[int]]]:
+    """The answer cut after each citation that closes a paragraph: (text, cited numbers).
+    Text after the last such citation is a passage citing nothing."""
+    pieces: list[tuple[str, list[int]]] = []
+    position = 0
+    for match in _CLOSING.finditer(answer):
+        body = answer[position:match.start()]
+        pieces.append((body, [int(n) for n in _CITATION.findall(match.group(0))]))
+        position = match.end()
+    if answer[position:].strip():
+        pieces.append((answer[position:], []))
+    return pieces
+
+
+def verbatim_share(answer: str, sources: list[str]) -> tuple[int, int]:
+    """(passages found word for word in a source they cite, passages). Each line of a passage
+    (fence lines aside) must appear in the source, raw or after the same markup cleaning."""
+    found = total = 0
+    for body, numbers in passages_of(answer):
+        lines = [_flat(line) for line in body.splitlines()
+                 if line.strip() and not line.strip().startswith("```")]
+        if not lines:
+            continue
+        total += 1
+        for n in numbers:
+            if not 1 <= n <= len(sources):
+                continue
+            raw, cleaned = _flat(sources[n - 1]), _flat(clean_markup(sources[n - 1]))
+            if all(line in raw or _flat(clean_markup(line)) in cleaned for line in lines):
+                found += 1
+                break
+    return found, total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", type=Path, default=BENCH_DIR / "rag.db")
-    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--set", default="docs", choices=("docs", "code"))
     parser.add_argument("--model", default=None)
+    parser.add_argument("--style", default=Style.auto.value, choices=[s.value for s in Style])
     args = parser.parse_args()
-    data = RagDataset.model_validate_json(dataset("docs").read_text())
+    run_started = time.perf_counter()
+    data = RagDataset.model_validate_json(dataset(args.set).read_text())
     questions = data.rag_questions[: args.limit]
     rag = RagDB(args.db, model=args.model)
     found = rag.search_many([q.question for q in questions], args.k, Mode.hybrid)
 
     started = time.perf_counter()
-    model = rag.generator().model
+    answerer = rag.answerer(args.style)
     load_s = time.perf_counter() - started
 
-    totals, firsts, f1s = [], [], []
+    totals, firsts, f1s, recalls = [], [], [], []
     citing = valid = cited_total = cited_sources = cited_holding = 0
+    verbatim = passages = empty = paths_only = 0
     for question, hits in zip(questions, found):
-        result = rag.answer_from(question.question, hits, k=args.k, mode=Mode.hybrid)
+        result = rag.answer_from(question.question, hits, k=args.k, mode=Mode.hybrid,
+                                 style=args.style)
         totals.append(result.timings.get("total_s", 0.0))
         firsts.append(result.timings.get("first_token_s", 0.0))
         f1s.append(token_f1(result.text, question.answer))
-        numbers = [int(n) for n in re.findall(r"\[(\d+)\]", result.text)]
+        want = content_words(question.answer)
+        recalls.append(len(want & content_words(result.text)) / len(want) if want else 1.0)
+        numbers = [int(n) for n in _CITATION.findall(result.text)]
         valid += sum(1 for n in numbers if 1 <= n <= len(result.prompt_sources))
         cited_total += len(numbers)
         citing += bool(result.cited)
         cited_sources += len(result.cited)
+        got, total = verbatim_share(result.text, [s.text for s in result.prompt_sources])
+        verbatim, passages = verbatim + got, passages + total
+        body = [line for line in _CITATION.sub("", result.text).splitlines() if line.strip()]
+        empty += not body
+        paths_only += bool(body) and all(_PATH_LINE.match(line.strip()) for line in body)
         for n in result.cited:
             source = result.prompt_sources[n - 1]
-            got = MinimalSource(file_path=source.file_path, first_character_index=source.first,
-                                last_character_index=source.last)
-            cited_holding += any(evaluate.iou(ref, got) > evaluate.IOU_THRESHOLD
+            got_source = MinimalSource(file_path=source.file_path,
+                                       first_character_index=source.first,
+                                       last_character_index=source.last)
+            cited_holding += any(evaluate.iou(ref, got_source) > evaluate.IOU_THRESHOLD
                                  for ref in question.sources)
     n = len(questions)
+    wall = time.perf_counter() - run_started
 
     print(host_line())
-    print(f"model: {model}; {n} docs questions, k={args.k}, hybrid sources")
+    print(f"answers by: {answerer.model} (--style {args.style}); {n} {args.set} questions, "
+          f"k={args.k}, hybrid sources")
     print("\n| measure | value |\n|---|---|")
-    print(f"| model load | {load_s:.1f} s |")
-    print(f"| first token p50 | {statistics.median(firsts):.2f} s |")
-    print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / "
-          f"{percentile(totals, 0.95):.2f} s |")
-    print(f"| answers citing at least one source | {citing / n:.0%} |")
+    print(f"| token F1 vs reference answers (mean) | {statistics.mean(f1s):.3f} |")
+    print(f"| reference content-word recall (mean) | {statistics.mean(recalls):.3f} |")
+    print(f"| answer passages verbatim in a cited source | "
+          f"{verbatim / max(1, passages):.0%} |")
     print(f"| citations naming a given source | "
           f"{(valid / cited_total if cited_total else 1.0):.0%} |")
+    print(f"| answers citing at least one source | {citing / n:.0%} |")
     print(f"| cited sources holding the reference span | "
           f"{cited_holding / max(1, cited_sources):.0%} |")
-    print(f"| token F1 vs reference answers (mean) | {statistics.mean(f1s):.3f} |")
+    print(f"| empty answers / answers that are only paths | {empty} / {paths_only} |")
+    print(f"| answerer load (model, or the embedder for extractive) | {load_s:.1f} s |")
+    print(f"| first passage or token p50 | {statistics.median(firsts):.2f} s |")
+    print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / "
+          f"{percentile(totals, 0.95):.2f} s |")
+    print(f"| whole run incl. start-up and search, per answer | {wall / n:.2f} s |")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ the reference answers, verbatim passages, valid citations, empty or path-only an
 per answer. `--grid` instead scores a few global settings on the first 50 docs questions (the
 tuning half), with embeddings memoised so the grid is cheap; its timings mean nothing.
 
-    uv run --frozen python benchmarks/bench_extractive.py
-    uv run --frozen python benchmarks/bench_extractive.py --grid
+    uv run --frozen python -m benchmarks.bench_extractive
+    uv run --frozen python -m benchmarks.bench_extractive --grid
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ragdb import extractive, store
-from ragdb.bench_answer import token_f1
+from benchmarks.bench_answer import token_f1
+from ragdb import RagDB
+from ragdb.generate import extractive
 from ragdb.chunking import file_kind
-from ragdb.extractive import Passage, Settings, SourceText
-from ragdb.retrieve import Hit, Mode, Searcher
+from ragdb.generate.extractive import Passage, Settings, SourceText
+from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset
 from ragdb.tokenize import STOPWORDS
 
@@ -133,7 +134,7 @@ def memoised(embed: extractive.Embed) -> extractive.Embed:
     return run
 
 
-def grid(searcher: Searcher, embed: extractive.Embed, base: Settings) -> None:
+def grid(searcher: RagDB, embed: extractive.Embed, base: Settings) -> None:
     """A few global knobs on the first 50 docs questions; the last 50 are not looked at."""
     questions, answers = load_set("docs")
     questions, answers = questions[:50], answers[:50]
@@ -186,15 +187,12 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     settings = _parse_settings(args.set)
-    searcher = Searcher(store.connect(args.db))
+    searcher = RagDB(args.db)
 
     started = time.perf_counter()
     embed: extractive.Embed | None = None
     if not args.no_embed:
-        from ragdb.embed import load_embedder
-
-        embedder = load_embedder()
-        embed = embedder.embed
+        embed = searcher.embedder.embed
         embed(["warm up"])
     load_s = time.perf_counter() - started
     if args.grid:

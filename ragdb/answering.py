@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.styles import ExtractiveAnswerer
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
@@ -25,6 +26,9 @@ from ragdb.schemas import (
     StudentSearchResults,
     StudentSearchResultsAndAnswer,
 )
+
+
+Answerer = Generator | ExtractiveAnswerer
 
 
 @dataclass
@@ -40,6 +44,7 @@ class Answer:
     model: str | None = None
     prompt_sources: list[PromptSource] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
+    style: str | None = None  # "extractive" or "generate"; None when nothing was answered
 
 
 def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[str, Any]:
@@ -71,6 +76,7 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
         "citations": citations,
         "sources": sources,
         "model": answer.model,
+        "style": answer.style,
         "timings": answer.timings,
     }
 
@@ -115,7 +121,7 @@ def _load_previous(
 def answer_dataset(
     results: StudentSearchResults,
     source_texts: Callable[[MinimalSource], PromptSource | None],
-    generator_factory: Callable[[], Generator],
+    generator_factory: Callable[[], Answerer],
     out_path: Path,
     progress: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = _warn_stderr,
@@ -149,7 +155,7 @@ def answer_dataset(
         if kept is not None:
             answers[item.question_id] = kept
     model_name = previous.model if previous is not None and answers else None
-    generator: Generator | None = None
+    generator: Answerer | None = None
 
     def save() -> StudentSearchResultsAndAnswer:
         ordered = [answers[i.question_id] for i in items if i.question_id in answers]
@@ -159,7 +165,7 @@ def answer_dataset(
         write_json_atomic(out_path, record)
         return record
 
-    def load_generator() -> Generator:
+    def load_generator() -> Answerer:
         nonlocal model_name
         loaded = generator_factory()
         if model_name is not None and model_name != loaded.model and answers:

@@ -15,6 +15,7 @@ import typer
 from ragdb import evaluate as evaluation
 from ragdb.db import default_db_path
 from ragdb.errors import RagdbError
+from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
 from ragdb.jsonfiles import load_json, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k
@@ -236,6 +237,12 @@ def _evaluate(
 app.command("evaluate")(_evaluate)
 
 
+StyleOption = typer.Option(
+    Style.auto, "--style",
+    help="extractive: the answer is passages of the sources, each cited, no model; generate: "
+    "the model writes it from the sources; auto (default): extractive when the model that "
+    "would answer is the small offline one, else generate.",
+)
 ModelOption = typer.Option(
     None, "--model",
     help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), a local "
@@ -249,6 +256,7 @@ def answer_command(
     k: int = typer.Option(10, "--k", "-k", help=f"Sources to retrieve (0 to {MAX_K})."),
     mode: Mode = ModeOption,
     model: Optional[str] = ModelOption,
+    style: Style = StyleOption,
     save_directory: Path = typer.Option(
         Path("data/outputs/answers"), "--save_directory", "--save-directory",
         help="Where the StudentSearchResultsAndAnswer JSON is written.",
@@ -263,6 +271,7 @@ def answer_command(
     answer = _rag(db, model).answer(
         question, k, mode,
         on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
+        style=style,
     )
     if not answer.hits:
         typer.echo(answer.text)
@@ -290,6 +299,7 @@ def _answer_dataset(
         help="Where D/<input file name> is written.",
     ),
     model: Optional[str] = ModelOption,
+    style: Style = StyleOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Answer every question of a search-dataset output; a rerun resumes where it stopped."""
@@ -305,7 +315,7 @@ def _answer_dataset(
             bar.step(done - bar.count)
             bar.count = done
 
-        answered = rag.answer_dataset(results, out, progress=on_progress)
+        answered = rag.answer_dataset(results, out, progress=on_progress, style=style)
     typer.echo(
         f"{len(answered.search_results)} questions answered in "
         f"{time.perf_counter() - started:.1f} s with {answered.model or 'no model'}; wrote {out}"

@@ -29,9 +29,11 @@ from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
+from ragdb.chunking import file_kind
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
-from ragdb.generate.models import resolve_model
+from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
+from ragdb.generate.styles import ExtractiveAnswerer, Style, extractive_wanted
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE, IndexStats, collect_files, update_index
 from ragdb.resources import models_dir
 from ragdb.retrieve import (
@@ -93,6 +95,9 @@ class RagDB:
         self._searcher: Searcher | None = None
         self._generator: Generator | None = None
         self._generator_lock = threading.Lock()
+        self._resolved: ResolvedModel | None = None
+        self._resolve_notes: list[str] = []
+        self._extractive: ExtractiveAnswerer | None = None
 
     # -- the connection --------------------------------------------------------------------
 
@@ -198,20 +203,46 @@ class RagDB:
 
     # -- answering -------------------------------------------------------------------------
 
+    def resolved_model(self) -> ResolvedModel:
+        """Where the answer model is (found once; a hub probe at most, no load). Its warnings
+        are held back until the model is really used: an extractive answer needs none."""
+        if self._resolved is None:
+            notes: list[str] = []
+            self._resolved = resolve_model(self.model_spec, models_dir(), warn=notes.append)
+            self._resolve_notes = notes
+        return self._resolved
+
     def generator(self) -> Generator:
         """The answer model, resolved and loaded on first use and kept."""
         with self._generator_lock:
             if self._generator is None:
-                resolved = resolve_model(self.model_spec, models_dir(), warn=self.warn)
+                resolved = self.resolved_model()
+                for note in self._resolve_notes:
+                    self.warn(note)
                 self._generator = Generator(resolved)
             return self._generator
 
+    def answerer(self, style: Style | str = Style.auto) -> Generator | ExtractiveAnswerer:
+        """Who answers: passages of the sources when asked, or when the model that would
+        answer is the small offline one (`auto`); otherwise the generator."""
+        if not extractive_wanted(Style(style), self.resolved_model):
+            return self.generator()
+        if self._extractive is None:
+            self._extractive = ExtractiveAnswerer(self._embed_passages,
+                                                  lambda path: file_kind(path) or "text")
+        return self._extractive
+
+    def _embed_passages(self, texts: list[str]) -> Any:
+        return self.embedder.embed(texts)
+
     @property
     def loaded_model(self) -> str | None:
+        """The answer model in memory, if any (an extractive answer loads none)."""
         return self._generator.model if self._generator is not None else None
 
     def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
-               on_token: Callable[[str], None] | None = None) -> Answer:
+               on_token: Callable[[str], None] | None = None,
+               style: Style | str = Style.auto) -> Answer:
         """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
         check_k(k, low=0)
         if not question.strip():
@@ -220,17 +251,19 @@ class RagDB:
         hits = self.searcher.search(question, k, mode) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         return self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
-                                on_token=on_token)
+                                on_token=on_token, style=style)
 
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,
-                    on_token: Callable[[str], None] | None = None) -> Answer:
+                    on_token: Callable[[str], None] | None = None,
+                    style: Style | str = Style.auto) -> Answer:
         """Answer from hits already retrieved (the server searches on its own thread)."""
         timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
         if not hits:
             return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
-        result = self.generator().answer(question, [prompt_source(h) for h in hits],
-                                         on_token=on_token)
+        answerer = self.answerer(style)
+        result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
+        made = Style.extractive if isinstance(answerer, ExtractiveAnswerer) else Style.generate
         timings.update({
             "first_token_s": round(result.first_token_s, 3),
             "total_s": round(result.total_s, 3),
@@ -238,7 +271,7 @@ class RagDB:
             "new_tokens": result.new_tokens,
         })
         return Answer(question, k, mode, hits, result.text, list(result.cited), result.model,
-                      list(result.sources), timings)
+                      list(result.sources), timings, style=made.value)
 
     def answer_dataset(
         self,
@@ -246,10 +279,11 @@ class RagDB:
         out_path: Path,
         *,
         progress: Callable[[int, int], None] | None = None,
+        style: Style | str = Style.auto,
     ) -> StudentSearchResultsAndAnswer:
         """Answer every question of a search-dataset output; a rerun resumes."""
-        return answer_dataset(results, self.source_text, self.generator, out_path,
-                              progress=progress, warn=self.warn)
+        return answer_dataset(results, self.source_text, lambda: self.answerer(style),
+                              out_path, progress=progress, warn=self.warn)
 
     # -- status ----------------------------------------------------------------------------
 

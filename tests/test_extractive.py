@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragdb import extractive
-from ragdb.extractive import (
+from ragdb.generate.extractive import (
     Passage,
     SourceText,
     clean_markup,

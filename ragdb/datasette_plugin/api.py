@@ -30,6 +30,7 @@ from ragdb.datasette_plugin.service import (
     service_for,
 )
 from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.generate.styles import Style
 from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search_results, source_json
 from ragdb.schemas import RagDataset, describe
 
@@ -115,6 +116,16 @@ def parse_mode(raw: object) -> Mode:
     except ValueError:
         choices = ", ".join(m.value for m in Mode)
         raise ApiError(400, f"mode must be one of {choices}, got {raw!r}") from None
+
+
+def parse_style(raw: object) -> Style:
+    if raw is None or raw == "":
+        return Style.auto
+    try:
+        return Style(raw)
+    except ValueError:
+        choices = ", ".join(s.value for s in Style)
+        raise ApiError(400, f"style must be one of {choices}, got {raw!r}") from None
 
 
 def parse_flag(raw: object) -> bool:
@@ -234,18 +245,20 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     k = parse_k(params.get("k"), DEFAULT_K)
     mode = parse_mode(params.get("mode"))
     stream = parse_flag(params.get("stream"))
+    style = parse_style(params.get("style"))
     started = time.perf_counter()
     hits, _generation = await service.search(question, k, mode)
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
-        answer = await service.answer(question, k, mode, hits, search_ms)
+        answer = await service.answer(question, k, mode, hits, search_ms, style=style)
         return Response.json(answer_json(answer, service.chunk_url))
-    await stream_answer(service, request, send, question, k, mode, hits, search_ms)
+    await stream_answer(service, request, send, question, k, mode, hits, search_ms, style)
     return None
 
 
 async def stream_answer(service: RagdbService, request: Any, send: Any, question: str, k: int,
-                        mode: Mode, hits: list[Hit], search_ms: float) -> None:
+                        mode: Mode, hits: list[Hit], search_ms: float,
+                        style: Style = Style.auto) -> None:
     """Server-sent events: `sources`, then `token`s as they are generated, then `done` (the
     whole JSON answer) or `error`. Generation runs in a worker thread; tokens cross to the
     event loop through a queue, and a client that goes away stops the generation."""
@@ -258,7 +271,8 @@ async def stream_answer(service: RagdbService, request: Any, send: Any, question
 
     async def generate() -> None:
         try:
-            answer = await service.answer(question, k, mode, hits, search_ms, on_token, cancelled)
+            answer = await service.answer(question, k, mode, hits, search_ms, on_token, cancelled,
+                                          style=style)
             queue.put_nowait(("done", answer_json(answer, service.chunk_url)))
         except Cancelled:
             queue.put_nowait(("end", None))

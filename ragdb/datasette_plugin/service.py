@@ -32,6 +32,7 @@ from ragdb.database import RagDB
 from ragdb.db import check_is_ragdb
 from ragdb.embedder import DEFAULT_MODEL, Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE
 from ragdb.resources import sql
 from ragdb.retrieve import Hit, Mode
@@ -343,6 +344,7 @@ class RagdbService:
         search_ms: float,
         on_token: Callable[[str], None] | None = None,
         cancelled: threading.Event | None = None,
+        style: Style = Style.auto,
     ) -> Answer:
         """Answer from the hits (one generation at a time)."""
         def token(piece: str) -> None:
@@ -355,7 +357,8 @@ class RagdbService:
         loop = asyncio.get_running_loop()
         async with self._generate_lock:
             answer: Answer = await loop.run_in_executor(None, lambda: rag.answer_from(
-                question, hits, k=k, mode=mode, search_ms=search_ms, on_token=token))
+                question, hits, k=k, mode=mode, search_ms=search_ms, on_token=token,
+                style=style))
         return answer
 
 
