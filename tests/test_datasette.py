@@ -367,19 +367,56 @@ async def test_answer_as_json_cites_sources_that_link_to_chunks(ds: Any) -> None
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["answer"].strip() and "SmolLM2" in body["model"]
+    # Only the small offline model exists here: the default answer is passages of the sources.
+    assert body["style"] == "extractive" and "extractive" in body["model"]
     assert 1 <= len(body["sources"]) <= 3
     assert body["sources"][0]["file_path"].endswith("lora.md")
-    assert body["cited"], body["answer"]  # SmolLM2 leads with "According to [n]"
+    assert "/v1/load_lora_adapter" in body["answer"] and body["cited"], body["answer"]
+    texts = {s["n"]: s["text"] for s in body["sources"]}
+    for passage in body["answer"].split("\n\n"):  # each passage is its cited source's words
+        words, number = passage.rsplit(" [", 1)
+        assert " ".join(words.replace("`", "").split()) in " ".join(
+            texts[int(number.rstrip("]"))].replace("`", "").split())
+    assert (await _get_json(ds, "/-/ragdb/status"))["model"] is None  # no model was loaded
     for citation in body["citations"]:
         assert f"[{citation['n']}]" in body["answer"]
         page = await ds.client.get(citation["url"])
         assert page.status_code == 200
 
 
-async def test_answer_streams_server_sent_events(ds: Any) -> None:
+async def test_generated_answer_cites_a_given_source(ds: Any) -> None:
+    response = await ds.client.post("/-/ragdb/answer", json={
+        "q": "How do I load a LoRA adapter at run time?", "k": 3, "style": "generate"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["style"] == "generate" and "SmolLM2" in body["model"]
+    assert body["cited"], body["answer"]  # SmolLM2 leads with "According to [n]"
+    assert all(1 <= n <= len(body["sources"]) for n in body["cited"])
+
+
+async def test_extractive_answer_streams_passages(ds: Any) -> None:
     response = await ds.client.post(
         "/-/ragdb/answer?stream=1", json={"q": "How do I start a server?", "k": 2}
+    )
+    events = [(block.split("\n")[0].removeprefix("event: "),
+               json.loads(block.split("\n", 1)[1].removeprefix("data: ")))
+              for block in response.text.strip().split("\n\n")]
+    names = [name for name, _ in events]
+    assert names[0] == "sources" and names[-1] == "done" and "token" in names, names
+    final = events[-1][1]
+    assert final["style"] == "extractive"
+    assert "".join(d["text"] for n, d in events if n == "token") == final["answer"]
+
+
+async def test_answer_rejects_an_unknown_style(ds: Any) -> None:
+    response = await ds.client.post("/-/ragdb/answer", json={"q": "lora", "style": "poem"})
+    assert "style must be one of" in _assert_json_error(response, 400)
+
+
+async def test_answer_streams_server_sent_events(ds: Any) -> None:
+    response = await ds.client.post(
+        "/-/ragdb/answer?stream=1",
+        json={"q": "How do I start a server?", "k": 2, "style": "generate"},
     )
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragdb import extractive
+from ragdb.generate import extractive
 from ragdb.generate.extractive import (
     Passage,
     SourceText,
@@ -245,7 +245,7 @@ def test_streaming_callback_sees_passages_in_answer_order() -> None:
 
 
 def test_real_embedder_finds_a_paraphrase() -> None:
-    from ragdb.embed import load_embedder
+    from ragdb.embedder import load_embedder
 
     embedder = load_embedder()
     sources = [lora_source(1), sampler_source(2)]

@@ -1,0 +1,74 @@
+"""`ragdb answer` and `answer-dataset` through the real CLI, where only the offline model exists:
+the default answer is passages of the sources, each cited, and no model is loaded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.fixture
+def indexed(project: Path) -> Path:
+    result = run_cli("index", "data/raw", "--db", "rag.db", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return project
+
+
+def _saved(project: Path, stderr: str) -> dict:  # type: ignore[type-arg]
+    path = stderr.strip().splitlines()[-1].removeprefix("saved ")
+    return json.loads((project / path).read_text())
+
+
+def test_answer_is_passages_of_the_sources_by_default(indexed: Path) -> None:
+    result = run_cli("answer", "How do I load a LoRA adapter at run time?", "--k", "3",
+                     "--db", "rag.db", cwd=indexed, env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
+    answer, _, sources = result.stdout.partition("\nSources:\n")
+    assert "/v1/load_lora_adapter" in answer and "[1]" in answer
+    assert "*[1] data/raw/proj/docs/features/lora.md:" in sources
+    saved = _saved(indexed, result.stderr)
+    assert saved["model"].startswith("extractive")
+    assert saved["search_results"][0]["answer"].strip() == answer.strip()
+    assert "warning" not in result.stderr  # no "cannot get Qwen" when no model is used
+
+
+def test_answer_with_no_source_or_k_zero_says_so(indexed: Path) -> None:
+    for args in (["zyzzyva quixotic", "--mode", "lexical"], ["lora", "--k", "0"]):
+        result = run_cli("answer", *args, "--db", "rag.db", cwd=indexed)
+        assert result.returncode == 0, result.stderr
+        assert "No sources were found" in result.stdout
+
+
+def test_unknown_style_is_one_line(indexed: Path) -> None:
+    result = run_cli("answer", "lora", "--style", "poem", "--db", "rag.db", cwd=indexed)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "poem" in result.stderr
+
+
+def test_answer_dataset_extractive_skips_sources_gone_from_the_index(indexed: Path) -> None:
+    results = {"k": 2, "search_results": [{
+        "question_id": "q1", "question": "How do I start a server?",
+        "question_str": "How do I start a server?",
+        "retrieved_sources": [
+            {"file_path": "data/raw/proj/docs/gone.md", "first_character_index": 0,
+             "last_character_index": 40},
+            {"file_path": "data/raw/proj/docs/usage/quickstart.md",
+             "first_character_index": 0, "last_character_index": 80},
+        ]}]}
+    (indexed / "results.json").write_text(json.dumps(results))
+    # The file changed on disk since indexing: answers come from the indexed text.
+    quickstart = indexed / "data/raw/proj/docs/usage/quickstart.md"
+    quickstart.write_text("# Replaced\n\nNothing about servers here any more.\n")
+    result = run_cli("answer-dataset", "--student_search_results_path", "results.json",
+                     "--save_directory", "out", "--style", "extractive", "--db", "rag.db",
+                     cwd=indexed)
+    assert result.returncode == 0, result.stderr
+    assert "no longer in the index" in result.stderr
+    saved = json.loads((indexed / "out" / "results.json").read_text())
+    answer = saved["search_results"][0]["answer"]
+    assert "vllm serve" in answer and answer.rstrip().endswith("[2]")  # the rank it holds
+    assert saved["model"].startswith("extractive")
