@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -52,14 +53,39 @@ class SearchParams:
     # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
     # the best window of every public docs question 0.44 or less.
     max_distance: float = 0.6
+    # Dense weight for a question with no identifier, path, flag or backticks (None: w_dense).
+    w_dense_plain: float | None = None
 
-    def as_sql(self) -> dict[str, float | int]:
+    def for_question(self, question: str) -> SearchParams:
+        """These parameters, with w_dense_plain as w_dense when the question is plain words."""
+        if self.w_dense_plain is None or names_code(question):
+            return self
+        return replace(self, w_dense=self.w_dense_plain, w_dense_plain=None)
+
+    def as_sql(self) -> dict[str, float | int | None]:
         return {
             "w_path": self.w_path, "w_context": self.w_context, "w_body": self.w_body,
             "depth": self.depth, "c": float(self.rrf_c), "w_lex": float(self.w_lex),
             "w_dense": float(self.w_dense), "knn_depth": self.depth * self.windows_per_chunk,
             "max_distance": float(self.max_distance),
+            **({"w_dense_plain": float(self.w_dense_plain)}
+               if self.w_dense_plain is not None else {}),
         }
+
+
+_CODE_TOKEN = re.compile(
+    r"`"                              # backticks
+    r"|\w_\w|_\w+|\w+_"                # snake_case, _private, trailing_
+    r"|\w/\w|^/|\s/\w"                 # paths
+    r"|\w\.\w"                         # dotted names, file.ext
+    r"|(?:^|\s)--?[A-Za-z]"             # flags
+    r"|[a-z][A-Z]+[a-z]"                # camelCase, CamelCase (not vLLM, LoRA)
+)
+
+
+def names_code(question: str) -> bool:
+    """Whether a question contains an identifier, path, flag or backticks (see w_dense_plain)."""
+    return bool(_CODE_TOKEN.search(question))
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +277,11 @@ class Searcher:
                 "max_distance": self.params.max_distance,
             })
         else:
+            params = self.params.for_question(question).as_sql()
+            params.pop("w_dense_plain", None)
             rows = self.conn.execute(
                 sql("search_hybrid"),
-                {"match": match, "query_vector": vector, "k": k, **self.params.as_sql()},
+                {"match": match, "query_vector": vector, "k": k, **params},
             )
         return [Hit(*row) for row in rows]
 

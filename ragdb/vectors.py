@@ -7,6 +7,7 @@ embedder made them so that a different one re-embeds instead of mixing incompara
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import time
@@ -58,17 +59,37 @@ def _doc_lines(text: str) -> Iterator[str]:
             yield line
 
 
-def embedding_text(path: str, kind: str, context: str, text: str) -> str:
+def _head(path: str, kind: str, context: str, style: str) -> list[str]:
+    """The head of an embedding text in one of HEAD_STYLES.
+
+    "full": the last three path parts and every context line (signatures, heading trail).
+    "last-heading": the file name and the innermost heading only (docs); code keeps "full".
+    "none": nothing.
+    """
+    lines = [" ".join(line.split()) for line in context.splitlines() if line.strip()]
+    if style == "none":
+        return []
+    if style == "last-heading" and kind not in CODE_KINDS:
+        trail = " > ".join(lines).split(" > ") if lines else []
+        return [Path(path).name] + trail[-1:]
+    return [_short_path(path)] + lines
+
+
+HEAD_STYLES = ("full", "last-heading", "none")
+
+
+def embedding_text(path: str, kind: str, context: str, text: str, *, head: str = "full") -> str:
     """The text a chunk is embedded as: where it is (path, enclosing signatures or headings)
     first, then its content without the parts that only cost tokens.
 
     `kind` is the file kind or the chunk kind: python ones get the code treatment. The head
-    comes first because long chunks are truncated to the embedder's max length.
+    comes first because long chunks are truncated to the embedder's max length; `head` is
+    one of HEAD_STYLES.
     """
-    head = [_short_path(path)]
-    head += [" ".join(line.split()) for line in context.splitlines() if line.strip()]
+    head_lines = _head(path, kind, context, head)
     lines = _code_lines(text) if kind in CODE_KINDS else _doc_lines(text)
-    return " | ".join(head) + "\n" + "\n".join(lines)
+    body = "\n".join(lines)
+    return " | ".join(head_lines) + "\n" + body if head_lines else body
 
 
 @dataclass(frozen=True)
@@ -78,22 +99,51 @@ class VectorPolicy:
     Measured on 2 cores (README, Performance): every chunk at 256 tokens takes minutes on the
     vLLM corpus. Docs embedded as ~400-character windows lift hybrid recall on docs questions;
     code heads (path, signatures, docstring, first lines at 64 tokens) did not help code
-    questions, where identifiers make BM25 strong already, and cost most of the time. So the
-    default is "docs"; "docs+code-head" and "all" remain for other corpora.
+    questions, where identifiers make BM25 strong already, and cost most of the time. The
+    defaults are "docs-lean" (see POLICIES); "docs", "docs+code-head" and "all" remain for
+    other corpora.
     """
 
-    name: str = "docs"
+    name: str = "docs-lean"
     doc_kinds: frozenset[str] = frozenset({"markdown", "rst", "text"})
     code_chunk_kinds: frozenset[str] = frozenset()
-    doc_max_tokens: int = DEFAULT_MAX_LENGTH
+    doc_max_tokens: int = 64
     code_max_tokens: int = 64
     #: Doc chunks are embedded as windows of about this many characters (0: one vector).
     doc_window_chars: int = 400
+    #: What precedes each doc window's text (HEAD_STYLES); code always gets "full".
+    doc_head: str = "full"
+    #: Only the first this many windows of a doc chunk get a vector (0: all).
+    max_windows: int = 3
+    #: Doc windows with fewer characters of meaningful lines than this get no vector (a
+    #: chunk keeps its first window though).
+    min_window_chars: int = 80
+    #: Embed each distinct embedding text once per run and store its vector for every window.
+    dedupe: bool = True
+    #: fnmatch patterns on the file path (as stored): files matching one get no vectors.
+    skip_paths: tuple[str, ...] = ("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*")
 
-    def wants_vector(self, file_kind: str, chunk_kind: str) -> bool:
+    def wants_vector(self, file_kind: str, chunk_kind: str, path: str = "") -> bool:
+        if path and any(fnmatch.fnmatchcase(path, pattern) for pattern in self.skip_paths):
+            return False
         if file_kind in self.doc_kinds:
             return True
         return file_kind == "python" and chunk_kind in self.code_chunk_kinds
+
+    def windows(self, file_kind: str, text: str) -> list[tuple[int, str]]:
+        """(window number, window text) of a chunk that get a vector under this policy."""
+        if file_kind not in self.doc_kinds:
+            return [(0, text)]
+        windows = text_windows(text, self.doc_window_chars)[:WINDOWS_PER_CHUNK]
+        if self.max_windows > 0:
+            windows = windows[: self.max_windows]
+        picked = list(enumerate(windows))
+        if self.min_window_chars > 0:
+            # Every wanted chunk keeps at least its first window: a chunk without any vector
+            # would look unfinished (vectors_missing) to every later run.
+            picked = [(n, w) for n, w in picked
+                      if len("".join(_doc_lines(w))) >= self.min_window_chars] or picked[:1]
+        return picked
 
     def max_tokens(self, file_kind: str) -> int:
         return self.doc_max_tokens if file_kind in self.doc_kinds else self.code_max_tokens
@@ -101,25 +151,43 @@ class VectorPolicy:
     @property
     def key(self) -> str:
         """Everything that changes which vectors exist or what they encode."""
-        return json.dumps({
+        key: dict[str, object] = {
             "docs": sorted(self.doc_kinds), "code": sorted(self.code_chunk_kinds),
             "doc_tokens": self.doc_max_tokens, "code_tokens": self.code_max_tokens,
             "doc_window": self.doc_window_chars,
             "text": 1,  # bump when embedding_text changes
-        }, sort_keys=True)
+        }
+        # Knobs added later enter the key only when set, so existing indexes keep their key.
+        extra = {"doc_head": (self.doc_head, "full"), "max_windows": (self.max_windows, 0),
+                 "min_window_chars": (self.min_window_chars, 0),
+                 "skip_paths": (list(self.skip_paths), [])}
+        key.update({name: value for name, (value, default) in extra.items() if value != default})
+        return json.dumps(key, sort_keys=True)  # dedupe changes no vector: not in the key
 
 
+#: "docs" is what ragdb embedded before issue 8 (every window of every doc chunk, 256 tokens).
+#: "docs-lean" (the default) embeds about half its tokens, 217,821 against 444,581 on vLLM
+#: 0.10.1, at the same recall@5 (docs R@1 0.69 against 0.71; benchmarks/embed_cost.py, README
+#: Performance): 64 tokens per window, a chunk's first 3 windows, no window under 80 characters
+#: of text, no changelog, requirements or generated API pages.
+_EVERY_WINDOW = {"doc_max_tokens": DEFAULT_MAX_LENGTH, "max_windows": 0, "min_window_chars": 0,
+                 "dedupe": False, "skip_paths": ()}
 POLICIES = {
-    "docs": VectorPolicy(),
+    "docs-lean": VectorPolicy(
+        name="docs-lean", doc_max_tokens=64, max_windows=3, min_window_chars=80, dedupe=True,
+        skip_paths=("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*"),
+    ),
+    "docs": VectorPolicy(name="docs", **_EVERY_WINDOW),  # type: ignore[arg-type]
     "docs+code-head": VectorPolicy(
-        name="docs+code-head", code_chunk_kinds=frozenset({"module", "function", "class"})
+        name="docs+code-head", code_chunk_kinds=frozenset({"module", "function", "class"}),
+        **_EVERY_WINDOW,  # type: ignore[arg-type]
     ),
     "all": VectorPolicy(
         name="all", code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
-        code_max_tokens=DEFAULT_MAX_LENGTH,
+        code_max_tokens=DEFAULT_MAX_LENGTH, **_EVERY_WINDOW,  # type: ignore[arg-type]
     ),
 }
-DEFAULT_POLICY = POLICIES["docs"]
+DEFAULT_POLICY = POLICIES["docs-lean"]
 
 
 def get_policy(name: str) -> VectorPolicy:
@@ -184,8 +252,8 @@ def vectors_pending(conn: apsw.Connection, identity: str,
         return True
     if conn.execute(sql("vectors_orphans_any")).fetchall():
         return True
-    return any(policy.wants_vector(str(file_kind), str(chunk_kind))
-               for _id, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
+    return any(policy.wants_vector(str(file_kind), str(chunk_kind), str(path))
+               for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
 
 
 def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
@@ -220,8 +288,9 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
         stats.removed += before - vector_count(conn)
 
     groups: dict[int, list[tuple[int, int]]] = {}
-    for chunk_id, file_kind, chunk_kind, n_chars in conn.execute(sql("vectors_missing")):
-        if policy.wants_vector(str(file_kind), str(chunk_kind)):
+    memo: dict[str, np.ndarray] | None = {} if policy.dedupe else None
+    for chunk_id, path, file_kind, chunk_kind, n_chars in conn.execute(sql("vectors_missing")):
+        if policy.wants_vector(str(file_kind), str(chunk_kind), str(path)):
             bucket = groups.setdefault(policy.max_tokens(str(file_kind)), [])
             bucket.append((cast(int, n_chars), cast(int, chunk_id)))
     total = sum(len(group) for group in groups.values())
@@ -232,7 +301,8 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
         group.sort(key=lambda item: (min(item[0], max_tokens * 8), item[1]))
         for start in range(0, len(group), batch_size):
             part = [chunk_id for _, chunk_id in group[start:start + batch_size]]
-            stats.embedded += _embed_batch(conn, embedder, part, max_tokens, batch_size, policy)
+            stats.embedded += _embed_batch(conn, embedder, part, max_tokens, batch_size, policy,
+                                           memo=memo)
             if progress is not None:
                 progress(stats.embedded, total)
     stats.total = vector_count(conn)
@@ -243,17 +313,29 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
 
 
 def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int],
-                 max_tokens: int, batch_size: int, policy: VectorPolicy) -> int:
-    """Embed and store one batch (every window of its chunks) in its own transaction."""
+                 max_tokens: int, batch_size: int, policy: VectorPolicy,
+                 memo: dict[str, np.ndarray] | None = None) -> int:
+    """Embed and store one batch (every window of its chunks) in its own transaction.
+
+    With `memo` (policy.dedupe), a text already embedded in this run is not embedded again:
+    its vector is reused, which costs no model time.
+    """
     keys: list[tuple[int, int]] = []
     texts: list[str] = []
     rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()
     for chunk_id, path, file_kind, _chunk_kind, context, text in rows:
-        size = policy.doc_window_chars if str(file_kind) in policy.doc_kinds else 0
-        for number, window in enumerate(text_windows(str(text), size)[:WINDOWS_PER_CHUNK]):
+        head = policy.doc_head if str(file_kind) in policy.doc_kinds else "full"
+        for number, window in policy.windows(str(file_kind), str(text)):
             keys.append((cast(int, chunk_id), number))
-            texts.append(embedding_text(str(path), str(file_kind), str(context), window))
-    vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
+            texts.append(embedding_text(str(path), str(file_kind), str(context), window,
+                                        head=head))
+    if memo is None:
+        vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
+    else:
+        todo = [t for t in dict.fromkeys(texts) if t not in memo]
+        fresh = to_int8(embedder.embed(todo, max_length=max_tokens, batch_size=batch_size))
+        memo.update(zip(todo, fresh))
+        vectors = np.stack([memo[t] for t in texts]) if texts else np.zeros((0, VECTOR_DIM))
     with write_transaction(conn):
         for (chunk_id, number), vector in zip(keys, vectors):
             conn.execute(sql("vectors_insert"), {

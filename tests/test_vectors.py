@@ -14,6 +14,8 @@ from ragdb.db import connect, get_setting, scalar
 from ragdb.embedder import DEFAULT_MODEL, Embedder, _resolve, load_embedder
 from ragdb.vectors import (
     DEFAULT_POLICY,
+    POLICIES,
+    VectorPolicy,
     embedding_text,
     get_policy,
     has_vectors,
@@ -255,10 +257,11 @@ def test_long_doc_chunk_gets_one_vector_per_window(embedder: Embedder,
     long_text = filler + "\n\nSpeculative decoding uses a small draft model to propose tokens."
     with conn:
         long_id = add_chunk(conn, 1, "section", "Scheduling", long_text)
-    sync_vectors(conn, embedder)
+    every_window = POLICIES["docs"]  # the lean default keeps only the first windows
+    sync_vectors(conn, embedder, policy=every_window)
     windows = scalar(conn, "SELECT count(*) FROM chunk_vectors WHERE chunk_id = :id",
                            {"id": long_id})
-    assert windows == len(text_windows(long_text, DEFAULT_POLICY.doc_window_chars))
+    assert windows == len(text_windows(long_text, every_window.doc_window_chars))
     assert windows > 1
     # the last window alone matches the question, and it brings its chunk first
     assert knn(conn, embedder, "draft model proposes tokens", k=1) == [long_id]
@@ -309,3 +312,45 @@ def test_no_op_index_run_loads_no_model(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "proj" / "notes.txt").write_text("A new paragraph about schedulers.\n")
     with pytest.raises(AssertionError, match="loaded the embedder"):
         indexing.update_index(conn, [tmp_path / "proj"])  # now there is something to embed
+
+
+def test_lean_policy_windows_skips_and_dedupe() -> None:
+    lean = POLICIES["docs-lean"]
+    text = "\n\n".join(f"Paragraph {i}: " + "words about scheduling. " * 15 for i in range(6))
+    picked = lean.windows("markdown", text)
+    assert [n for n, _ in picked] == [0, 1, 2]  # only the first max_windows
+    assert lean.windows("markdown", "tiny") == [(0, "tiny")]  # a chunk keeps one window
+    short_last = "\n\n".join(["word " * 70, "word " * 70, "tiny"])
+    assert [n for n, _ in lean.windows("markdown", short_last)] == [0, 1]
+    assert not lean.wants_vector("markdown", "section", "data/raw/p/docs/api/README.md")
+    assert lean.wants_vector("markdown", "section", "data/raw/p/docs/features/lora.md")
+    assert lean.key != POLICIES["docs"].key
+    old_docs_key = (  # what indexes made before issue 8 store: they keep their vectors
+        '{"code": [], "code_tokens": 64, "doc_tokens": 256, "doc_window": 400, '
+        '"docs": ["markdown", "rst", "text"], "text": 1}')
+    assert POLICIES["docs"].key == old_docs_key
+    assert VectorPolicy().key == lean.key
+
+
+def test_dedupe_embeds_each_text_once(embedder: Embedder, tmp_path: Path) -> None:
+    conn = make_db(tmp_path / "rag.db")
+    same = "Licence: this text is repeated in many files of the corpus, word for word, " * 2
+    with conn:
+        first = add_chunk(conn, 1, "section", "", same)
+        second = add_chunk(conn, 1, "section", "", same)
+    calls: list[str] = []
+    real_embed = embedder.embed
+
+    def counting(texts: list[str], **kwargs: object) -> object:
+        calls.extend(texts)
+        return real_embed(texts, **kwargs)  # type: ignore[arg-type]
+
+    embedder.embed = counting  # type: ignore[method-assign,assignment]
+    try:
+        sync_vectors(conn, embedder, policy=POLICIES["docs-lean"])
+    finally:
+        del embedder.embed
+    assert sum("Licence" in text for text in calls) == 1
+    for chunk_id in (first, second):
+        assert scalar(conn, "SELECT count(*) FROM chunk_vectors WHERE chunk_id = :id",
+                            {"id": chunk_id}) == 1
