@@ -77,7 +77,8 @@ def index(
     """Index files into rag.db: only new or changed files are re-chunked."""
     roots = paths or [Path("data/raw")]
     show_bar = sys.stderr.isatty()
-    with _progress(show_bar, "indexing") as files_bar, _progress(show_bar, "embedding") as bar:
+    with _progress(show_bar, "indexing") as files_bar, \
+            _progress(show_bar, "embedding", "chunks") as bar:
 
         def on_embedded(count: int, total: int) -> None:
             if bar.bar is None:
@@ -115,20 +116,31 @@ def index(
 class _Progress:
     """A progress bar on a terminal, silence elsewhere (logs and pipes stay clean)."""
 
-    def __init__(self, enabled: bool, label: str) -> None:
+    def __init__(self, enabled: bool, label: str, unit: str = "") -> None:
         self.enabled = enabled
         self.label = label
+        self.unit = unit  # shown as a rate ("12.3 chunks/s") beside the ETA when set
         self.bar: Any = None
         self.count = 0
+        self.started = time.perf_counter()
 
     def total(self, n: int) -> None:
         if self.enabled and n:
-            self.bar = click.progressbar(length=n, label=self.label, file=sys.stderr)
+            self.started = time.perf_counter()
+            self.bar = click.progressbar(
+                length=n, label=self.label, file=sys.stderr, show_eta=True,
+                item_show_func=self._rate if self.unit else None,
+            )
             self.bar.__enter__()
+
+    def _rate(self, _item: object) -> str:
+        elapsed = time.perf_counter() - self.started
+        done = self.bar.pos if self.bar is not None else 0
+        return f"{done / elapsed:.1f} {self.unit}/s" if elapsed > 0 and done else ""
 
     def step(self, n: int = 1) -> None:
         if self.bar is not None:
-            self.bar.update(n)
+            self.bar.update(n, current_item=self.unit or None)
 
     def __enter__(self) -> "_Progress":
         return self
@@ -138,8 +150,8 @@ class _Progress:
             self.bar.__exit__(None, None, None)
 
 
-def _progress(enabled: bool, label: str) -> _Progress:
-    return _Progress(enabled, label)
+def _progress(enabled: bool, label: str, unit: str = "") -> _Progress:
+    return _Progress(enabled, label, unit)
 
 
 KOption = typer.Option(5, "--k", "-k", help=f"How many sources (1 to {MAX_K}).")
