@@ -52,7 +52,7 @@ from ragdb.schemas import (
     StudentSearchResults,
     StudentSearchResultsAndAnswer,
 )
-from ragdb.vectors import VectorStats, has_vectors, vector_count
+from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
 
 __all__ = ["RagDB", "IndexResult"]
 
@@ -98,6 +98,7 @@ class RagDB:
         self._resolved: ResolvedModel | None = None
         self._resolve_notes: list[str] = []
         self._extractive: ExtractiveAnswerer | None = None
+        self._coverage: tuple[tuple[int, int], float] | None = None
 
     # -- the connection --------------------------------------------------------------------
 
@@ -194,6 +195,16 @@ class RagDB:
         questions = dataset.rag_questions
         found = self.search_many([q.question for q in questions], k, mode)
         return search_results(questions, found, k)
+
+    def dense_coverage(self) -> float | None:
+        """How complete the dense leg is (1.0 once every wanted chunk has its vector; less
+        while an index run is still embedding); None for an index built without vectors."""
+        if not has_vectors(self.conn):
+            return None
+        key = (index_generation(self.conn), vector_count(self.conn))
+        if self._coverage is None or self._coverage[0] != key:
+            self._coverage = (key, round(dense_coverage(self.conn), 4))
+        return self._coverage[1]
 
     def source_text(self, source: MinimalSource) -> PromptSource | None:
         """A stored source's text as the prompt shows it; None when its file left the index."""
@@ -297,6 +308,7 @@ class RagDB:
             "files": int(scalar(conn, "SELECT count(*) FROM files") or 0),
             "chunks": int(scalar(conn, "SELECT count(*) FROM chunks") or 0),
             "vectors": vector_count(conn) if has_vectors(conn) else 0,
+            "dense_coverage": self.dense_coverage(),
             "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
             "max_k": MAX_K,
         }

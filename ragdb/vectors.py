@@ -256,6 +256,15 @@ def vectors_pending(conn: apsw.Connection, identity: str,
                for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
 
 
+def dense_coverage(conn: apsw.Connection, policy: VectorPolicy = DEFAULT_POLICY) -> float:
+    """The share of the chunks the policy wants a vector for that have one: below 1.0 while an
+    index run is still embedding (the lexical index is already complete then)."""
+    have = cast(int, conn.execute(sql("vectors_count")).fetchall()[0][1])
+    missing = sum(1 for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing"))
+                  if policy.wants_vector(str(file_kind), str(chunk_kind), str(path)))
+    return have / (have + missing) if have + missing else 1.0
+
+
 def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: Callable[[int, int], None] | None = None,

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragdb import RagDB
 from ragdb.db import bump_generation, connect, scalar
 from ragdb.vectors import to_int8
 from ragdb.resources import sql
@@ -158,6 +159,11 @@ def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> No
         env={**os.environ, "RAGDB_MODELS_DIR": str(REPO / "data" / "models")},
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
+    # Searchable meanwhile: the lexical index is whole, the dense leg says how far it got.
+    partial = RagDB(db)
+    assert 0 < (partial.dense_coverage() or 0) < 1
+    assert partial.search("Topic 7 widgets", 3, "hybrid")[0].file_path.endswith("page07.md")
+    partial.close()
 
     conn = connect(db)
     missing = scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
@@ -174,3 +180,4 @@ def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> No
                         "(SELECT chunk_id FROM chunk_vectors)") == 0
     assert scalar(conn, "SELECT count(*) FROM chunk_vectors "
                         "WHERE chunk_id NOT IN (SELECT id FROM chunks)") == 0
+    assert RagDB(db).dense_coverage() == 1.0

@@ -183,12 +183,13 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     k = parse_k(params.get("k"), DEFAULT_K)
     mode = parse_mode(params.get("mode"))
     started = time.perf_counter()
-    hits, generation = await service.search(question, k, mode)
+    hits, generation, coverage = await service.search(question, k, mode)
     return Response.json({
         "q": question,
         "k": k,
         "mode": mode.value,
         "generation": generation,
+        "dense_coverage": coverage,
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "sources": [source_json(rank, hit, service.chunk_url(hit.chunk_id))
                     for rank, hit in enumerate(hits, 1)],
@@ -247,7 +248,7 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     stream = parse_flag(params.get("stream"))
     style = parse_style(params.get("style"))
     started = time.perf_counter()
-    hits, _generation = await service.search(question, k, mode)
+    hits, _generation, _coverage = await service.search(question, k, mode)
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
         answer = await service.answer(question, k, mode, hits, search_ms, style=style)

@@ -226,12 +226,13 @@ class RagdbService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._search_pool, lambda: fn(self._get_rag()))
 
-    async def search(self, question: str, k: int, mode: Mode) -> tuple[list[Hit], int]:
-        """Hits and the index generation they came from."""
-        def run(rag: RagDB) -> tuple[list[Hit], int]:
+    async def search(self, question: str, k: int,
+                     mode: Mode) -> tuple[list[Hit], int, float | None]:
+        """Hits, the index generation they came from and how complete the dense leg is."""
+        def run(rag: RagDB) -> tuple[list[Hit], int, float | None]:
             hits = rag.search(question, k, mode)
-            return hits, rag.generation
-        result: tuple[list[Hit], int] = await self._on_search_thread(run)
+            return hits, rag.generation, rag.dense_coverage()
+        result: tuple[list[Hit], int, float | None] = await self._on_search_thread(run)
         return result
 
     async def search_many(self, questions: Sequence[str], k: int,
@@ -242,9 +243,9 @@ class RagdbService:
         return result
 
     async def status(self) -> dict[str, Any]:
-        def run(rag: RagDB) -> tuple[int, bool]:
+        def run(rag: RagDB) -> tuple[int, bool, float | None]:
             status = rag.status()
-            return status["generation"], status["has_chunks"]
+            return status["generation"], status["has_chunks"], status["dense_coverage"]
         body: dict[str, Any] = {
             "database": self.db_name,
             "db_path": str(self.db_path) if self.db_path else None,
@@ -253,7 +254,8 @@ class RagdbService:
             "model": self._rag.loaded_model if self._rag is not None else None,
         }
         try:
-            body["generation"], body["has_chunks"] = await self._on_search_thread(run)
+            (body["generation"], body["has_chunks"],
+             body["dense_coverage"]) = await self._on_search_thread(run)
         except RagdbError as exc:
             body["generation"], body["has_chunks"], body["problem"] = None, False, str(exc)
         return body
