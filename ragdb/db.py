@@ -276,8 +276,8 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
                 conn.execute("ROLLBACK")
             except apsw.Error:
                 pass  # the original error says more
-        if isinstance(exc, apsw.FullError) or (isinstance(exc, apsw.IOError)
-                                                and is_disk_full(conn)):
+        full = isinstance(exc, apsw.FullError)
+        if full or (isinstance(exc, apsw.IOError) and is_disk_full(conn)):
             raise DiskFullError(
                 f"the disk is full: nothing of this write to {conn.filename} was kept and it "
                 "holds its last complete index; free some space and run `ragdb index` again"
