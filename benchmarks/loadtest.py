@@ -74,7 +74,8 @@ def load_test(
 
     def reindex() -> None:
         started = time.perf_counter()
-        request = Request(f"{base}/-/ragdb/index", data=b"", method="POST")
+        request = Request(f"{base}/-/ragdb/index", data=b"{}", method="POST",
+                          headers={"Content-Type": "application/json"})
         try:
             with urlopen(request, timeout=max(timeout_s, 600.0)) as response:
                 index_report["status"] = response.status

@@ -17,7 +17,7 @@ from ragdb.db import default_db_path
 from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
-from ragdb.jsonfiles import load_json, write_json_atomic
+from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k
 from ragdb.schemas import RagDataset, StudentSearchResults
 
@@ -31,6 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+MAX_SKIPPED_SHOWN = 20
 
 DbOption = typer.Option(
     None, "--db", help="rag.db to use [default: $RAGDB_DB or data/processed/rag.db]."
@@ -73,6 +75,11 @@ def index(
         help="Add ragdb's tables to an existing SQLite database that is not a ragdb index "
         "(refused otherwise, so another application's database is never changed).",
     ),
+    follow_symlinks: bool = typer.Option(
+        False, "--follow-symlinks",
+        help="Follow symlinks (files and folders) whose target lies outside the indexed root "
+        "[default: skip them and count them as skipped].",
+    ),
 ) -> None:
     """Index files into rag.db: only new or changed files are re-chunked."""
     roots = paths or [Path("data/raw")]
@@ -89,7 +96,7 @@ def index(
         result = _rag(db).index(
             roots, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
             embedder_name=embedder, into_existing=into_existing, progress=files_bar.step,
-            on_files=files_bar.total, on_embedded=on_embedded,
+            on_files=files_bar.total, on_embedded=on_embedded, follow_symlinks=follow_symlinks,
         )
     stats, vstats = result.stats, result.vectors
     vector_note = ""
@@ -102,6 +109,10 @@ def index(
             + ")"
         )
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
+    for path, why in stats.skipped_paths[:MAX_SKIPPED_SHOWN]:
+        _err(f"skipped {_shown(path)}: {why}")
+    if len(stats.skipped_paths) > MAX_SKIPPED_SHOWN:
+        _err(f"... and {len(stats.skipped_paths) - MAX_SKIPPED_SHOWN} more skipped")
     typer.echo(
         f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
         f"unchanged, {stats.files_removed} removed, {stats.files_skipped} skipped"
@@ -209,10 +220,11 @@ def _search_dataset(
     started = time.perf_counter()
     results = rag.search_dataset(dataset, k, mode)
     out = save_directory / dataset_path.name
+    check_writable(out)
     write_json_atomic(out, results)
     typer.echo(
         f"{len(dataset.rag_questions)} questions searched in "
-        f"{time.perf_counter() - started:.2f} s; wrote {out}"
+        f"{time.perf_counter() - started:.2f} s; wrote {_shown(str(out))}"
     )
 
 
@@ -242,7 +254,7 @@ def _evaluate(
         typer.echo(f"recall@{k}: {value:.3f}")
     if report.problems:
         for problem in report.problems[:20]:
-            _err(f"invalid: {problem}")
+            _err(f"invalid: {_shown(problem)}")
         raise RagdbError(f"the results file is invalid ({len(report.problems)} problems)")
 
 
@@ -279,6 +291,8 @@ def answer_command(
     from ragdb.answering import answer_record, question_id
 
     check_k(k, low=0)
+    out = save_directory / f"answer-{question_id(question)}.json"
+    check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
     answer = _rag(db, model).answer(
         question, k, mode,
@@ -296,9 +310,8 @@ def answer_command(
             mark = "*" if number in answer.cited else " "
             typer.echo(f"{mark}[{number}] {_shown(source.file_path)}:"
                        f"{source.start_line}-{source.end_line}")
-    out = save_directory / f"answer-{question_id(question)}.json"
     write_json_atomic(out, answer_record(answer))
-    typer.echo(f"saved {out}", err=True)
+    typer.echo(f"saved {_shown(str(out))}", err=True)
 
 
 def _answer_dataset(
@@ -319,6 +332,7 @@ def _answer_dataset(
     rag = _rag(db, model)
     rag.conn  # a missing or foreign index fails before any answer
     out = save_directory / student_search_results_path.name
+    check_writable(out)
     started = time.perf_counter()
     with _progress(sys.stderr.isatty(), "answering") as bar:
         def on_progress(done: int, total: int) -> None:
@@ -330,7 +344,8 @@ def _answer_dataset(
         answered = rag.answer_dataset(results, out, progress=on_progress, style=style)
     typer.echo(
         f"{len(answered.search_results)} questions answered in "
-        f"{time.perf_counter() - started:.1f} s with {answered.model or 'no model'}; wrote {out}"
+        f"{time.perf_counter() - started:.1f} s with {answered.model or 'no model'}; "
+        f"wrote {_shown(str(out))}"
     )
 
 
@@ -384,10 +399,20 @@ def main(argv: Optional[list[str]] = None) -> None:
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         _err(f"the database is corrupted ({exc}); delete it and run `ragdb index`")
         sys.exit(1)
+    except apsw.FullError:
+        _err("the disk is full: free some space and try again")
+        sys.exit(1)
     except apsw.Error as exc:
         _err(f"database error: {exc}")
         sys.exit(1)
     except BrokenPipeError:
+        sys.exit(1)
+    except MemoryError:
+        _err("out of memory")
+        sys.exit(1)
+    except OSError as exc:
+        where = f": {_shown(str(exc.filename))}" if exc.filename else ""
+        _err(f"{exc.strerror or exc}{where}")
         sys.exit(1)
     # Typer turns Ctrl-C into an exit status of 130 that it returns in non-standalone mode.
     if status == 130:

@@ -136,6 +136,7 @@ class RagDB:
         progress: Callable[[int], None] | None = None,
         on_files: Callable[[int], None] | None = None,
         on_embedded: Callable[[int, int], None] | None = None,
+        follow_symlinks: bool = False,
     ) -> IndexResult:
         """Bring rag.db in step with the files under `roots` (creating it if needed)."""
         paths = [Path(r) for r in roots]
@@ -143,13 +144,14 @@ class RagDB:
             raise RagdbError(
                 f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
             )
-        collect_files(paths, include)  # fail on a bad root before creating rag.db
+        # Fail on a bad root before creating rag.db.
+        collect_files(paths, include, follow_symlinks=follow_symlinks)
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
         stats, vstats = update_index(
             self._conn, paths, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
             embedder_name=embedder_name, embedder=embedder, progress=progress,
-            on_files=on_files, on_embedded=on_embedded,
+            on_files=on_files, on_embedded=on_embedded, follow_symlinks=follow_symlinks,
         )
         return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
 

@@ -8,16 +8,19 @@ that writes (journal mode, migrations) runs.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 import apsw
 import sqlite_vec
 
-from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
+from ragdb.errors import DiskFullError, ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.resources import resource_dir
 
 DEFAULT_DB = Path("data/processed/rag.db")
@@ -84,11 +87,19 @@ class FileState:
 def inspect(path: Path) -> FileState:
     """Read a database's marks through a read-only connection (changes nothing on disk)."""
     try:
-        probe = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        probe = (apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY) if writable(path)
+                 else _open_read_only(path))
     except apsw.CantOpenError as exc:
         raise RagdbError(f"cannot open {path} ({exc})") from None
     try:
-        app_id = int(scalar(probe, "PRAGMA application_id") or 0)
+        try:
+            app_id = int(scalar(probe, "PRAGMA application_id") or 0)
+        except (apsw.IOError, apsw.FullError):
+            if not is_disk_full(probe):
+                raise
+            probe.close()  # no room for the -shm file: read the file as it is on disk
+            probe = _open_read_only(path, immutable=True)
+            app_id = int(scalar(probe, "PRAGMA application_id") or 0)
         version = int(scalar(probe, "PRAGMA user_version") or 0)
         names = frozenset(
             str(row[0]) for row in probe.execute(
@@ -146,12 +157,32 @@ def connect(path: Path | str, *, create: bool = False,
         state = check_is_ragdb(path, into_existing=into_existing)
         if state.is_blank and not create:
             raise MissingIndexError(f"{path} holds no ragdb index: run `ragdb index` first")
+    read_only = path.exists() and not create and not writable(path)
     try:
-        conn = apsw.Connection(str(path))
+        if read_only:
+            conn = _open_read_only(path)
+        else:
+            conn = apsw.Connection(str(path))
+        try:
+            scalar(conn, "PRAGMA user_version")
+        except (apsw.IOError, apsw.FullError):
+            if not is_disk_full(conn):
+                raise
+            if create:
+                raise DiskFullError(f"the disk is full: {path} cannot be written; free some "
+                                    "space and run `ragdb index` again") from None
+            # A search on a full disk: no room for the -shm file, so read the file as it is
+            # (nobody can be writing it either); nothing is cached.
+            conn.close()
+            conn = _open_read_only(path, immutable=True)
+            read_only = True
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
+        if read_only:
+            _check_current(conn, path)
+            return conn
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -163,6 +194,44 @@ def connect(path: Path | str, *, create: bool = False,
     except apsw.CantOpenError as exc:
         raise RagdbError(f"cannot open {path} ({exc})") from None
     return conn
+
+
+def writable(path: Path) -> bool:
+    """Whether rag.db and its folder (where SQLite keeps -wal and -shm) can be written."""
+    folder = path.parent if str(path.parent) else Path(".")
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK | os.X_OK)
+
+
+def is_disk_full(conn: apsw.Connection) -> bool:
+    """Whether the last error on `conn` came from a full disk (SQLITE_FULL or ENOSPC)."""
+    return conn.system_errno in (errno.ENOSPC, errno.EDQUOT) or (
+        shutil.disk_usage(Path(conn.filename or ".").parent).free < 1024 * 1024)
+
+
+def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
+    """A read-only connection for an index in a folder ragdb may not write (searching a
+    shared or mounted index).
+
+    A WAL database needs its -shm file: where it exists it is used (a writer elsewhere stays
+    visible); where it does not and cannot be created, nobody can be writing the file through
+    this folder, so it is opened as immutable (no locks, no -shm).
+    """
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    uri = "file:" + quote(str(path.resolve()))
+    shm = path.with_name(path.name + "-shm")
+    if immutable or not (shm.exists() and os.access(shm, os.R_OK)):
+        uri += "?immutable=1"
+    return apsw.Connection(uri, flags=flags)
+
+
+def _check_current(conn: apsw.Connection, path: Path) -> None:
+    """A read-only index must not need a migration: it cannot be applied."""
+    current = int(scalar(conn, "PRAGMA user_version"))
+    if current != schema_version():
+        raise RagdbError(
+            f"{path} has schema {current} and this ragdb needs {schema_version()}, but it is "
+            "read-only here: run any ragdb command once where it is writable"
+        )
 
 
 def scalar(conn: apsw.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
@@ -200,11 +269,22 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
-    except BaseException:
+        conn.execute("COMMIT")
+    except BaseException as exc:
         if not conn.getautocommit():  # SQLite may already have rolled back (disk full, I/O)
-            conn.execute("ROLLBACK")
+            try:
+                conn.execute("ROLLBACK")
+            except apsw.Error:
+                pass  # the original error says more
+        full = isinstance(exc, apsw.FullError)
+        if full or (isinstance(exc, apsw.IOError) and is_disk_full(conn)):
+            raise DiskFullError(
+                f"the disk is full: nothing of this write to {conn.filename} was kept and it "
+                "holds its last complete index; free some space and run `ragdb index` again"
+            ) from None
+        if isinstance(exc, apsw.ReadOnlyError):
+            raise RagdbError(f"{conn.filename} is read-only here: ragdb cannot write it") from None
         raise
-    conn.execute("COMMIT")
 
 
 def get_setting(conn: apsw.Connection, key: str) -> str | None:

@@ -12,3 +12,7 @@ class MissingIndexError(RagdbError):
 class ForeignDatabaseError(MissingIndexError):
     """The file is some other application's database: as far as ragdb goes, there is no index
     there, and nothing may be written to it."""
+
+
+class DiskFullError(RagdbError):
+    """SQLite said the disk (or the database's size limit) is full; the write was rolled back."""

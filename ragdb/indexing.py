@@ -7,13 +7,13 @@ import fnmatch
 import hashlib
 import json
 import os
+import stat
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 import apsw
 
@@ -42,21 +42,84 @@ class IndexStats:
     seconds: float = 0.0
     full_rebuild: bool = False
     skipped: dict[str, int] = field(default_factory=dict)
+    #: (stored path, reason) of every file or folder skipped, in walk order.
+    skipped_paths: list[tuple[str, str]] = field(default_factory=list)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self.skipped_paths.append((path, reason))
 
     @property
     def files_skipped(self) -> int:
         return sum(self.skipped.values())
 
 
-def _walk(root: Path, include: Sequence[str]) -> Iterator[Path]:
-    if root.is_file():
-        yield root
+@dataclass
+class Scan:
+    """What a walk of the roots found: files to read, and what it left alone and why."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: Folders that exist but cannot be listed: their files keep the rows they had.
+    unreadable_dirs: list[Path] = field(default_factory=list)
+
+
+def _inside(target: Path, top: Path) -> bool:
+    return target == top or top in target.parents
+
+
+def _link_target(path: Path) -> Path | None:
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, a loop, or an unreadable step
+        return None
+
+
+def _walk(root: Path, include: Sequence[str], scan: Scan, follow_symlinks: bool) -> None:
+    if not root.is_dir():
+        scan.files.append(root)  # named by the user: read as given
         return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+    top = root.resolve()
+    visited = {top}
+
+    def unreadable(exc: OSError) -> None:
+        scan.unreadable_dirs.append(Path(exc.filename) if exc.filename else root)
+        scan.skipped.append((Path(exc.filename or root), f"unreadable folder ({exc.strerror})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable,
+                                                followlinks=follow_symlinks):
+        kept = []
+        for name in sorted(dirnames):
+            if name in _SKIP_DIRS or name.startswith("."):
+                continue
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                target = _link_target(full)
+                if target is None:
+                    scan.skipped.append((full, "broken symlink"))
+                    continue
+                if not follow_symlinks:
+                    if not _inside(target, top):
+                        scan.skipped.append((full, "symlink outside the root"))
+                    continue  # a link inside the root: its files are indexed where they are
+                if target in visited:
+                    continue  # a loop, or a folder reached twice
+                visited.add(target)
+            kept.append(name)
+        dirnames[:] = kept
         for name in sorted(filenames):
-            if any(fnmatch.fnmatch(name, pattern) for pattern in include):
-                yield Path(dirpath) / name
+            if not any(fnmatch.fnmatch(name, pattern) for pattern in include):
+                continue
+            full = Path(dirpath) / name
+            if full.is_symlink() and not follow_symlinks:
+                target = _link_target(full)
+                if target is None:
+                    scan.skipped.append((full, "broken symlink"))
+                    continue
+                if not _inside(target, top):
+                    scan.skipped.append((full, "symlink outside the root"))
+                    continue
+            scan.files.append(full)
 
 
 def _relative(path: Path) -> str:
@@ -64,23 +127,33 @@ def _relative(path: Path) -> str:
     return Path(os.path.relpath(path)).as_posix()
 
 
-def collect_files(roots: Sequence[Path], include: Sequence[str]) -> list[Path]:
-    """Every file to consider, checked up front so a bad root fails before anything changes."""
-    files: list[Path] = []
+def scan_roots(roots: Sequence[Path], include: Sequence[str], *,
+               follow_symlinks: bool = False) -> Scan:
+    """Every file to consider, checked up front so a bad root fails before anything changes.
+
+    Symlinks whose target lies outside their root are skipped unless `follow_symlinks`.
+    """
+    scan = Scan()
     for root in roots:
         if not root.exists():
             raise RagdbError(f"cannot index {root}: no such file or directory")
         if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
             raise RagdbError(f"cannot index {root}: permission denied")
-        files.extend(_walk(root, include))
-    return sorted(set(files))
+        _walk(root, include, scan, follow_symlinks)
+    scan.files = sorted(set(scan.files))
+    return scan
+
+
+def collect_files(roots: Sequence[Path], include: Sequence[str], *,
+                  follow_symlinks: bool = False) -> list[Path]:
+    return scan_roots(roots, include, follow_symlinks=follow_symlinks).files
 
 
 def _root_prefixes(roots: Sequence[Path]) -> list[str]:
     prefixes = []
     for root in roots:
         rel = _relative(root)
-        prefixes.append(rel if root.is_file() else ("" if rel == "." else rel.rstrip("/") + "/"))
+        prefixes.append(rel if not root.is_dir() else ("" if rel == "." else rel.rstrip("/") + "/"))
     return prefixes
 
 
@@ -89,15 +162,37 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(p == "" or path == p or path.startswith(p) for p in prefixes)
 
 
+#: A file that exists but could not be opened or read: its rows are kept, not removed.
+UNREADABLE = "unreadable"
+VANISHED = "vanished"
+
+
 def _read_text(path: Path) -> tuple[str | None, bytes, str]:
-    """(text, raw bytes, reason it was skipped or '')."""
+    """(text, raw bytes, reason it was skipped or '').
+
+    Only regular files are read (a FIFO would block, /dev/zero never ends), checked before
+    opening and again on the open descriptor, and never more than the size cap plus one byte.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, b"", "too large"
-        raw = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None, b"", "not a regular file"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, b"", VANISHED
     except OSError:
-        return None, b"", "unreadable"
+        return None, b"", UNREADABLE
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None, b"", "not a regular file"
+            if info.st_size > MAX_FILE_BYTES:
+                return None, b"", "too large"
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None, b"", UNREADABLE
+    if len(raw) > MAX_FILE_BYTES:
+        return None, b"", "too large"
     if b"\x00" in raw[:8192]:
         return None, raw, "binary"
     try:
@@ -124,6 +219,7 @@ def index_paths(
     include: Sequence[str] = DEFAULT_INCLUDE,
     progress: Callable[[int], None] | None = None,
     on_files: Callable[[int], None] | None = None,
+    follow_symlinks: bool = False,
 ) -> IndexStats:
     """Bring the index in step with the files under `roots`, in a single transaction.
 
@@ -135,11 +231,15 @@ def index_paths(
         raise RagdbError(f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}")
     started = time.perf_counter()
     started_at = _now()
-    files = collect_files(roots, include)
+    scan = scan_roots(roots, include, follow_symlinks=follow_symlinks)
+    files = scan.files
     if on_files:
         on_files(len(files))
     stats = IndexStats(files_seen=len(files))
+    for path, reason in scan.skipped:
+        stats.skip(_relative(path), reason)
     prefixes = _root_prefixes(roots)
+    kept = [_relative(d).rstrip("/") + "/" for d in scan.unreadable_dirs]
     with write_transaction(conn):
         stats.full_rebuild = _needs_rebuild(conn, max_chunk_size)
         if stats.full_rebuild:
@@ -153,8 +253,9 @@ def index_paths(
             seen.add(rel)
             text, raw, reason = _read_text(path)
             if text is None:
-                stats.skipped[reason] = stats.skipped.get(reason, 0) + 1
-                if rel in known:
+                if reason != VANISHED:
+                    stats.skip(rel, reason)
+                if rel in known and reason != UNREADABLE:  # unreadable: keep what it had
                     conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
                     stats.files_removed += 1
             else:
@@ -172,7 +273,7 @@ def index_paths(
             if progress:
                 progress(1)
         for rel, (file_id, _sha) in known.items():
-            if rel not in seen and _under(rel, prefixes):
+            if rel not in seen and _under(rel, prefixes) and not _under(rel, kept):
                 conn.execute(sql("index_file_delete"), {"file_id": file_id})
                 stats.files_removed += 1
         if known and (stats.files_indexed or stats.files_removed):
@@ -292,6 +393,7 @@ def update_index(
     progress: Callable[[int], None] | None = None,
     on_files: Callable[[int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
+    follow_symlinks: bool = False,
 ) -> tuple[IndexStats, VectorStats | None]:
     """What `ragdb index` does: files -> chunks -> rows in one transaction, then vectors.
 
@@ -302,7 +404,8 @@ def update_index(
     recorded is still `embedder_name`, so later queries load the model that made the vectors.
     """
     stats = index_paths(conn, roots, max_chunk_size=max_chunk_size, include=include,
-                        progress=progress, on_files=on_files)
+                        progress=progress, on_files=on_files,
+                        follow_symlinks=follow_symlinks)
     if not vectors:
         return stats, None
     name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL

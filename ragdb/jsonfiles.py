@@ -36,6 +36,20 @@ def load_json(path: Path, model: type[Model], what: str) -> Model:
                          ) from None
 
 
+def check_writable(path: Path) -> None:
+    """Fail in one line now, before any work, when `path` could not be written later: its
+    folder cannot be created (a regular file in the way) or is not writable."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise RagdbError(f"cannot write {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RagdbError(f"cannot write {path}: {folder} is not writable")
+    if path.is_dir():
+        raise RagdbError(f"cannot write {path}: it is a folder")
+
+
 def write_json_atomic(path: Path, model: BaseModel) -> None:
     """Write then rename, so an interrupted run never leaves half a JSON file.
 

@@ -185,7 +185,7 @@ class Searcher:
     ) -> None:
         self.conn = conn
         self.params = params
-        self.use_cache = use_cache
+        self.use_cache = use_cache and not conn.readonly("main")
         self._stem = conn.fts5_tokenizer(*FTS_TOKENIZER)
         self._generation = -1
         self._common: frozenset[str] = frozenset()
@@ -324,7 +324,8 @@ class Searcher:
                 })
         except apsw.BusyError:
             pass  # an index run holds the write lock: skip caching rather than wait
-        except apsw.ReadOnlyError:
+        except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.CantOpenError):
+            # A read-only index or a full disk: searches go on answering, uncached.
             self.use_cache = False
         finally:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)

@@ -110,10 +110,10 @@ async def test_search_by_post_json_and_form(ds: Any) -> None:
     )
     assert response.status_code == 200, response.text
     assert response.json()["sources"][0]["file_path"].endswith("pkg/layers.py")
-    response = await ds.client.post(
-        "/-/ragdb/search",
-        data={"q": "serve several fine-tuned adapters at once", "k": "3", "mode": "dense"},
-    )
+    form = {"q": "serve several fine-tuned adapters at once", "k": "3", "mode": "dense"}
+    response = await ds.client.post("/-/ragdb/search", data=form)  # no CSRF token: refused
+    assert "CSRF" in _assert_json_error(response, 403)
+    response = await ds.client.post("/-/ragdb/search", json={**form, "k": 3})
     assert response.status_code == 200, response.text
     sources = response.json()["sources"]
     assert response.json()["mode"] == "dense" and 1 <= len(sources) <= 3
@@ -334,7 +334,7 @@ async def test_missing_or_empty_index_is_503(tmp_path: Path) -> None:
 async def make_site_and_post(path: Path, route: str) -> Any:
     site = make_datasette(path, corpus_roots=[path.parent])
     await site.invoke_startup()
-    return await site.client.post(route)
+    return await site.client.post(route, json={})
 
 
 async def test_plugin_config_is_checked() -> None:
@@ -466,13 +466,13 @@ async def test_index_run_is_picked_up_and_a_concurrent_one_gets_409(
     (extra / "marsupials.md").write_text("# Quokka\n\nThe quokka scheduler hops.\n", "utf-8")
     assert not (await _get_json(ds, "/-/ragdb/search?q=quokka&mode=lexical"))["sources"]
 
-    first = asyncio.create_task(ds.client.post("/-/ragdb/index"))
+    first = asyncio.create_task(ds.client.post("/-/ragdb/index", json={}))
     for _ in range(500):
         if service.indexing:
             break
         await asyncio.sleep(0.01)
     assert service.indexing
-    second = await ds.client.post("/-/ragdb/index")
+    second = await ds.client.post("/-/ragdb/index", json={})
     assert "already in progress" in _assert_json_error(second, 409)
     # Searches are still served meanwhile, and their query-cache writes must not break the run.
     during = await asyncio.gather(*(
@@ -507,7 +507,7 @@ async def test_searches_during_a_run_do_not_break_it(ds: Any) -> None:
 
     service.index_progress = hold
     try:
-        run = asyncio.create_task(ds.client.post("/-/ragdb/index"))
+        run = asyncio.create_task(ds.client.post("/-/ragdb/index", json={}))
         assert await asyncio.to_thread(started.wait, 30)
         for q in ("adapter+unload", "pip+install", "tanh", "release+notes", "decoder+gemma"):
             response = await ds.client.get(f"/-/ragdb/search?q={q}&k=1&mode=lexical")

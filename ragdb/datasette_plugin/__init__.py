@@ -9,6 +9,7 @@ SQLite) and `serve` (`ragdb serve`).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Awaitable, Callable
 
 from datasette import hookimpl
@@ -21,7 +22,15 @@ from ragdb.datasette_plugin.metadata import (
     ragdb_fts_query,
     table_metadata,
 )
-from ragdb.datasette_plugin.service import API_PREFIX, existing_service, service_for
+from ragdb.datasette_plugin.service import (
+    API_PREFIX,
+    LOOPBACK_HOSTS,
+    PLUGIN,
+    PluginConfig,
+    existing_service,
+    host_allowed,
+    service_for,
+)
 from ragdb.datasette_plugin.vec import datasette_vec_path
 
 
@@ -110,3 +119,35 @@ def skip_csrf(datasette: Any, scope: dict[str, Any]) -> bool | None:
 @hookimpl
 def register_routes() -> list[tuple[str, Any]]:
     return ROUTES
+
+
+@hookimpl
+def asgi_wrapper(datasette: Any) -> Callable[[Any], Any]:
+    """Every HTTP request must name this server in its Host header (loopback names, the bound
+    address and `allowed_hosts`): a DNS-rebound page cannot read the index through it."""
+    def wrap(app: Any) -> Any:
+        allowed: frozenset[str] | None = None
+
+        async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            nonlocal allowed
+            if scope.get("type") != "http":
+                await app(scope, receive, send)
+                return
+            if allowed is None:
+                config = PluginConfig.from_metadata(datasette.plugin_config(PLUGIN))
+                allowed = LOOPBACK_HOSTS | {h.strip("[]").lower()
+                                            for h in config.allowed_hosts or []}
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            server = scope.get("server") or (None, None)
+            if host_allowed(host, allowed, server[1]):
+                await app(scope, receive, send)
+                return
+            body = json.dumps({"error": f"Host {host!r} is not served here; add it to the "
+                                        "ragdb plugin setting allowed_hosts"}).encode()
+            await send({"type": "http.response.start", "status": 400, "headers": [
+                (b"content-type", b"application/json; charset=utf-8"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+        return guarded
+    return wrap

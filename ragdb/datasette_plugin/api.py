@@ -37,15 +37,48 @@ from ragdb.schemas import RagDataset, describe
 _PACKAGE = Path(__file__).resolve().parent
 
 
-async def read_body(request: Any, limit: int) -> bytes:
-    """The request body, refusing anything over `limit` bytes before reading it all."""
+#: Seconds a client may take between two pieces of a request body.
+BODY_TIMEOUT_S = 30.0
+
+
+def content_type(request: Any) -> str:
+    return str(request.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
+
+
+def check_post(request: Any) -> None:
+    """State-changing requests come as JSON, or as a form with Datasette's CSRF token.
+
+    A cross-site page can send a form or text/plain body without a CORS preflight, and
+    Datasette's CSRF check only runs for requests that carry cookies; application/json needs a
+    preflight that is never granted. A form is accepted only with the `csrftoken` cookie, which
+    Datasette's check then matched against the form's token.
+    """
+    kind = content_type(request)
+    if kind == "application/json":
+        return
+    if kind == "application/x-www-form-urlencoded":
+        if "ds_csrftoken" in request.cookies:
+            return  # asgi-csrf has compared the form's csrftoken with the cookie
+        raise ApiError(403, "a form post needs Datasette's CSRF token (csrftoken); API "
+                            "clients send application/json")
+    raise ApiError(415, "send the request body as application/json"
+                        + (f" (got {kind})" if kind else " (no Content-Type was given)"))
+
+
+async def read_body(request: Any, limit: int, timeout: float | None = None) -> bytes:
+    """The request body, refusing anything over `limit` bytes before reading it all, and
+    giving up on a client that stalls for `timeout` seconds [BODY_TIMEOUT_S]."""
+    timeout = BODY_TIMEOUT_S if timeout is None else timeout
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"request body too large (limit {limit} bytes)")
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await request.receive()
+        try:
+            message = await asyncio.wait_for(request.receive(), timeout)
+        except asyncio.TimeoutError:
+            raise ApiError(408, f"the request body did not arrive within {timeout:g} s") from None
         if message["type"] == "http.disconnect":
             raise ApiError(400, "the client disconnected before sending the whole body")
         piece = message.get("body", b"")
@@ -64,6 +97,10 @@ def parse_json(body: bytes, what: str = "request body") -> Any:
         raise ApiError(400, f"{what} is not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, f"{what} is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise ApiError(400, f"{what} is not acceptable JSON: {str(exc)[:120]}") from None
 
 
 async def request_params(request: Any, limit: int) -> dict[str, Any]:
@@ -74,8 +111,7 @@ async def request_params(request: Any, limit: int) -> dict[str, Any]:
     body = await read_body(request, limit)
     if not body.strip():
         return params
-    content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if content_type == "application/x-www-form-urlencoded" and not body.lstrip().startswith(b"{"):
+    if content_type(request) == "application/x-www-form-urlencoded":
         try:
             params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
         except UnicodeDecodeError:
@@ -93,6 +129,10 @@ def parse_question(raw: object) -> str:
         raise ApiError(400, "q is required: the question to search for")
     if not isinstance(raw, str):
         raise ApiError(400, "q must be a string")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, "q is not valid Unicode (a lone surrogate)") from None
     if len(raw) > MAX_QUESTION_CHARS:
         raise ApiError(400, f"q is too long ({len(raw)} characters, at most {MAX_QUESTION_CHARS})")
     return raw
@@ -159,6 +199,8 @@ def api_view(methods: Sequence[str]) -> Callable[[View], View]:
                     {"Allow": ", ".join(methods)},
                 )
             try:
+                if request.method == "POST":
+                    check_post(request)
                 return await handler(service_for(datasette), request, send)
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.headers)
@@ -176,7 +218,7 @@ def api_view(methods: Sequence[str]) -> Callable[[View], View]:
     return decorate
 
 
-@api_view(["GET", "POST"])
+@api_view(["GET", "HEAD", "POST"])
 async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     params = await request_params(request, service.config.max_body_bytes)
     question = parse_question(params.get("q"))
@@ -230,7 +272,7 @@ async def index_view(service: RagdbService, request: Any, send: Any) -> Any:
     })
 
 
-@api_view(["GET"])
+@api_view(["GET", "HEAD"])
 async def status_view(service: RagdbService, request: Any, send: Any) -> Any:
     return Response.json(await service.status())
 

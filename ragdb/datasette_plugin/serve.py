@@ -40,6 +40,53 @@ def make_datasette(db_path: Path, *, corpus_roots: list[Path] | None = None,
     return Datasette(files=[str(db_path)], metadata=metadata)
 
 
+#: Seconds a client may take to send a request's headers (uvicorn has no such limit).
+HEADER_TIMEOUT_S = 10.0
+
+
+def _timed_h11() -> type:
+    """uvicorn's h11 protocol that drops a connection whose request headers do not arrive in
+    HEADER_TIMEOUT_S (a stalled or trickling client would otherwise hold it for ever)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        _header_timer: Any = None
+
+        def _waiting(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            if self._waiting() and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._waiting():
+                self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return TimedH11Protocol
+
+
 def _check_port(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -67,11 +114,16 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
         raise RagdbError(f"--port must be between 1 and 65535, got {port}")
     _check_port(host, port)
     os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
-    datasette = make_datasette(db_path, corpus_roots=corpus_roots, model=model)
+    bound = [] if host in ("0.0.0.0", "::", "") else [host]  # a wildcard is no name
+    datasette = make_datasette(db_path, corpus_roots=corpus_roots, model=model,
+                               extra={"allowed_hosts": bound} if bound else None)
     asyncio.run(datasette.invoke_startup())
     service_for(datasette).warm_up()
     print(f"ragdb: serving {db_path} on http://{host}:{port}/ "
           f"(questions: http://{host}:{port}{service_for(datasette).ask_url()})",
           file=sys.stderr, flush=True)
+    # Stalled clients are dropped: headers not in within HEADER_TIMEOUT_S, idle keep-alive
+    # connections after 5 s, headers over 64 KiB; bodies have their own timeout (api.read_body).
     uvicorn.run(datasette.app(), host=host, port=port, log_level="info", lifespan="on",
-                workers=1)
+                workers=1, http=_timed_h11(), timeout_keep_alive=5,
+                h11_max_incomplete_event_size=64 * 1024, limit_concurrency=256)

@@ -10,6 +10,7 @@ Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
     embedder        embedding model for index runs [the one the index was built with]
     include         file name globs for index runs [ragdb's defaults]
     max_body_bytes  the largest request body accepted [5 MB]
+    allowed_hosts   Host header names accepted besides loopback ones ["*": any]
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class PluginConfig:
     embedder: str | None = None
     include: list[str] | None = None
     max_body_bytes: int = MAX_BODY_BYTES
+    allowed_hosts: list[str] | None = None
 
     @classmethod
     def from_metadata(cls, raw: object) -> "PluginConfig":
@@ -90,6 +92,7 @@ class PluginConfig:
 
         db, model, embedder = text("db"), text("model"), text("embedder")
         roots, include = texts("corpus_roots"), texts("include")
+        allowed_hosts = texts("allowed_hosts")
         vectors = raw.get("vectors", True)
         limit = raw.get("max_body_bytes", MAX_BODY_BYTES)
         if not isinstance(vectors, bool):
@@ -104,6 +107,7 @@ class PluginConfig:
             embedder=embedder,
             include=include,
             max_body_bytes=limit,
+            allowed_hosts=allowed_hosts,
         )
 
 
@@ -119,6 +123,33 @@ class ApiError(Exception):
 
 class Cancelled(Exception):
     """Raised from the token callback when the client went away: stops generation early."""
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def host_allowed(host_header: str, allowed: frozenset[str], server_port: int | None) -> bool:
+    """Whether a Host header names this server: a loopback or configured name, and the port
+    it listens on (DNS rebinding gives an attacker's name to our address)."""
+    host = host_header.strip().lower()
+    port: str | None = None
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        if rest.startswith(":"):
+            port = rest[1:]
+        elif rest:
+            return False
+    else:
+        name, colon, port_text = host.partition(":")
+        port = port_text if colon else None
+    if "*" not in allowed and name.rstrip(".") not in allowed:
+        return False
+    if port is not None:
+        if not port.isdigit():
+            return False
+        if server_port is not None and int(port) != server_port:
+            return False
+    return True
 
 
 def warn(message: str) -> None:

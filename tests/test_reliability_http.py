@@ -1,0 +1,223 @@
+"""Issue 12, the server half: a real `ragdb serve` process on a loopback port over a lexical
+index, spoken to over raw sockets and urllib (what a browser or attacker would send)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+from urllib.error import URLError
+from urllib.request import urlopen
+
+import pytest
+
+from tests.conftest import run_cli, write_corpus
+
+TIMEOUT_S = 1.5  # header and body timeouts of the server under test (shortened for speed)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
+    root = tmp_path_factory.mktemp("http")
+    write_corpus(root / "data" / "raw" / "proj")
+    built = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=root)
+    assert built.returncode == 0, built.stderr
+    port = _free_port()
+    code = (
+        "from pathlib import Path\n"
+        "import ragdb.datasette_plugin.api as api, ragdb.datasette_plugin.serve as serve\n"
+        f"api.BODY_TIMEOUT_S = serve.HEADER_TIMEOUT_S = {TIMEOUT_S}\n"
+        f"serve.serve(Path('rag.db'), host='127.0.0.1', port={port}, "
+        "corpus_roots=[Path('data/raw')])\n"
+    )
+    log_path = root / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code], cwd=root, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "HOME": str(root / "home"), "HF_HUB_OFFLINE": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log_path.read_text(errors="replace")
+            try:
+                with urlopen(base + "/-/ragdb/status", timeout=5):
+                    break
+            except (URLError, OSError):
+                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+                time.sleep(0.2)
+        yield base, port, root
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def call(base: str, path: str, body: bytes | None = None, method: str = "GET",
+         headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+    """One request as sent (http.client adds no Content-Type of its own, unlike urllib)."""
+    port = int(base.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        sent = dict(headers or {})
+        if "Host" in sent:
+            conn.putrequest(method, path, skip_host=True)
+        else:
+            conn.putrequest(method, path)
+        for key, value in sent.items():
+            conn.putheader(key, value)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        response = conn.getresponse()
+        raw = response.read()
+        status, got = response.status, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+    text = raw.decode("utf-8", "replace")
+    assert "Traceback" not in text
+    try:
+        return status, json.loads(text) if text else None, got
+    except json.JSONDecodeError:
+        return status, text, got
+
+
+def generation(root: Path) -> int:
+    with closing(sqlite3.connect(f"file:{root / 'rag.db'}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        row = conn.execute("SELECT value FROM settings WHERE key = 'generation'").fetchone()
+        return int(row[0])
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+# -- 12. bad input is 400, HEAD mirrors GET -------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    b'{"q": "lora", "k": ' + b"9" * 5000 + b"}",
+    b'{"q": "lora \\ud800"}',
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"q": ' * 50_000 + b"1" + b"}" * 50_000,
+])
+def test_hostile_json_is_400(server: tuple[str, int, Path], body: bytes) -> None:
+    base, _port, _root = server
+    status, answer, _ = call(base, "/-/ragdb/search", body, "POST", JSON)
+    assert status == 400 and set(answer) == {"error"}, answer
+
+
+def test_huge_k_in_the_query_string_and_a_surrogate_are_400(
+        server: tuple[str, int, Path]) -> None:
+    base, _port, _root = server
+    status, answer, _ = call(base, "/-/ragdb/search?q=lora&k=" + "9" * 5000)
+    assert status == 400 and "k must be" in answer["error"]
+    status, answer, _ = call(base, "/-/ragdb/search?q=lora%ED%A0%80")
+    assert status in (200, 400), answer  # undecodable bytes are replaced, never a 500
+
+
+def test_head_mirrors_get(server: tuple[str, int, Path]) -> None:
+    base, _port, _root = server
+    status, body, headers = call(base, "/-/ragdb/search?q=lora&mode=lexical", method="HEAD")
+    assert status == 200 and not body
+    assert headers["content-type"].startswith("application/json")
+    status, _body, _headers = call(base, "/-/ragdb/status", method="HEAD")
+    assert status == 200
+
+
+# -- 8. cross-site requests -----------------------------------------------------------------
+
+@pytest.mark.parametrize("route", ["/-/ragdb/index", "/-/ragdb/answer", "/-/ragdb/search"])
+@pytest.mark.parametrize("body, headers, status", [
+    (b'{"q": "lora"}', {"Content-Type": "text/plain"}, 415),
+    (b'{"q": "lora"}', {}, 415),
+    (b"q=lora", {"Content-Type": "application/x-www-form-urlencoded"}, 403),
+    (b"q=lora", {"Content-Type": "multipart/form-data; boundary=x"}, 415),
+])
+def test_cross_site_posts_are_refused(server: tuple[str, int, Path], route: str, body: bytes,
+                                      headers: dict[str, str], status: int) -> None:
+    """What any web page can send without a CORS preflight starts nothing."""
+    base, _port, root = server
+    before = generation(root)
+    got, answer, _ = call(base, route, body, "POST", headers)
+    assert got == status and set(answer) == {"error"}, answer
+    assert generation(root) == before
+
+
+def test_json_posts_still_work(server: tuple[str, int, Path]) -> None:
+    base, _port, _root = server
+    status, answer, _ = call(base, "/-/ragdb/search", b'{"q": "Gemma2DecoderLayer", "k": 1, '
+                             b'"mode": "lexical"}', "POST", JSON)
+    assert status == 200 and answer["sources"][0]["file_path"].endswith("layers.py")
+
+
+# -- 9. the Host header ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/-/ragdb/search?q=lora&mode=lexical", "/rag/chunks.json",
+                                  "/"])
+def test_foreign_host_names_are_400(server: tuple[str, int, Path], path: str) -> None:
+    """DNS rebinding: the attacker's name resolves to 127.0.0.1, the Host header keeps it."""
+    base, port, _root = server
+    for host in (f"evil.example:{port}", "evil.example", f"localhost:{port + 1}"):
+        status, answer, _ = call(base, path, headers={"Host": host})
+        assert status == 400 and "allowed_hosts" in answer["error"], (host, answer)
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+        status, _answer, _ = call(base, path, headers={"Host": host})
+        assert status == 200, host
+
+
+# -- 10. stalled connections ----------------------------------------------------------------
+
+def test_stalled_headers_and_bodies_are_timed_out(server: tuple[str, int, Path]) -> None:
+    _base, port, _root = server
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as stalled:
+        stalled.sendall(b"GET /-/ragdb/status HTTP/1.1\r\nHost: localhost\r\n")  # never ends
+        started = time.monotonic()
+        assert stalled.recv(1024) == b""  # closed by the server
+        assert time.monotonic() - started < TIMEOUT_S + 5
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:
+        slow.sendall(b"POST /-/ragdb/search HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"q\":")
+        started = time.monotonic()
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            piece = slow.recv(4096)
+            if not piece:
+                break
+            reply += piece
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+        assert time.monotonic() - started < TIMEOUT_S + 5
+
+
+# -- 1. (part) Datasette's SQL cannot damage the index --------------------------------------
+
+def test_pages_keep_working_after_a_with_delete_request(server: tuple[str, int, Path]) -> None:
+    base, _port, root = server
+    before = generation(root)
+    status, _answer, _ = call(
+        base, "/rag.json?sql=with+x+as+(select+1)+delete+from+files")
+    assert status in (400, 403), _answer
+    for path in ("/rag/files.json", "/rag/chunks.json?_size=5",
+                 "/-/ragdb/search?q=lora&mode=lexical"):
+        status, answer, _ = call(base, path)
+        assert status == 200, answer
+    assert generation(root) == before
+    with closing(sqlite3.connect(f"file:{root / 'rag.db'}?mode=ro", uri=True)) as conn:
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 4
