@@ -13,6 +13,7 @@ nothing else with the lower layers: they parse, call one method, and present the
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -35,7 +36,7 @@ from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.styles import ExtractiveAnswerer, Style, extractive_wanted
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE, IndexStats, collect_files, update_index
-from ragdb.resources import models_dir
+from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     MAX_K,
     Hit,
@@ -159,6 +160,12 @@ class RagDB:
     def generation(self) -> int:
         """The index generation: changes whenever an index run changed something."""
         return index_generation(self.conn)
+
+    def last_roots(self) -> list[str]:
+        """The roots of the last index run, as `ragdb index` was given them."""
+        value = scalar(self.conn, sql("index_last_roots"))
+        roots = json.loads(str(value)) if value else []
+        return [str(r) for r in roots]
 
     def stored_max_chunk_size(self) -> int:
         stored = get_setting(self.conn, Setting.MAX_CHUNK_SIZE)

@@ -43,6 +43,21 @@ class Setting:
     EMBED_POLICY = "embed_policy"  # which chunks get vectors and how: re-embed on change
 
 
+#: Files this process must not open with apsw: `ragdb serve` reads them through Datasette's
+#: SQLite, and two SQLite libraries in one process defeat SQLite's locks (ragdb/worker.py).
+_FORBIDDEN: set[Path] = set()
+
+
+def forbid_in_this_process(path: Path) -> None:
+    _FORBIDDEN.add(Path(path).resolve())
+
+
+def _check_allowed(path: Path) -> None:
+    if _FORBIDDEN and path.resolve() in _FORBIDDEN:
+        raise RagdbError(f"{path} is served by Datasette in this process; ragdb's work on it "
+                         "runs in its worker processes")
+
+
 def default_db_path() -> Path:
     """`RAGDB_DB` wins over the default so scripts and tests can point elsewhere."""
     return Path(os.environ.get("RAGDB_DB") or DEFAULT_DB)
@@ -86,6 +101,7 @@ class FileState:
 
 def inspect(path: Path) -> FileState:
     """Read a database's marks through a read-only connection (changes nothing on disk)."""
+    _check_allowed(path)
     try:
         probe = (apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY) if writable(path)
                  else _open_read_only(path))
@@ -144,6 +160,7 @@ def connect(path: Path | str, *, create: bool = False,
     A file that is not a ragdb index is refused before anything is written to it.
     """
     path = Path(path)
+    _check_allowed(path)
     if not path.exists():
         if not create:
             raise MissingIndexError(f"no index at {path}: run `ragdb index` first")

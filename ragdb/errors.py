@@ -16,3 +16,11 @@ class ForeignDatabaseError(MissingIndexError):
 
 class DiskFullError(RagdbError):
     """SQLite said the disk (or the database's size limit) is full; the write was rolled back."""
+
+
+class UnavailableError(RagdbError):
+    """Not the request's fault and not for ever: try again later (HTTP 503)."""
+
+
+class DatabaseBusyError(UnavailableError):
+    """Another connection holds the write lock (an index run elsewhere); try again later."""

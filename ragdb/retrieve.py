@@ -201,6 +201,9 @@ class Searcher:
             self._common = frozenset(str(row[0]) for row in rows)
             self._has_vectors = has_vectors(self.conn)
             self._generation = current
+            made_by = get_setting(self.conn, Setting.EMBEDDER)
+            if self._embedder is not None and made_by and made_by != self._embedder.identity:
+                self._embedder = None  # re-indexed with another model: embed queries with it
 
     @property
     def embedder(self) -> Embedder:

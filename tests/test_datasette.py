@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from ragdb.db import bump_generation, connect, set_setting
 from ragdb.embedder import DEFAULT_MODEL, load_embedder
 from ragdb.indexing import index_paths
 from ragdb.vectors import sync_vectors
+from ragdb import worker
 from ragdb.datasette_plugin.metadata import code_html, ragdb_fts_query
 from ragdb.datasette_plugin.serve import make_datasette
 from ragdb.datasette_plugin.service import MAX_BODY_BYTES, PluginConfig, service_for
@@ -57,6 +57,7 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         patch.setenv("HOME", str(root / "home"))
         patch.setenv("HF_HUB_OFFLINE", "1")  # the default model falls back to SmolLM2
         patch.setenv("RAGDB_MODELS_DIR", str(root / "models"))
+        patch.setenv(worker.HOLD_ENV, str(root / "hold"))  # inherited by the index worker
         _build_index(root)
         yield root
 
@@ -495,27 +496,27 @@ async def test_index_run_is_picked_up_and_a_concurrent_one_gets_409(
     assert os.path.exists(site_dir / "rag.db")
 
 
-async def test_searches_during_a_run_do_not_break_it(ds: Any) -> None:
+async def test_searches_during_a_run_do_not_break_it(ds: Any, site_dir: Path) -> None:
     """A run that changes nothing reads for a long while before its one write at the end; query
-    cache rows committed meanwhile would make that write fail (SQLITE_BUSY_SNAPSHOT)."""
+    cache rows committed meanwhile would make that write fail (SQLITE_BUSY_SNAPSHOT). The run
+    is held in flight (worker.HOLD_ENV) while searches come in."""
     service = service_for(ds)
-    started, proceed = threading.Event(), threading.Event()
-
-    def hold(_count: int) -> None:
-        started.set()
-        proceed.wait(30)
-
-    service.index_progress = hold
+    hold = site_dir / "hold"
+    hold.touch()
     try:
         run = asyncio.create_task(ds.client.post("/-/ragdb/index", json={}))
-        assert await asyncio.to_thread(started.wait, 30)
+        for _ in range(500):
+            if service.indexing:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(1.0)  # the worker has opened its transaction and is reading
         for q in ("adapter+unload", "pip+install", "tanh", "release+notes", "decoder+gemma"):
             response = await ds.client.get(f"/-/ragdb/search?q={q}&k=1&mode=lexical")
             assert response.status_code == 200, response.text
-        proceed.set()
+        assert not run.done()  # still held: the searches really ran during the run
+        hold.unlink()
         response = await run
     finally:
-        proceed.set()
-        service.index_progress = None
+        hold.unlink(missing_ok=True)
     assert response.status_code == 200, response.text
     assert response.json()["stats"]["files_indexed"] == 0

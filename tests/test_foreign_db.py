@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from ragdb import worker
 from ragdb.datasette_plugin.serve import make_datasette
+from ragdb.datasette_plugin.service import service_for
 from ragdb.db import APPLICATION_ID, Setting, connect, get_setting, scalar
 from ragdb.embedder import _resolve
 from ragdb.indexing import index_paths
@@ -136,17 +138,20 @@ async def test_server_index_run_records_the_configured_embedder(
     site = make_datasette(Path("rag.db"), corpus_roots=[Path("data/raw")],
                           extra={"embedder": str(other)})
     await site.invoke_startup()
-    response = await site.client.post("/-/ragdb/index", headers={
-        "content-type": "application/json"}, content=b"{}")
-    assert response.status_code == 200, response.text
-    assert response.json()["vectors"]["reset"] is True
-    conn = connect(Path("rag.db"))
-    assert get_setting(conn, Setting.EMBEDDER_NAME) == str(other)
-    stored_identity = get_setting(conn, Setting.EMBEDDER)
-    assert stored_identity is not None and stored_identity.startswith("my-embedder@")
-    search = await site.client.get("/-/ragdb/search?q=load+a+LoRA+adapter&mode=dense")
-    assert search.status_code == 200 and search.json()["sources"]
-    from ragdb.datasette_plugin.service import service_for
-
-    rag = service_for(site)._rag
-    assert rag is not None and rag.embedder.identity == stored_identity
+    service = service_for(site)
+    try:
+        before = await site.client.get("/-/ragdb/search?q=load+a+LoRA+adapter&mode=dense")
+        assert before.status_code == 200  # the search worker now holds the old embedder
+        response = await site.client.post("/-/ragdb/index", json={})
+        assert response.status_code == 200, response.text
+        assert response.json()["vectors"]["reset"] is True
+        conn = connect(Path("rag.db"))
+        assert get_setting(conn, Setting.EMBEDDER_NAME) == str(other)
+        stored_identity = get_setting(conn, Setting.EMBEDDER)
+        assert stored_identity is not None and stored_identity.startswith("my-embedder@")
+        search = await site.client.get("/-/ragdb/search?q=load+a+LoRA+adapter&mode=dense")
+        assert search.status_code == 200 and search.json()["sources"]
+        status = await service._call("search", worker.status)
+        assert status["query_embedder"] == stored_identity
+    finally:
+        service.close()

@@ -221,3 +221,48 @@ def test_pages_keep_working_after_a_with_delete_request(server: tuple[str, int, 
     assert generation(root) == before
     with closing(sqlite3.connect(f"file:{root / 'rag.db'}?mode=ro", uri=True)) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 4
+
+
+# -- 1. one SQLite library per process: no torn reads during an index run -------------------
+
+def test_reads_during_an_index_run_see_before_or_after_never_a_mix(
+    server: tuple[str, int, Path]
+) -> None:
+    """Datasette's reader pages `chunks` while ragdb's index run (in its worker process)
+    rewrites it: every count is the one before the run or the one after, never in between."""
+    import threading
+
+    base, _port, root = server
+    count_sql = "/rag.json?sql=select+count(*)+as+n+from+chunks&_shape=array"
+
+    def chunks() -> int:
+        status, rows, _ = call(base, count_sql)
+        assert status == 200, rows
+        return int(rows[0]["n"])
+
+    before = chunks()
+    bulk = root / "data" / "raw" / "proj" / "bulk"
+    bulk.mkdir()
+    for i in range(300):  # code: no vectors to compute, only rows
+        (bulk / f"mod{i:03}.py").write_text(
+            f'"""Module {i}."""\n\n\ndef function_{i}(x: int) -> int:\n    return x + {i}\n')
+    result: dict[str, Any] = {}
+
+    def run_index() -> None:
+        result["reply"] = call(base, "/-/ragdb/index", b"{}", "POST", JSON)
+
+    runner = threading.Thread(target=run_index)
+    runner.start()
+    seen = []
+    while runner.is_alive():
+        seen.append(chunks())
+    runner.join()
+    status, body, _ = result["reply"]
+    assert status == 200, body
+    after = chunks()
+    assert after > before
+    assert len(seen) >= 3, "the run ended before the reader could page"
+    assert set(seen) <= {before, after}, sorted(set(seen))
+    status, answer, _ = call(base, "/rag/chunks.json?_size=5")
+    assert status == 200, answer
+    generation(root)  # integrity_check ok

@@ -29,7 +29,7 @@ from ragdb.datasette_plugin.service import (
     RagdbService,
     service_for,
 )
-from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.errors import MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.styles import Style
 from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search_results, source_json
 from ragdb.schemas import RagDataset, describe
@@ -204,7 +204,7 @@ def api_view(methods: Sequence[str]) -> Callable[[View], View]:
                 return await handler(service_for(datasette), request, send)
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.headers)
-            except MissingIndexError as exc:
+            except (MissingIndexError, UnavailableError) as exc:
                 return error_response(503, str(exc))
             except RagdbError as exc:
                 return error_response(400, str(exc))

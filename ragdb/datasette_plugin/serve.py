@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import socket
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ragdb.datasette_plugin.service import PLUGIN, PluginConfig, service_for
-from ragdb.db import connect
+from ragdb import worker
+from ragdb.db import forbid_in_this_process
 from ragdb.errors import MissingIndexError, RagdbError
 
 
@@ -109,7 +112,11 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
     db_path = Path(db_path)
     if not db_path.exists():
         raise MissingIndexError(f"no index at {db_path}: run `ragdb index` first")
-    connect(db_path).close()  # refuses a foreign database; applies migrations first
+    # Refuses a foreign database and applies migrations, in a child process: this process
+    # reads rag.db through Datasette's SQLite only (see ragdb/worker.py).
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(worker.check, str(db_path)).result()
+    forbid_in_this_process(db_path)
     if not 1 <= port <= 65535:
         raise RagdbError(f"--port must be between 1 and 65535, got {port}")
     _check_port(host, port)

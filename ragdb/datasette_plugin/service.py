@@ -16,28 +16,23 @@ Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
 from __future__ import annotations
 
 import asyncio
-import json
+import multiprocessing
+import queue
 import sys
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import apsw
-
 from ragdb.answering import Answer
-from ragdb.database import RagDB
-from ragdb.db import check_is_ragdb
-from ragdb.embedder import DEFAULT_MODEL, Embedder, load_embedder
-from ragdb.errors import MissingIndexError, RagdbError
+from ragdb import worker
+from ragdb.errors import DatabaseBusyError, MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_INCLUDE
-from ragdb.resources import sql
 from ragdb.retrieve import Hit, Mode
-from ragdb.vectors import has_vectors
 
 PLUGIN = "ragdb"
 API_PREFIX = "-/ragdb/"
@@ -184,12 +179,10 @@ class RagdbService:
         self.hidden_tables: list[str] = []
         self.indexing = False
         self.last_index: dict[str, Any] | None = None
-        self._search_pool = ThreadPoolExecutor(1, thread_name_prefix="ragdb-search")
-        self._rag: RagDB | None = None
+        self.model: str | None = None  # the answer model loaded in the answer worker, if any
+        self._pools: dict[str, ProcessPoolExecutor] = {}
+        self._manager: Any = None
         self._generate_lock = asyncio.Lock()
-        self._embedders: dict[str, Embedder] = {}
-        self._embedder_lock = threading.Lock()
-        self.index_progress: Callable[[int], None] | None = None  # per file, in the run's thread
 
     # -- which database is ragdb's ---------------------------------------------------------
 
@@ -230,63 +223,77 @@ class RagdbService:
     def ask_url(self) -> str:
         return str(self.datasette.urls.path(API_PREFIX + "ask"))
 
-    # -- searching -------------------------------------------------------------------------
+    # -- the workers -----------------------------------------------------------------------
 
-    def _get_rag(self) -> RagDB:
-        """Runs on the search thread only."""
-        if self._rag is None:
-            if self.db_path is None:
-                raise MissingIndexError("Datasette serves no database file to search")
-            rag = RagDB(self.db_path, model=self.config.model, warn=warn)
-            rag.conn  # a missing or foreign database fails here, before anything is kept
-            self._rag = rag
-        return self._rag
+    def _pool(self, name: str) -> ProcessPoolExecutor:
+        """A one-process pool per job ("search", "answer", "index"): see worker.py for why the
+        server process itself never opens rag.db with apsw."""
+        if self.db_path is None:
+            raise MissingIndexError("Datasette serves no database file to search")
+        pool = self._pools.get(name)
+        if pool is None:
+            pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=worker.init,
+                initargs=(str(self.db_path), self.config.model),
+            )
+            self._pools[name] = pool
+        return pool
+
+    async def _call(self, pool: str, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool(pool), fn, *args)
+        except BrokenProcessPool:
+            self._pools.pop(pool, None)  # the worker died (killed, out of memory): a new one
+            raise UnavailableError("ragdb's worker process ended unexpectedly; try again"
+                                   ) from None
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._pools.clear()
+        if self._manager is not None:
+            self._manager.shutdown()
+            self._manager = None
+
+    # -- searching -------------------------------------------------------------------------
 
     def warm_up(self) -> None:
         """Open the index and load the embedder now, so the first question does not wait."""
-        def run() -> None:
-            try:
-                rag = self._get_rag()
-                if has_vectors(rag.conn):
-                    rag.embedder
-            except Exception as exc:  # noqa: BLE001 - the first request reports it properly
-                warn(f"could not open the index ahead of the first request: {exc}")
-        self._search_pool.submit(run)
-
-    async def _on_search_thread(self, fn: Callable[[RagDB], Any]) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._search_pool, lambda: fn(self._get_rag()))
+        def done(future: Any) -> None:
+            if future.exception() is not None:
+                warn(f"could not open the index ahead of the first request: "
+                     f"{future.exception()}")
+        try:
+            self._pool("search").submit(worker.warm_up).add_done_callback(done)
+        except RagdbError as exc:
+            warn(f"could not open the index ahead of the first request: {exc}")
 
     async def search(self, question: str, k: int,
                      mode: Mode) -> tuple[list[Hit], int, float | None]:
         """Hits, the index generation they came from and how complete the dense leg is."""
-        def run(rag: RagDB) -> tuple[list[Hit], int, float | None]:
-            hits = rag.search(question, k, mode)
-            return hits, rag.generation, rag.dense_coverage()
-        result: tuple[list[Hit], int, float | None] = await self._on_search_thread(run)
+        result: tuple[list[Hit], int, float | None] = await self._call(
+            "search", worker.search, question, k, mode)
         return result
 
     async def search_many(self, questions: Sequence[str], k: int,
                           mode: Mode) -> list[list[Hit]]:
-        result: list[list[Hit]] = await self._on_search_thread(
-            lambda rag: rag.search_many(questions, k, mode)
-        )
+        result: list[list[Hit]] = await self._call(
+            "search", worker.search_many, list(questions), k, mode)
         return result
 
     async def status(self) -> dict[str, Any]:
-        def run(rag: RagDB) -> tuple[int, bool, float | None]:
-            status = rag.status()
-            return status["generation"], status["has_chunks"], status["dense_coverage"]
         body: dict[str, Any] = {
             "database": self.db_name,
             "db_path": str(self.db_path) if self.db_path else None,
             "indexing": self.indexing,
             "last_index": self.last_index,
-            "model": self._rag.loaded_model if self._rag is not None else None,
+            "model": self.model,
         }
         try:
-            (body["generation"], body["has_chunks"],
-             body["dense_coverage"]) = await self._on_search_thread(run)
+            found = await self._call("search", worker.status)
+            body.update(generation=found["generation"], has_chunks=found["has_chunks"],
+                        dense_coverage=found["dense_coverage"])
         except RagdbError as exc:
             body["generation"], body["has_chunks"], body["problem"] = None, False, str(exc)
         return body
@@ -297,15 +304,20 @@ class RagdbService:
         """One index run at a time; a second one while it runs is the caller's 409."""
         if self.indexing:
             raise ApiError(409, "an index run is already in progress; try again when it ends")
+        if self.db_path is None:
+            raise MissingIndexError("Datasette serves no database file to index into")
         self.indexing = True
-        loop = asyncio.get_running_loop()
         try:
-            outcome: IndexOutcome = await loop.run_in_executor(None, self._index_sync)
-        except (apsw.BusyError, apsw.LockedError):
+            roots = [str(r) for r in self.config.corpus_roots or []] or None
+            found = await self._call("index", worker.index, roots, self.config.include,
+                                     self.config.vectors, self.config.embedder)
+        except DatabaseBusyError:
             raise ApiError(503, "another connection is writing rag.db (a `ragdb index` run?); "
                                 "try again when it is done") from None
         finally:
             self.indexing = False
+        outcome = IndexOutcome(found["stats"], found["vectors"], found["generation"],
+                               found["roots"])
         self.last_index = {
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "generation": outcome.generation,
@@ -313,58 +325,6 @@ class RagdbService:
         if self.db_name is not None:
             await self.refresh_tables()
         return outcome
-
-    def _roots(self, conn: apsw.Connection) -> list[Path]:
-        """Configured roots, else those of the last run (as `ragdb index` was given), else
-        data/raw: never paths from the request."""
-        if self.config.corpus_roots:
-            return list(self.config.corpus_roots)
-        cursor = conn.execute(sql("canned_index_runs"))
-        try:
-            column = [d[0] for d in cursor.getdescription()].index("roots")
-        except apsw.ExecutionCompleteError:  # no run yet
-            return [Path("data/raw")]
-        for row in cursor:
-            roots = json.loads(str(row[column]))
-            if roots:
-                return [Path(r) for r in roots]
-        return [Path("data/raw")]
-
-    def _index_sync(self) -> IndexOutcome:
-        """The same steps as `ragdb index`, on a RagDB of its own (runs in a thread)."""
-        if self.db_path is None:
-            raise MissingIndexError("Datasette serves no database file to index into")
-        if self.db_path.exists() and self.db_path.stat().st_size:
-            check_is_ragdb(self.db_path)
-        with RagDB(self.db_path, warn=warn) as rag:
-            roots = self._roots(rag.conn)
-            name = self.config.embedder  # None: the one the index was built with
-            result = rag.index(
-                roots, max_chunk_size=rag.stored_max_chunk_size(),
-                include=self.config.include or list(DEFAULT_INCLUDE),
-                vectors=self.config.vectors, embedder_name=name,
-                embedder=self._embedder(name, rag) if self.config.vectors else None,
-                progress=self.index_progress,
-            )
-        stats = result.stats
-        return IndexOutcome(
-            {**asdict(stats), "files_skipped": stats.files_skipped},
-            vectors=asdict(result.vectors) if result.vectors is not None else None,
-            generation=result.generation, roots=result.roots,
-        )
-
-    def _embedder(self, name: str | None, rag: RagDB) -> Embedder:
-        """The search thread's embedder when it is the same model (one copy in memory), else
-        one loaded once per name and kept."""
-        if name is None:
-            shared: Embedder = self._search_pool.submit(
-                lambda: self._get_rag().embedder
-            ).result()
-            return shared
-        with self._embedder_lock:
-            if name not in self._embedders:
-                self._embedders[name] = load_embedder(name or DEFAULT_MODEL)
-            return self._embedders[name]
 
     # -- answering -------------------------------------------------------------------------
 
@@ -379,19 +339,43 @@ class RagdbService:
         cancelled: threading.Event | None = None,
         style: Style = Style.auto,
     ) -> Answer:
-        """Answer from the hits (one generation at a time)."""
-        def token(piece: str) -> None:
-            if cancelled is not None and cancelled.is_set():
-                raise Cancelled()
-            if on_token is not None:
-                on_token(piece)
+        """Answer from the hits in the answer worker, one at a time; pieces reach `on_token` as
+        they are made, and a set `cancelled` stops the generation."""
+        if self._manager is None:
+            self._manager = multiprocessing.get_context("spawn").Manager()
+        tokens = self._manager.Queue() if on_token is not None else None
+        cancel = self._manager.Event()
 
-        rag = await self._on_search_thread(lambda rag: rag)
-        loop = asyncio.get_running_loop()
+        def forward(stop: threading.Event) -> None:
+            """On a thread: queue pieces to on_token, cancellation to the worker."""
+            while True:
+                if cancelled is not None and cancelled.is_set():
+                    cancel.set()
+                try:
+                    piece = tokens.get(timeout=0.05) if tokens is not None else None
+                except queue.Empty:
+                    piece = None
+                if piece is not None and on_token is not None:
+                    on_token(piece)
+                elif stop.is_set():
+                    return
+                elif tokens is None:
+                    stop.wait(0.05)
+
         async with self._generate_lock:
-            answer: Answer = await loop.run_in_executor(None, lambda: rag.answer_from(
-                question, hits, k=k, mode=mode, search_ms=search_ms, on_token=token,
-                style=style))
+            stop = threading.Event()
+            forwarder = asyncio.create_task(asyncio.to_thread(forward, stop))
+            try:
+                answer: Answer = await self._call(
+                    "answer", worker.answer, question, hits, k, mode, search_ms, style,
+                    tokens, cancel)
+            finally:
+                stop.set()
+                await forwarder
+        if answer.style is None and answer.hits:
+            raise Cancelled()
+        if answer.style == Style.generate.value:
+            self.model = answer.model
         return answer
 
 

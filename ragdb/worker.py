@@ -1,0 +1,169 @@
+"""ragdb's work behind the server, in worker processes of its own.
+
+Datasette reads rag.db through its sqlite3 module's SQLite; ragdb writes and caches through
+apsw's. SQLite's locks do not hold between two copies of the library in one process (a reader
+saw a torn snapshot, and Datasette's pages broke after a rejected write), so the server
+process never opens rag.db with apsw: searches and answers run in one worker process (which
+keeps its RagDB, embedder and answer model across requests) and index runs in another (so
+searches are served meanwhile). Workers are started with "spawn": no state is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ragdb.answering import Answer
+from ragdb.database import RagDB
+from ragdb.db import check_is_ragdb
+from ragdb.embedder import Embedder, load_embedder
+from ragdb.errors import DatabaseBusyError, MissingIndexError
+from ragdb.generate.styles import Style
+from ragdb.indexing import DEFAULT_INCLUDE
+from ragdb.retrieve import Hit, Mode
+
+#: A file path: while that file exists, an index run pauses after each file (at most 30 s).
+#: Lets a test hold a run in flight; nothing else sets it.
+HOLD_ENV = "RAGDB_INDEX_HOLD"
+
+_state: dict[str, Any] = {}
+
+
+def init(db_path: str, model: str | None) -> None:
+    """Runs once in each worker process."""
+    os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
+    _state["db_path"] = Path(db_path)
+    _state["model"] = model
+
+
+def _rag() -> RagDB:
+    rag = _state.get("rag")
+    if rag is None:
+        rag = RagDB(_state["db_path"], model=_state["model"], warn=_warn)
+        rag.conn  # a missing or foreign database fails here, before anything is kept
+        _state["rag"] = rag
+    return rag
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"ragdb: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _busy(fn: Any) -> Any:
+    """apsw's busy errors do not cross process boundaries as themselves."""
+    try:
+        return fn()
+    except (apsw.BusyError, apsw.LockedError):
+        raise DatabaseBusyError("the database is busy; try again") from None
+
+
+def check(db_path: str) -> None:
+    """Open (and migrate) rag.db once, refusing a foreign database: `ragdb serve`'s start."""
+    RagDB(Path(db_path)).conn.close()
+
+
+def warm_up() -> None:
+    rag = _rag()
+    if rag.status()["vectors"]:
+        rag.embedder
+
+
+def search(question: str, k: int, mode: Mode) -> tuple[list[Hit], int, float | None]:
+    def run() -> tuple[list[Hit], int, float | None]:
+        rag = _rag()
+        hits = rag.search(question, k, mode)
+        return hits, rag.generation, rag.dense_coverage()
+    result: tuple[list[Hit], int, float | None] = _busy(run)
+    return result
+
+
+def search_many(questions: list[str], k: int, mode: Mode) -> list[list[Hit]]:
+    result: list[list[Hit]] = _busy(lambda: _rag().search_many(questions, k, mode))
+    return result
+
+
+def status() -> dict[str, Any]:
+    rag = _rag()
+    body: dict[str, Any] = _busy(rag.status)
+    body["model"] = rag.loaded_model
+    loaded = rag._searcher._embedder if rag._searcher is not None else None
+    body["query_embedder"] = loaded.identity if loaded is not None else None
+    return body
+
+
+def answer(question: str, hits: list[Hit], k: int, mode: Mode, search_ms: float,
+           style: Style, tokens: Any, cancel: Any) -> Answer:
+    """Answer from hits; pieces go to the `tokens` queue (a Manager queue) as they come, and a
+    set `cancel` event stops a generation whose client went away."""
+    def on_token(piece: str) -> None:
+        if cancel is not None and cancel.is_set():
+            raise KeyboardInterrupt("the client went away")
+        if tokens is not None:
+            tokens.put(piece)
+
+    try:
+        return _rag().answer_from(question, hits, k=k, mode=mode, search_ms=search_ms,
+                                  on_token=on_token, style=style)
+    except KeyboardInterrupt:
+        return Answer(question, k, mode, hits, "", style=None)
+
+
+def index(roots: list[str] | None, include: list[str] | None, vectors: bool,
+          embedder_name: str | None) -> dict[str, Any]:
+    """The same steps as `ragdb index`, on a RagDB of its own; the embedder is kept."""
+    db_path: Path = _state["db_path"]
+    if db_path.exists() and db_path.stat().st_size:
+        check_is_ragdb(db_path)
+    hold = os.environ.get(HOLD_ENV)
+
+    def progress(_count: int) -> None:
+        deadline = time.monotonic() + 30
+        while hold and os.path.exists(hold) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def run() -> dict[str, Any]:
+        with RagDB(db_path, warn=_warn) as rag:
+            chosen = [Path(r) for r in roots] if roots else _last_roots(rag)
+            result = rag.index(
+                chosen, max_chunk_size=rag.stored_max_chunk_size(),
+                include=include or list(DEFAULT_INCLUDE), vectors=vectors,
+                embedder_name=embedder_name,
+                embedder=_embedder(embedder_name, rag) if vectors else None,
+                progress=progress if hold else None,
+            )
+        stats = result.stats
+        return {
+            "stats": {**asdict(stats), "files_skipped": stats.files_skipped},
+            "vectors": asdict(result.vectors) if result.vectors is not None else None,
+            "generation": result.generation, "roots": result.roots,
+        }
+    outcome: dict[str, Any] = _busy(run)
+    return outcome
+
+
+def _last_roots(rag: RagDB) -> list[Path]:
+    """The roots of the last run (as `ragdb index` was given them), else data/raw."""
+    roots = rag.last_roots()
+    return [Path(r) for r in roots] if roots else [Path("data/raw")]
+
+
+def _embedder(name: str | None, rag: RagDB) -> Embedder:
+    """One embedder per name, loaded once in this worker (None: the index's own)."""
+    key = name or ""
+    cache: dict[str, Embedder] = _state.setdefault("embedders", {})
+    if key not in cache:
+        if name is None:
+            try:
+                cache[key] = rag.embedder
+            except MissingIndexError:  # an empty index: the default model
+                cache[key] = load_embedder(None)
+        else:
+            cache[key] = load_embedder(name)
+    return cache[key]
