@@ -10,7 +10,7 @@ import time
 import traceback
 from functools import cache
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 from urllib.parse import parse_qsl
 
 import apsw
@@ -148,24 +148,26 @@ def parse_k(raw: object, default: int, maximum: int = MAX_K) -> int:
         raise ApiError(400, str(exc)) from None
 
 
-def parse_mode(raw: object) -> Mode:
+Choice = TypeVar("Choice", Mode, Style)
+
+
+def parse_choice(raw: object, name: str, default: Choice) -> Choice:
+    """One of an enum's values (`mode`, `style`); missing means the default."""
     if raw is None or raw == "":
-        return Mode.hybrid
+        return default
     try:
-        return Mode(raw)
+        return type(default)(raw)
     except ValueError:
-        choices = ", ".join(m.value for m in Mode)
-        raise ApiError(400, f"mode must be one of {choices}, got {raw!r}") from None
+        choices = ", ".join(c.value for c in type(default))
+        raise ApiError(400, f"{name} must be one of {choices}, got {raw!r}") from None
+
+
+def parse_mode(raw: object) -> Mode:
+    return parse_choice(raw, "mode", Mode.hybrid)
 
 
 def parse_style(raw: object) -> Style:
-    if raw is None or raw == "":
-        return Style.auto
-    try:
-        return Style(raw)
-    except ValueError:
-        choices = ", ".join(s.value for s in Style)
-        raise ApiError(400, f"style must be one of {choices}, got {raw!r}") from None
+    return parse_choice(raw, "style", Style.auto)
 
 
 def parse_flag(raw: object) -> bool:
