@@ -9,10 +9,11 @@ Configuration files and scripts have no useful tree for retrieval and are cut as
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -141,35 +142,18 @@ def is_generated_or_minified(path: str, text: str) -> str | None:
 
 # --- parsers ----------------------------------------------------------------------------------
 
-def _grammar_loader(grammar: str) -> Callable[[], object]:
-    if grammar == "javascript":
-        import tree_sitter_javascript as m
-        return m.language
-    if grammar == "typescript":
-        import tree_sitter_typescript as t
-        return t.language_typescript
-    if grammar == "tsx":
-        import tree_sitter_typescript as t
-        return t.language_tsx
-    if grammar == "go":
-        import tree_sitter_go as m
-        return m.language
-    if grammar == "rust":
-        import tree_sitter_rust as m
-        return m.language
-    if grammar == "java":
-        import tree_sitter_java as m
-        return m.language
-    if grammar == "c":
-        import tree_sitter_c as m
-        return m.language
-    if grammar == "cpp":
-        import tree_sitter_cpp as m
-        return m.language
-    if grammar == "bash":
-        import tree_sitter_bash as m
-        return m.language
-    raise ValueError(f"no tree-sitter grammar {grammar!r}")
+# grammar -> (module, function returning its language pointer)
+_GRAMMAR_MODULES: dict[str, tuple[str, str]] = {
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+}
 
 
 # Grammars tried in turn: a .h file is as often C++ as C.
@@ -182,7 +166,9 @@ _GRAMMARS: dict[str, tuple[str, ...]] = {
 
 @lru_cache(maxsize=None)
 def _language(grammar: str) -> ts.Language:
-    return ts.Language(_grammar_loader(grammar)())
+    """Imported on first use: each grammar module costs a few milliseconds to load."""
+    module, function = _GRAMMAR_MODULES[grammar]
+    return ts.Language(getattr(importlib.import_module(module), function)())
 
 
 @lru_cache(maxsize=None)
@@ -491,7 +477,10 @@ class _Cutter:
             indent = ""
         lines = [_drop_comments(ln) for ln in text[s:e].split("\n")]
         parts = [ln.strip() for ln in lines if ln.strip()]
-        signature = indent + _SIG_CLOSE.sub(r"\1", _SIG_OPEN.sub(r"\1", " ".join(parts)))
+        signature = " ".join(parts)
+        if len(parts) > 1:
+            signature = _SIG_CLOSE.sub(r"\1", _SIG_OPEN.sub(r"\1", signature))
+        signature = indent + signature
         return signature if len(signature) <= 200 else signature[:197] + "..."
 
     def block(self, nodes: Sequence[ts.Node], s: int, e: int, context: tuple[str, ...],
@@ -505,7 +494,8 @@ class _Cutter:
         text = self.text
         # Units: a named node with the comments, attributes and punctuation glued to it.
         groups: list[list[ts.Node]] = []
-        mains: list[ts.Node | None] = []
+        mains: list[ts.Node | None] = []  # the last named node of each unit
+        heads: list[ts.Node | None] = []  # the first
         pending: list[ts.Node] = []
         for node in nodes:
             if not node.is_named:
@@ -522,12 +512,21 @@ class _Cutter:
                 else:
                     pending.append(node)
                 continue
+            if groups and not pending and mains[-1] is not None and "\n" not in text[
+                    self.pos(groups[-1][0].start_byte):self.pos(node.start_byte)]:
+                # On the line the unit started on: `if (x) {`, `const f = () => {`. The last
+                # node is what is split when the unit is too large, the rest is its header.
+                groups[-1].append(node)
+                mains[-1] = node
+                continue
             pending.append(node)
             groups.append(pending)
+            heads.append(node)
             mains.append(node)
             pending = []
         if pending:
             groups.append(pending)
+            heads.append(None)
             mains.append(None)
         if not groups:
             self.pack_range(s, e, lead, trail, context)
@@ -540,7 +539,8 @@ class _Cutter:
         for k in range(1, len(groups)):
             bounds.append(min(max(self.line_start(firsts[k]), ends[k - 1], bounds[-1]), e))
         bounds.append(e)
-        kinds = [None if m is None else _unit_kind(m) for m in mains]
+        kinds = [None if m is None or h is not m else _unit_kind(m)
+                 for h, m in zip(heads, mains)]
 
         u_s: list[int] = []
         u_e: list[int] = []
@@ -560,8 +560,9 @@ class _Cutter:
                 strength = 1
             else:
                 strength = _CHAR
-            if trimmed[1] - trimmed[0] > self.cap and main is not None:
-                own_at = self.pos(main.start_byte)
+            head = heads[k]
+            if trimmed[1] - trimmed[0] > self.cap and head is not None:
+                own_at = self.pos(head.start_byte)
                 own = _trim(text, max(trimmed[0], self.line_start(own_at)), trimmed[1])
                 if own is not None and own[0] > trimmed[0] and own[1] - own[0] <= self.cap:
                     # Comments before a unit that fits are no reason to split the unit.
@@ -644,7 +645,7 @@ class _Cutter:
             if body is None:
                 self.block(main.children, u_s[k], u_e[k], context, top, lead_k, trail_k)
                 continue
-            head = len(self.out)
+            first_out = len(self.out)
             inner = context + (self.signature(main, body),)
             self.block(body.children, u_s[k], u_e[k], inner, top and not def_kind, lead_k,
                        trail_k)
@@ -653,7 +654,7 @@ class _Cutter:
             # The piece with the definition's first line says what it is; pieces holding only
             # the neighbouring units packed along live outside it.
             def_at = self.pos(main.start_byte)
-            for n in range(head, len(self.out)):
+            for n in range(first_out, len(self.out)):
                 a, b, _, c = self.out[n]
                 if b <= def_at or a >= u_e[k]:
                     self.out[n] = (a, b, outside, ctx)
