@@ -20,7 +20,7 @@ from benchmarks.common import BENCH_DIR, SETS, dataset, ensure_corpus, host_line
 from ragdb import RagDB, evaluate
 from ragdb.db import scalar
 from ragdb.indexing import PYTHON_AND_DOCS
-from ragdb.retrieve import Mode
+from ragdb.retrieve import Mode, search_results
 from ragdb.schemas import RagDataset
 
 PROSE_AND_PYTHON = ("python", "markdown", "rst", "text")
@@ -59,15 +59,15 @@ def recall_and_intruders(db: Path, mode: Mode, k: int = 10) -> None:
     for name in SETS:
         data = RagDataset.model_validate_json(dataset(name).read_text())
         found = rag.search_many([q.question for q in data.rag_questions], k, mode)
-        from ragdb.retrieve import search_results
-
         r = evaluate.evaluate(search_results(data.rag_questions, found, k), data).recall
         langs = Counter(h.language for hits in found for h in hits[:5])
         other = sum(n for lang, n in langs.items() if lang not in PROSE_AND_PYTHON)
         total = sum(langs.values())
+        intruders = ", ".join(f"{lang} {n}" for lang, n in langs.most_common()
+                              if lang not in PROSE_AND_PYTHON) or "-"
         print(f"| {db.stem} | {mode.value} | {name} | "
               + " | ".join(f"{r[k]:.3f}" for k in evaluate.KS)
-              + f" | {other}/{total} ({', '.join(f'{lang} {n}' for lang, n in langs.most_common() if lang not in PROSE_AND_PYTHON) or '-'}) |")
+              + f" | {other}/{total} ({intruders}) |")
     rag.close()
 
 

@@ -207,7 +207,7 @@ class RagDB:
             shown = ", ".join(sorted(known)) or "none"
             raise RagdbError(f"{root} is not an indexed root (roots: {shown})")
         with write_transaction(conn):
-            removed = int(conn.execute(sql("roots_remove"), {"path": path}).fetchall()[0][0])
+            removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
             bump_generation(conn)
         return removed
 

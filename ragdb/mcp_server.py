@@ -121,7 +121,7 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
     """The MCP server for one rag.db (one RagDB, used by one tool call at a time)."""
     rag = RagDB(db, model=model, warn=lambda message: None)
     lock = threading.Lock()
-    server = MCPServer("ragdb", instructions=INSTRUCTIONS)
+    server = MCPServer("ragdb", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def call(fn: Any) -> Any:
         with lock:

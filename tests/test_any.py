@@ -199,3 +199,26 @@ def test_cli_roots_filters_and_json(poly: Path) -> None:
     assert removed.returncode == 0 and "6 files" in removed.stdout
     gone = run_cli("roots", "--remove", "repo", "--db", db, cwd=poly)
     assert gone.returncode == 1 and gone.stderr.count("\n") == 1
+
+
+@pytest.mark.asyncio
+async def test_http_search_filters(poly: Path) -> None:
+    from ragdb.datasette_plugin.serve import make_datasette
+
+    _index(poly / "rag.db", "repo").close()
+    ds = make_datasette(Path("rag.db"))
+    await ds.invoke_startup()
+    q = "buffer+checksum+header+greeting"
+    response = await ds.client.get(f"/-/ragdb/search?q={q}&k=10&lang=rust&lang=c")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["lang"] == ["c", "rust"]
+    assert {s["language"] for s in body["sources"]} == {"rust", "c"}
+    response = await ds.client.post("/-/ragdb/search", json={
+        "q": "buffer checksum header greeting", "k": 10, "path": ["server/*"], "lang": "go"})
+    assert {s["file_path"] for s in response.json()["sources"]} == {
+        "repo/server/headers.go", "repo/server/secret_public.go"}
+    response = await ds.client.post("/-/ragdb/search", json={"q": "ring", "path": [3]})
+    assert response.status_code == 400 and "path and lang" in response.json()["error"]
+    response = await ds.client.post("/-/ragdb/index")  # the roots rag.db records
+    assert response.status_code == 200 and response.json()["roots"] == ["repo"]

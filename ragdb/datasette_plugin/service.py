@@ -8,7 +8,7 @@ Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
     model           --model of `ragdb answer` [Qwen3-0.6B, else the offline SmolLM2]
     vectors         whether an index run also embeds new chunks [true]
     embedder        embedding model for index runs [the one the index was built with]
-    include         file name globs for index runs [ragdb's defaults]
+    include         file name globs for index runs [every language ragdb knows]
     max_body_bytes  the largest request body accepted [5 MB]
 """
 
@@ -34,7 +34,7 @@ from ragdb.embedder import DEFAULT_MODEL, Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.indexing import DEFAULT_INCLUDE
 from ragdb.resources import sql
-from ragdb.retrieve import Hit, Mode
+from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 from ragdb.vectors import has_vectors
 
 PLUGIN = "ragdb"
@@ -225,10 +225,11 @@ class RagdbService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._search_pool, lambda: fn(self._get_rag()))
 
-    async def search(self, question: str, k: int, mode: Mode) -> tuple[list[Hit], int]:
+    async def search(self, question: str, k: int, mode: Mode,
+                     filters: Filters = NO_FILTERS) -> tuple[list[Hit], int]:
         """Hits and the index generation they came from."""
         def run(rag: RagDB) -> tuple[list[Hit], int]:
-            hits = rag.search(question, k, mode)
+            hits = rag.search(question, k, mode, filters)
             return hits, rag.generation
         result: tuple[list[Hit], int] = await self._on_search_thread(run)
         return result
@@ -281,10 +282,13 @@ class RagdbService:
         return outcome
 
     def _roots(self, conn: apsw.Connection) -> list[Path]:
-        """Configured roots, else those of the last run (as `ragdb index` was given), else
-        data/raw: never paths from the request."""
+        """Configured roots, else the roots rag.db records (every repository indexed into
+        it), else those of the last run, else data/raw: never paths from the request."""
         if self.config.corpus_roots:
             return list(self.config.corpus_roots)
+        recorded = [Path(path) for (path,) in conn.execute("SELECT path FROM roots ORDER BY path")]
+        if recorded:
+            return recorded
         cursor = conn.execute(sql("canned_index_runs"))
         try:
             column = [d[0] for d in cursor.getdescription()].index("roots")
