@@ -89,6 +89,8 @@ def index(
     """Index files into rag.db: only new or changed files are re-chunked."""
     rag = _rag(db)
     roots: list[Path] = list(paths or [])
+    walk_given = bool(include) or no_ignore or hidden
+    recorded: list[Path] = []
     if not roots:
         try:
             recorded = [Path(r.path) for r in rag.roots()] if rag.path.exists() else []
@@ -99,7 +101,8 @@ def index(
         max_chunk_size=max_chunk_size, include=include, ignore=not no_ignore, hidden=hidden,
         vectors=vectors, embedder_name=embedder, into_existing=into_existing,
     )
-    _index_once(rag, roots, options)
+    # Every recorded root, each walked as its own last run was, unless told otherwise.
+    _index_once(rag, [] if recorded and not walk_given else roots, options)
     if watch:
         from ragdb.watch import watch_roots
 

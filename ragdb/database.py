@@ -13,6 +13,7 @@ nothing else with the lower layers: they parse, call one method, and present the
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -96,6 +97,7 @@ class Root:
     last_indexed_at: str
     files: int
     chunks: int
+    options: dict[str, Any]  # the walk options of its last run: include, ignore, hidden
 
 
 class RagDB:
@@ -164,15 +166,17 @@ class RagDB:
     ) -> IndexResult:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
-        No roots: the roots recorded in rag.db (`roots()`), for re-indexing every repository.
         `include` (file name globs) replaces the default, every language ragdb knows; `ignore`
         honours .gitignore files, .git/info/exclude and their negations; `hidden` walks into
-        folders whose name starts with a dot.
+        folders whose name starts with a dot. No roots: every root recorded in rag.db, each
+        walked with the options of its own last run (`include`, `ignore` and `hidden` are then
+        not used), for re-indexing every repository.
         """
         if not roots:
-            roots = [r.path for r in self.roots()] if self.path.exists() else []
-            if not roots:
-                raise RagdbError("nothing to index: give a folder, e.g. `ragdb index data/raw`")
+            return self._reindex_recorded(
+                max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
+                embedder=embedder, progress=progress, on_files=on_files,
+                on_embedded=on_embedded)
         paths = [Path(r) for r in roots]
         if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
             raise RagdbError(
@@ -189,10 +193,29 @@ class RagDB:
         )
         return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
 
+    def _reindex_recorded(self, **kwargs: Any) -> IndexResult:
+        """One run per set of walk options among the recorded roots (usually just one)."""
+        recorded = self.roots() if self.path.exists() else []
+        if not recorded:
+            raise RagdbError("nothing to index: give a folder, e.g. `ragdb index data/raw`")
+        groups: dict[WalkOptions, list[str]] = {}
+        for root in recorded:
+            groups.setdefault(WalkOptions.from_json(json.dumps(root.options)), []).append(root.path)
+        result: IndexResult | None = None
+        for options, paths in groups.items():
+            done = self.index(paths, include=options.include, ignore=options.ignore,
+                              hidden=options.hidden, **kwargs)
+            if result is not None:
+                done.stats = _add_stats(result.stats, done.stats)
+                done.roots = result.roots + done.roots
+            result = done
+        assert result is not None
+        return result
+
     def roots(self) -> list[Root]:
         """The indexed roots, with their files and chunks counted from the rows."""
-        return [Root(str(p), str(a), str(t), int(f), int(c))
-                for p, a, t, f, c in self.conn.execute(sql("roots_list"))]
+        return [Root(str(p), str(a), str(t), int(f), int(c), json.loads(str(o) or "{}"))
+                for p, a, t, o, f, c in self.conn.execute(sql("roots_list"))]
 
     def remove_root(self, root: Path | str) -> int:
         """Delete a root's files, chunks and vectors, and the root, in one transaction.
@@ -338,6 +361,20 @@ class RagDB:
             "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
             "max_k": MAX_K,
         }
+
+
+def _add_stats(a: IndexStats, b: IndexStats) -> IndexStats:
+    """Two runs' counts as one (chunks_total and full_rebuild: the later run's)."""
+    skipped = dict(a.skipped)
+    for why, n in b.skipped.items():
+        skipped[why] = skipped.get(why, 0) + n
+    return IndexStats(
+        files_seen=a.files_seen + b.files_seen, files_indexed=a.files_indexed + b.files_indexed,
+        files_unchanged=a.files_unchanged + b.files_unchanged,
+        files_removed=a.files_removed + b.files_removed,
+        chunks_written=a.chunks_written + b.chunks_written, chunks_total=b.chunks_total,
+        seconds=a.seconds + b.seconds, full_rebuild=a.full_rebuild or b.full_rebuild,
+        skipped=skipped, parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks)
 
 
 def _mode(mode: Mode | str) -> Mode:

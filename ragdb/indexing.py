@@ -55,6 +55,16 @@ class WalkOptions:
     ignore: bool = True  # honour .gitignore files, .git/info/exclude and their ! negations
     hidden: bool = False  # walk into folders whose name starts with a dot
 
+    def to_json(self) -> str:
+        return json.dumps({"include": list(self.include), "ignore": self.ignore,
+                           "hidden": self.hidden})
+
+    @classmethod
+    def from_json(cls, text: str) -> "WalkOptions":
+        raw = json.loads(text or "{}")
+        return cls(include=tuple(raw.get("include", DEFAULT_INCLUDE)),
+                   ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)))
+
 
 @dataclass
 class IndexStats:
@@ -313,7 +323,8 @@ def index_paths(
         set_setting(conn, Setting.CHUNKER, CHUNKER_VERSION)
         now = _now()
         for root in roots:
-            conn.execute(sql("roots_touch"), {"path": _relative(root), "now": now})
+            conn.execute(sql("roots_touch"), {"path": _relative(root), "now": now,
+                                              "options": options.to_json()})
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)

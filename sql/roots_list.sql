@@ -7,7 +7,7 @@ WITH owned AS MATERIALIZED (
       ON r.path = '.' OR f.path = r.path
          OR substr(f.path, 1, length(r.path) + 1) = r.path || '/'
 )
-SELECT r.path, r.added_at, r.last_indexed_at,
+SELECT r.path, r.added_at, r.last_indexed_at, r.options,
        (SELECT count(*) FROM owned WHERE owned.root = r.path) AS files,
        (SELECT count(*) FROM owned JOIN chunks AS c ON c.file_id = owned.file_id
         WHERE owned.root = r.path) AS chunks

@@ -222,3 +222,22 @@ async def test_http_search_filters(poly: Path) -> None:
     assert response.status_code == 400 and "path and lang" in response.json()["error"]
     response = await ds.client.post("/-/ragdb/index")  # the roots rag.db records
     assert response.status_code == 200 and response.json()["roots"] == ["repo"]
+
+
+def test_a_reindex_of_every_root_walks_each_as_its_last_run(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    write_repo(tmp_path / "repo")
+    write_corpus(tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    rag = _index(tmp_path / "rag.db", "repo", include=["*.go"])
+    rag.index(["docs"], vectors=False, ignore=False)
+    before = _paths(rag)
+    assert {p.rsplit(".", 1)[1] for p in before if p.startswith("repo/")} == {"go"}
+    assert {r.path: r.options["include"] for r in rag.roots()} == {"repo": ["*.go"], "docs": []}
+    result = rag.index(vectors=False)
+    assert _paths(rag) == before and sorted(result.roots) == ["docs", "repo"]
+    assert result.stats.files_unchanged == len(before) and result.stats.files_removed == 0
+    done = run_cli("index", "--no-vectors", "--db", str(tmp_path / "rag.db"), cwd=tmp_path)
+    assert done.returncode == 0 and "0 removed" in done.stdout, done.stdout + done.stderr
+    assert _paths(RagDB(tmp_path / "rag.db")) == before

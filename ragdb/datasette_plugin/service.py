@@ -307,7 +307,10 @@ class RagdbService:
         if self.db_path.exists() and self.db_path.stat().st_size:
             check_is_ragdb(self.db_path)
         with RagDB(self.db_path, warn=warn) as rag:
-            roots = self._roots(rag.conn)
+            # Recorded roots (none configured) are re-indexed each as its own last run was.
+            recorded = not self.config.corpus_roots and not self.config.include and bool(
+                rag.roots())
+            roots = [] if recorded else self._roots(rag.conn)
             name = self.config.embedder  # None: the one the index was built with
             result = rag.index(
                 roots, max_chunk_size=rag.stored_max_chunk_size(),
