@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -51,7 +52,9 @@ def _err(message: str) -> None:
 
 @app.command()
 def index(
-    paths: list[Path] = typer.Argument(None, help="Files or folders to index [default: data/raw]."),
+    paths: list[Path] = typer.Argument(
+        None, help="Files or folders to index [default: the roots rag.db records, else data/raw]."
+    ),
     db: Optional[Path] = DbOption,
     max_chunk_size: int = typer.Option(
         MAX_CHUNK_SIZE,
@@ -60,7 +63,17 @@ def index(
         help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}).",
     ),
     include: list[str] = typer.Option(
-        list(DEFAULT_INCLUDE), "--include", help="File name globs to index (repeatable)."
+        list(DEFAULT_INCLUDE), "--include",
+        help="File name globs to index instead of every known language (repeatable).",
+    ),
+    no_ignore: bool = typer.Option(
+        False, "--no-ignore", help="Index files that .gitignore or .git/info/exclude leave out."
+    ),
+    hidden: bool = typer.Option(
+        False, "--hidden", help="Walk into folders whose name starts with a dot."
+    ),
+    watch: bool = typer.Option(
+        False, "--watch", help="After indexing, re-index on every change until Ctrl-C."
     ),
     vectors: bool = typer.Option(
         True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
@@ -82,7 +95,30 @@ def index(
     ),
 ) -> None:
     """Index files into rag.db: only new or changed files are re-chunked."""
-    roots = paths or [Path("data/raw")]
+    rag = _rag(db)
+    roots: list[Path] = list(paths or [])
+    walk_given = bool(include) or no_ignore or hidden or follow_symlinks
+    recorded: list[Path] = []
+    if not roots:
+        try:
+            recorded = [Path(r.path) for r in rag.roots()] if rag.path.exists() else []
+        except RagdbError:  # not an index yet (or a foreign file: index() says so)
+            recorded = []
+        roots = recorded or [Path("data/raw")]
+    options: dict[str, Any] = dict(
+        max_chunk_size=max_chunk_size, include=include, ignore=not no_ignore, hidden=hidden,
+        follow_symlinks=follow_symlinks, vectors=vectors, embedder_name=embedder,
+        into_existing=into_existing,
+    )
+    # Every recorded root, each walked as its own last run was, unless told otherwise.
+    _index_once(rag, [] if recorded and not walk_given else roots, options)
+    if watch:
+        from ragdb.watch import watch_roots
+
+        watch_roots(rag, roots, options, report=_index_summary)
+
+
+def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any]) -> None:
     show_bar = sys.stderr.isatty()
     with _progress(show_bar, "indexing") as files_bar, \
             _progress(show_bar, "embedding", "chunks") as bar:
@@ -93,11 +129,15 @@ def index(
             bar.step(count - bar.count)
             bar.count = count
 
-        result = _rag(db).index(
-            roots, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
-            embedder_name=embedder, into_existing=into_existing, progress=files_bar.step,
-            on_files=files_bar.total, on_embedded=on_embedded, follow_symlinks=follow_symlinks,
+        result = rag.index(
+            roots, progress=files_bar.step, on_files=files_bar.total, on_embedded=on_embedded,
+            **options,
         )
+    typer.echo(_index_summary(result))
+
+
+def _index_summary(result: Any) -> str:
+    """One line: what an index run did."""
     stats, vstats = result.stats, result.vectors
     vector_note = ""
     if vstats is not None:
@@ -113,15 +153,43 @@ def index(
         _err(f"skipped {_shown(path)}: {why}")
     if len(stats.skipped_paths) > MAX_SKIPPED_SHOWN:
         _err(f"... and {len(stats.skipped_paths) - MAX_SKIPPED_SHOWN} more skipped")
-    typer.echo(
+    fallbacks = (f"; {stats.parse_fallbacks} parse fallbacks (cut as text)"
+                 if stats.parse_fallbacks else "")
+    return (
         f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
         f"unchanged, {stats.files_removed} removed, {stats.files_skipped} skipped"
         + (f" ({skipped})" if skipped else "")
         + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
         + (" (full rebuild)" if stats.full_rebuild else "")
+        + fallbacks
         + f"; {stats.seconds:.1f} s"
         + vector_note
     )
+
+
+@app.command("roots")
+def roots_command(
+    remove: Optional[str] = typer.Option(
+        None, "--remove", help="Delete this root's files, chunks and vectors from rag.db.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the roots as JSON."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """List the indexed roots with their file and chunk counts, or remove one."""
+    rag = _rag(db)
+    if remove is not None:
+        removed = rag.remove_root(remove)
+        typer.echo(f"removed {remove}: {removed} files")
+        return
+    roots = rag.roots()
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(r) for r in roots], indent=2))
+        return
+    if not roots:
+        typer.echo("no roots indexed", err=True)
+    for root in roots:
+        typer.echo(f"{_shown(root.path)}  {root.files} files, {root.chunks} chunks, "
+                   f"last indexed {root.last_indexed_at}")
 
 
 class _Progress:
@@ -169,6 +237,13 @@ KOption = typer.Option(5, "--k", "-k", help=f"How many sources (1 to {MAX_K}).")
 ModeOption = typer.Option(
     Mode.hybrid, "--mode", help="hybrid (BM25 and vectors fused), lexical (BM25) or dense."
 )
+PathOption = typer.Option(
+    None, "--path",
+    help="Only files whose path matches this GLOB, whole or after a '/' (repeatable).",
+)
+LangOption = typer.Option(
+    None, "--lang", help="Only files in this language, e.g. go, rust, python (repeatable)."
+)
 
 
 @app.command("search")
@@ -176,20 +251,42 @@ def search_command(
     question: str = typer.Argument(..., help="What to look for."),
     k: int = KOption,
     mode: Mode = ModeOption,
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
     as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
+    with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Print the k most relevant places for a question: `path [first:last]` and a preview."""
+    from ragdb.retrieve import Filters
+
     check_k(k)
-    hits = _rag(db).search(question, k, mode)
+    hits = _rag(db).search(question, k, mode, Filters.of(path, lang))
     if as_json:
-        typer.echo(json.dumps([h.source.model_dump() for h in hits], indent=2))
+        typer.echo(json.dumps([_source(h, with_text) for h in hits], indent=2))
         return
     if not hits:
         typer.echo("no sources found", err=True)
         return
     for rank, hit in enumerate(hits, 1):
         typer.echo(f"{rank:2}. {_shown(hit.file_path)} [{hit.first}:{hit.last}]  {hit.preview}")
+
+
+def _source(hit: Any, with_text: bool) -> dict[str, Any]:
+    """A hit for `ragdb search --json`: enough for a program to show path:line."""
+    out = {
+        "file_path": hit.file_path,
+        "first_character_index": hit.first,
+        "last_character_index": hit.last,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "language": hit.language,
+        "kind": hit.kind,
+        "score": hit.score,
+    }
+    if with_text:
+        out["text"] = hit.text
+    return out
 
 
 def _shown(path: str) -> str:
@@ -279,6 +376,8 @@ def answer_command(
     question: str = typer.Argument(..., help="The question."),
     k: int = typer.Option(10, "--k", "-k", help=f"Sources to retrieve (0 to {MAX_K})."),
     mode: Mode = ModeOption,
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
     model: Optional[str] = ModelOption,
     style: Style = StyleOption,
     save_directory: Path = typer.Option(
@@ -289,6 +388,7 @@ def answer_command(
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
     from ragdb.answering import answer_record, question_id
+    from ragdb.retrieve import Filters
 
     check_k(k, low=0)
     out = save_directory / f"answer-{question_id(question)}.json"
@@ -298,6 +398,7 @@ def answer_command(
         question, k, mode,
         on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
         style=style,
+        filters=Filters.of(path, lang),
     )
     if not answer.hits:
         typer.echo(answer.text)
@@ -369,6 +470,17 @@ def serve_command(
     from ragdb.datasette_plugin.serve import serve
 
     serve(db if db is not None else default_db_path(), host=host, port=port, model=model)
+
+
+@app.command("mcp")
+def mcp_command(
+    model: Optional[str] = ModelOption,
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
+    from ragdb.mcp_server import run_stdio
+
+    run_stdio(db if db is not None else default_db_path(), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

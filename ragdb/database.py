@@ -25,7 +25,15 @@ from typing import Any
 import apsw
 
 from ragdb.answering import Answer, answer_dataset
-from ragdb.db import Setting, connect, default_db_path, get_setting, scalar
+from ragdb.db import (
+    Setting,
+    bump_generation,
+    connect,
+    default_db_path,
+    get_setting,
+    scalar,
+    write_transaction,
+)
 from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import RagdbError
@@ -35,10 +43,20 @@ from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.styles import ExtractiveAnswerer, Style, extractive_wanted
-from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE, IndexStats, collect_files, update_index
+from ragdb.indexing import (
+    DEFAULT_INCLUDE,
+    MAX_CHUNK_SIZE,
+    IndexStats,
+    WalkOptions,
+    collect_files,
+    stored_path,
+    update_index,
+)
 from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     MAX_K,
+    NO_FILTERS,
+    Filters,
     Hit,
     Mode,
     Searcher,
@@ -55,7 +73,7 @@ from ragdb.schemas import (
 )
 from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
 
-__all__ = ["RagDB", "IndexResult"]
+__all__ = ["RagDB", "IndexResult", "Root", "Filters"]
 
 
 def _warn_stderr(message: str) -> None:
@@ -70,6 +88,18 @@ class IndexResult:
     vectors: VectorStats | None
     generation: int
     roots: list[str]
+
+
+@dataclass
+class Root:
+    """A folder (or file) indexed into rag.db, with its rows counted by SQL."""
+
+    path: str
+    added_at: str
+    last_indexed_at: str
+    files: int
+    chunks: int
+    options: dict[str, Any]  # the walk options of its last run: include, ignore, hidden
 
 
 class RagDB:
@@ -126,10 +156,12 @@ class RagDB:
 
     def index(
         self,
-        roots: Sequence[Path | str],
+        roots: Sequence[Path | str] = (),
         *,
         max_chunk_size: int = MAX_CHUNK_SIZE,
         include: Sequence[str] = DEFAULT_INCLUDE,
+        ignore: bool = True,
+        hidden: bool = False,
         vectors: bool = True,
         embedder_name: str | None = None,
         embedder: Embedder | None = None,
@@ -139,22 +171,77 @@ class RagDB:
         on_embedded: Callable[[int, int], None] | None = None,
         follow_symlinks: bool = False,
     ) -> IndexResult:
-        """Bring rag.db in step with the files under `roots` (creating it if needed)."""
+        """Bring rag.db in step with the files under `roots` (creating it if needed).
+
+        `include` (file name globs) replaces the default, every language ragdb knows; `ignore`
+        honours .gitignore files, .git/info/exclude and their negations; `hidden` walks into
+        folders whose name starts with a dot. No roots: every root recorded in rag.db, each
+        walked with the options of its own last run (`include`, `ignore` and `hidden` are then
+        not used), for re-indexing every repository.
+        """
+        if not roots:
+            return self._reindex_recorded(
+                max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
+                embedder=embedder, progress=progress, on_files=on_files,
+                on_embedded=on_embedded)
         paths = [Path(r) for r in roots]
         if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
             raise RagdbError(
                 f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
             )
-        # Fail on a bad root before creating rag.db.
-        collect_files(paths, include, follow_symlinks=follow_symlinks)
+        options = WalkOptions(include=tuple(include), ignore=ignore, hidden=hidden,
+                              follow_symlinks=follow_symlinks)
+        collect_files(paths, options)  # fail on a bad root before creating rag.db
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
         stats, vstats = update_index(
-            self._conn, paths, max_chunk_size=max_chunk_size, include=include, vectors=vectors,
+            self._conn, paths, max_chunk_size=max_chunk_size, options=options, vectors=vectors,
             embedder_name=embedder_name, embedder=embedder, progress=progress,
-            on_files=on_files, on_embedded=on_embedded, follow_symlinks=follow_symlinks,
+            on_files=on_files, on_embedded=on_embedded,
         )
         return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
+
+    def _reindex_recorded(self, **kwargs: Any) -> IndexResult:
+        """One run per set of walk options among the recorded roots (usually just one)."""
+        recorded = self.roots() if self.path.exists() else []
+        if not recorded:
+            raise RagdbError("nothing to index: give a folder, e.g. `ragdb index data/raw`")
+        groups: dict[WalkOptions, list[str]] = {}
+        for root in recorded:
+            groups.setdefault(WalkOptions.from_json(json.dumps(root.options)), []).append(root.path)
+        result: IndexResult | None = None
+        for options, paths in groups.items():
+            done = self.index(paths, include=options.include, ignore=options.ignore,
+                              hidden=options.hidden, follow_symlinks=options.follow_symlinks,
+                              **kwargs)
+            if result is not None:
+                done.stats = _add_stats(result.stats, done.stats)
+                done.roots = result.roots + done.roots
+            result = done
+        assert result is not None
+        return result
+
+    def roots(self) -> list[Root]:
+        """The indexed roots, with their files and chunks counted from the rows."""
+        return [Root(str(p), str(a), str(t), int(f), int(c), json.loads(str(o) or "{}"))
+                for p, a, t, o, f, c in self.conn.execute(sql("roots_list"))]
+
+    def remove_root(self, root: Path | str) -> int:
+        """Delete a root's files, chunks and vectors, and the root, in one transaction.
+
+        `root` is a path as given to `index` (relative to the current folder, or absolute).
+        Files another recorded root also holds stay. Returns the number of files removed.
+        """
+        conn = self.conn
+        known = {r.path for r in self.roots()}
+        path = str(root) if str(root) in known else stored_path(Path(root))
+        if path not in known:
+            shown = ", ".join(sorted(known)) or "none"
+            raise RagdbError(f"{root} is not an indexed root (roots: {shown})")
+        with write_transaction(conn):
+            removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
+            bump_generation(conn)
+        return removed
 
     @property
     def generation(self) -> int:
@@ -184,18 +271,21 @@ class RagDB:
         """The query embedder (the model that made this index's vectors), loaded once."""
         return self.searcher.embedder
 
-    def search(self, question: str, k: int = 5, mode: Mode | str = Mode.hybrid) -> list[Hit]:
-        """The k best chunks for a question."""
+    def search(self, question: str, k: int = 5, mode: Mode | str = Mode.hybrid,
+               filters: Filters = NO_FILTERS) -> list[Hit]:
+        """The k best chunks for a question, among the files the filters allow."""
         check_k(k)
+        mode = _mode(mode)
         if not question.strip():
             raise RagdbError("the question is empty: nothing to search for")
-        return self.searcher.search(question, k, mode)
+        return self.searcher.search(question, k, mode, filters)
 
     def search_many(self, questions: Sequence[str], k: int,
-                    mode: Mode | str = Mode.hybrid) -> list[list[Hit]]:
+                    mode: Mode | str = Mode.hybrid,
+                    filters: Filters = NO_FILTERS) -> list[list[Hit]]:
         """Several questions at once: the uncached ones are embedded in one batch."""
         check_k(k)
-        return self.searcher.search_many(questions, k, mode)
+        return self.searcher.search_many(questions, k, _mode(mode), filters)
 
     def search_dataset(self, dataset: RagDataset, k: int = 10,
                        mode: Mode | str = Mode.hybrid) -> StudentSearchResults:
@@ -262,13 +352,15 @@ class RagDB:
 
     def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
                on_token: Callable[[str], None] | None = None,
+               filters: Filters = NO_FILTERS,
                style: Style | str = Style.auto) -> Answer:
         """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
         check_k(k, low=0)
+        mode = _mode(mode)
         if not question.strip():
             raise RagdbError("the question is empty: nothing to answer")
         started = time.perf_counter()
-        hits = self.searcher.search(question, k, mode) if k else []
+        hits = self.searcher.search(question, k, mode, filters) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         return self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
                                 on_token=on_token, style=style)
@@ -315,9 +407,35 @@ class RagDB:
             "generation": index_generation(conn),
             "has_chunks": not index_is_empty(conn),
             "files": int(scalar(conn, "SELECT count(*) FROM files") or 0),
+            "languages": {str(lang): int(n) for lang, n in conn.execute(
+                "SELECT kind, count(*) FROM files GROUP BY kind ORDER BY count(*) DESC, kind")},
+            "roots": [r.path for r in self.roots()],
             "chunks": int(scalar(conn, "SELECT count(*) FROM chunks") or 0),
             "vectors": vector_count(conn) if has_vectors(conn) else 0,
             "dense_coverage": self.dense_coverage(),
             "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
             "max_k": MAX_K,
         }
+
+
+def _add_stats(a: IndexStats, b: IndexStats) -> IndexStats:
+    """Two runs' counts as one (chunks_total and full_rebuild: the later run's)."""
+    skipped = dict(a.skipped)
+    for why, n in b.skipped.items():
+        skipped[why] = skipped.get(why, 0) + n
+    return IndexStats(
+        files_seen=a.files_seen + b.files_seen, files_indexed=a.files_indexed + b.files_indexed,
+        files_unchanged=a.files_unchanged + b.files_unchanged,
+        files_removed=a.files_removed + b.files_removed,
+        chunks_written=a.chunks_written + b.chunks_written, chunks_total=b.chunks_total,
+        seconds=a.seconds + b.seconds, full_rebuild=a.full_rebuild or b.full_rebuild,
+        skipped=skipped, parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks)
+
+
+def _mode(mode: Mode | str) -> Mode:
+    """A search mode, or a one-line error naming the valid ones."""
+    try:
+        return Mode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        raise RagdbError(f"mode must be one of {choices}, got {mode!r}"[:200]) from None

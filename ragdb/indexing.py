@@ -16,19 +16,56 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import apsw
+import pathspec
 
 from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind
 from ragdb.db import Setting, bump_generation, get_setting, scalar, set_setting, write_transaction
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
+from ragdb.syntax_chunking import (
+    SYNTAX_LANGUAGES,
+    chunk_source,
+    is_generated_or_minified,
+    is_vendored_dir,
+    language_for,
+)
 from ragdb.tokenize import TOKENIZER_VERSION, analyse
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 
-DEFAULT_INCLUDE = ("*.py", "*.md", "*.txt", "*.rst")
+DEFAULT_INCLUDE: tuple[str, ...] = ()  # empty: every language ragdb knows (language_of)
+#: What `--include` used to default to: Python and prose only (the benchmarks compare with it).
+PYTHON_AND_DOCS = ("*.py", "*.md", "*.txt", "*.rst")
 MAX_CHUNK_SIZE = 2000
 MAX_FILE_BYTES = 4 * 1024 * 1024
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".venv", ".tox"})
+
+
+def language_of(path: str) -> str | None:
+    """The language a file is indexed as (stored in files.kind): Python and prose by
+    ragdb.chunking, every other language by ragdb.syntax_chunking; None for unknown files."""
+    return language_for(path) or file_kind(path)
+
+
+@dataclass(frozen=True)
+class WalkOptions:
+    """Which files a walk yields besides the language rule."""
+
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs on the file name; empty: known languages
+    ignore: bool = True  # honour .gitignore files, .git/info/exclude and their ! negations
+    hidden: bool = False  # walk into folders whose name starts with a dot
+    follow_symlinks: bool = False  # follow links whose target lies outside the root
+
+    def to_json(self) -> str:
+        return json.dumps({"include": list(self.include), "ignore": self.ignore,
+                           "hidden": self.hidden, "follow_symlinks": self.follow_symlinks})
+
+    @classmethod
+    def from_json(cls, text: str) -> "WalkOptions":
+        raw = json.loads(text or "{}")
+        return cls(include=tuple(raw.get("include", DEFAULT_INCLUDE)),
+                   ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)),
+                   follow_symlinks=bool(raw.get("follow_symlinks", False)))
 
 
 @dataclass
@@ -48,6 +85,7 @@ class IndexStats:
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         self.skipped_paths.append((path, reason))
+    parse_fallbacks: int = 0  # source files whose tree was mostly errors: cut as text
 
     @property
     def files_skipped(self) -> int:
@@ -75,51 +113,138 @@ def _link_target(path: Path) -> Path | None:
         return None
 
 
-def _walk(root: Path, include: Sequence[str], scan: Scan, follow_symlinks: bool) -> None:
+# --- ignore rules ---------------------------------------------------------------------------
+
+# (the folder the patterns are relative to, with a trailing slash; its spec)
+_Rules = list[tuple[str, pathspec.GitIgnoreSpec]]
+
+
+def _spec_from(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if len(spec) else None
+
+
+def _folder_rules(folder: Path, is_repo_top: bool) -> _Rules:
+    """The rules a folder adds: its .gitignore, and .git/info/exclude at a repository's top."""
+    rules: _Rules = []
+    base = str(folder).rstrip("/") + "/"
+    if is_repo_top:
+        exclude = _spec_from(folder / ".git" / "info" / "exclude")
+        if exclude is not None:
+            rules.append((base, exclude))
+    spec = _spec_from(folder / ".gitignore")
+    if spec is not None:
+        rules.append((base, spec))
+    return rules
+
+
+def _ancestor_rules(root: Path) -> _Rules:
+    """Rules of the git repository a root lies inside, from its top down to the root's parent
+    (a root that is a subfolder of a repository obeys the repository's .gitignore files).
+
+    A root the repository itself ignores (data/raw in a project that ignores data/) was asked
+    for by name: the repository's rules are then left out, its own .gitignore files still count.
+    """
+    chain = [root, *root.parents]
+    for depth, candidate in enumerate(chain):
+        if (candidate / ".git").exists():
+            rules: _Rules = []
+            for i in range(depth, 0, -1):  # the repository's top, then down to the root's parent
+                rules += _folder_rules(chain[i], is_repo_top=i == depth)
+                if rules and _ignored(rules, str(chain[i - 1]), is_dir=True):
+                    return []
+            return rules
+    return []
+
+
+def _ignored(rules: _Rules, path: str, is_dir: bool) -> bool:
+    """Git's rule: the last matching pattern wins, a deeper .gitignore after a shallower one."""
+    verdict = False
+    for base, spec in rules:
+        if not path.startswith(base):
+            continue
+        rel = path[len(base):]
+        result = spec.check_file(rel + "/" if is_dir else rel)
+        if result.include is not None:
+            verdict = result.include
+    return verdict
+
+
+def _is_package(folder: str) -> bool:
+    """A vendored folder the project imports as its own Python package (vllm/third_party with
+    its __init__.py) is code the project ships and calls: it stays in the index."""
+    return os.path.isfile(os.path.join(folder, "__init__.py"))
+
+
+def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
+    """Files under a root (or the root itself when it is a file), in a stable order: ignore
+    rules, vendored and hidden folders, and symlinks that leave the root are left out."""
     if not root.is_dir():
         scan.files.append(root)  # named by the user: read as given
         return
+    base = Path(os.path.abspath(root))
     top = root.resolve()
     visited = {top}
+    inherited = _ancestor_rules(base) if options.ignore else []
+    rules_at: dict[str, _Rules] = {}
 
     def unreadable(exc: OSError) -> None:
         scan.unreadable_dirs.append(Path(exc.filename) if exc.filename else root)
         scan.skipped.append((Path(exc.filename or root), f"unreadable folder ({exc.strerror})"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable,
-                                                followlinks=follow_symlinks):
+    for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable,
+                                                followlinks=options.follow_symlinks):
+        folder = Path(dirpath)
+        rules = rules_at.pop(dirpath, inherited)
+        if options.ignore:
+            rules = rules + _folder_rules(folder, is_repo_top=(folder / ".git").is_dir())
+        out = root / folder.relative_to(base)
         kept = []
-        for name in sorted(dirnames):
-            if name in _SKIP_DIRS or name.startswith("."):
+        for d in sorted(dirnames):
+            if d in _SKIP_DIRS or (d.startswith(".") and not options.hidden):
                 continue
-            full = Path(dirpath) / name
-            if full.is_symlink():
-                target = _link_target(full)
+            full = os.path.join(dirpath, d)
+            if is_vendored_dir(d) and not _is_package(full):
+                continue
+            if rules and _ignored(rules, full, is_dir=True):
+                continue
+            if os.path.islink(full):
+                target = _link_target(Path(full))
                 if target is None:
-                    scan.skipped.append((full, "broken symlink"))
+                    scan.skipped.append((out / d, "broken symlink"))
                     continue
-                if not follow_symlinks:
+                if not options.follow_symlinks:
                     if not _inside(target, top):
-                        scan.skipped.append((full, "symlink outside the root"))
+                        scan.skipped.append((out / d, "symlink outside the root"))
                     continue  # a link inside the root: its files are indexed where they are
                 if target in visited:
                     continue  # a loop, or a folder reached twice
                 visited.add(target)
-            kept.append(name)
+            kept.append(d)
+            rules_at[full] = rules
         dirnames[:] = kept
         for name in sorted(filenames):
-            if not any(fnmatch.fnmatch(name, pattern) for pattern in include):
+            if options.include:
+                if not any(fnmatch.fnmatch(name, pattern) for pattern in options.include):
+                    continue
+            elif language_of(name) is None:
                 continue
-            full = Path(dirpath) / name
-            if full.is_symlink() and not follow_symlinks:
-                target = _link_target(full)
+            full = os.path.join(dirpath, name)
+            if rules and _ignored(rules, full, is_dir=False):
+                continue
+            if os.path.islink(full) and not options.follow_symlinks:
+                target = _link_target(Path(full))
                 if target is None:
-                    scan.skipped.append((full, "broken symlink"))
+                    scan.skipped.append((out / name, "broken symlink"))
                     continue
                 if not _inside(target, top):
-                    scan.skipped.append((full, "symlink outside the root"))
+                    scan.skipped.append((out / name, "symlink outside the root"))
                     continue
-            scan.files.append(full)
+            scan.files.append(out / name)
 
 
 def _relative(path: Path) -> str:
@@ -127,11 +252,15 @@ def _relative(path: Path) -> str:
     return Path(os.path.relpath(path)).as_posix()
 
 
-def scan_roots(roots: Sequence[Path], include: Sequence[str], *,
-               follow_symlinks: bool = False) -> Scan:
+def stored_path(path: Path) -> str:
+    """How rag.db names a file or root: relative to the current directory, '/'-separated."""
+    return _relative(path)
+
+
+def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> Scan:
     """Every file to consider, checked up front so a bad root fails before anything changes.
 
-    Symlinks whose target lies outside their root are skipped unless `follow_symlinks`.
+    Symlinks whose target lies outside their root are skipped unless options.follow_symlinks.
     """
     scan = Scan()
     for root in roots:
@@ -139,14 +268,13 @@ def scan_roots(roots: Sequence[Path], include: Sequence[str], *,
             raise RagdbError(f"cannot index {root}: no such file or directory")
         if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
             raise RagdbError(f"cannot index {root}: permission denied")
-        _walk(root, include, scan, follow_symlinks)
+        _walk(root, options, scan)
     scan.files = sorted(set(scan.files))
     return scan
 
 
-def collect_files(roots: Sequence[Path], include: Sequence[str], *,
-                  follow_symlinks: bool = False) -> list[Path]:
-    return scan_roots(roots, include, follow_symlinks=follow_symlinks).files
+def collect_files(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> list[Path]:
+    return scan_roots(roots, options).files
 
 
 def _root_prefixes(roots: Sequence[Path]) -> list[str]:
@@ -216,10 +344,9 @@ def index_paths(
     roots: Sequence[Path],
     *,
     max_chunk_size: int = MAX_CHUNK_SIZE,
-    include: Sequence[str] = DEFAULT_INCLUDE,
+    options: WalkOptions = WalkOptions(),
     progress: Callable[[int], None] | None = None,
     on_files: Callable[[int], None] | None = None,
-    follow_symlinks: bool = False,
 ) -> IndexStats:
     """Bring the index in step with the files under `roots`, in a single transaction.
 
@@ -231,7 +358,7 @@ def index_paths(
         raise RagdbError(f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}")
     started = time.perf_counter()
     started_at = _now()
-    scan = scan_roots(roots, include, follow_symlinks=follow_symlinks)
+    scan = scan_roots(roots, options)
     files = scan.files
     if on_files:
         on_files(len(files))
@@ -252,6 +379,12 @@ def index_paths(
             rel = _relative(path)
             seen.add(rel)
             text, raw, reason = _read_text(path)
+            if text is not None:
+                # Machine-written files crowd out the code people ask about. Judged by name and
+                # content: vendored folders were already left out by the walk.
+                reason = is_generated_or_minified(path.name, text) or ""
+                if reason:
+                    text = None
             if text is None:
                 if reason != VANISHED:
                     stats.skip(rel, reason)
@@ -266,9 +399,11 @@ def index_paths(
                 else:
                     if old is not None:
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
-                    stats.chunks_written += _write_file(
+                    written, fell_back = _write_file(
                         conn, rel, path, text, len(raw), digest, max_chunk_size
                     )
+                    stats.chunks_written += written
+                    stats.parse_fallbacks += fell_back
                     stats.files_indexed += 1
             if progress:
                 progress(1)
@@ -281,6 +416,10 @@ def index_paths(
         set_setting(conn, Setting.MAX_CHUNK_SIZE, str(max_chunk_size))
         set_setting(conn, Setting.TOKENIZER, TOKENIZER_VERSION)
         set_setting(conn, Setting.CHUNKER, CHUNKER_VERSION)
+        now = _now()
+        for root in roots:
+            conn.execute(sql("roots_touch"), {"path": _relative(root), "now": now,
+                                              "options": options.to_json()})
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
@@ -301,6 +440,7 @@ def index_paths(
                 "files_skipped": stats.files_skipped,
                 "chunks_written": stats.chunks_written,
                 "chunks_total": stats.chunks_total,
+                "parse_fallbacks": stats.parse_fallbacks,
                 "seconds": stats.seconds,
             },
         )
@@ -328,8 +468,13 @@ def _write_file(
     size: int,
     digest: str,
     max_chunk_size: int,
-) -> int:
-    kind = file_kind(path.name) or "text"
+) -> tuple[int, bool]:
+    """Write one file's rows; (chunks written, whether its parse failed so it was cut as text).
+
+    files.kind is the file's language: Python and prose are cut by ragdb.chunking, the rest
+    by ragdb.syntax_chunking (whole code cap for languages with a syntax tree, the prose share
+    for configuration and other text)."""
+    kind = language_of(path.name) or "text"
     file_id = conn.execute(
         sql("index_file_insert"),
         {
@@ -341,9 +486,14 @@ def _write_file(
             "indexed_at": _now(),
         },
     ).fetchall()[0][0]
-    chunks = chunk_text(text, kind, chunk_cap(kind, max_chunk_size))
+    fell_back = False
+    if kind in _CHUNKING_KINDS:
+        chunks = chunk_text(text, kind, chunk_cap(kind, max_chunk_size))
+    else:
+        cap = max_chunk_size if kind in SYNTAX_LANGUAGES else chunk_cap(kind, max_chunk_size)
+        chunks, fell_back = chunk_source(text, kind, cap)
     if not chunks:
-        return 0
+        return 0, fell_back
     starts = _line_starts(text)
     path_terms = analyse(rel)
     insert_chunk = sql("index_chunk_insert")
@@ -373,7 +523,10 @@ def _write_file(
                 "body": analyse(body),
             },
         )
-    return len(chunks)
+    return len(chunks), fell_back
+
+
+_CHUNKING_KINDS = frozenset({"python", "markdown", "rst", "text"})
 
 
 def _insert_returning_rowid(conn: apsw.Connection, statement: str, params: dict) -> int:
@@ -386,14 +539,13 @@ def update_index(
     roots: Sequence[Path],
     *,
     max_chunk_size: int = MAX_CHUNK_SIZE,
-    include: Sequence[str] = DEFAULT_INCLUDE,
+    options: WalkOptions = WalkOptions(),
     vectors: bool = True,
     embedder_name: str | None = None,
     embedder: Embedder | None = None,
     progress: Callable[[int], None] | None = None,
     on_files: Callable[[int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
-    follow_symlinks: bool = False,
 ) -> tuple[IndexStats, VectorStats | None]:
     """What `ragdb index` does: files -> chunks -> rows in one transaction, then vectors.
 
@@ -403,9 +555,8 @@ def update_index(
     `embedder`, when given, is that model already loaded (the server keeps one) and the name
     recorded is still `embedder_name`, so later queries load the model that made the vectors.
     """
-    stats = index_paths(conn, roots, max_chunk_size=max_chunk_size, include=include,
-                        progress=progress, on_files=on_files,
-                        follow_symlinks=follow_symlinks)
+    stats = index_paths(conn, roots, max_chunk_size=max_chunk_size, options=options,
+                        progress=progress, on_files=on_files)
     if not vectors:
         return stats, None
     name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL

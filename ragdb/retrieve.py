@@ -88,6 +88,50 @@ def names_code(question: str) -> bool:
     return bool(_CODE_TOKEN.search(question))
 
 
+@dataclass(frozen=True)
+class Filters:
+    """Which files a search may return: path GLOBs and languages (files.kind), each OR-ed
+    within its sort and AND-ed together; empty means everything. Applied inside the SQL."""
+
+    paths: tuple[str, ...] = ()
+    langs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, paths: Sequence[str] | str | None = None,
+           langs: Sequence[str] | str | None = None) -> "Filters":
+        """Filters from user input: one string or a list of them; blanks are dropped."""
+        def clean(values: Sequence[str] | str | None, lower: bool) -> tuple[str, ...]:
+            if values is None:
+                return ()
+            if isinstance(values, str):
+                values = [values]
+            out = []
+            for value in values:
+                if not isinstance(value, str):
+                    raise RagdbError(f"a filter must be text, got {value!r}"[:120])
+                value = value.strip()
+                if len(value) > 1000:
+                    raise RagdbError("a filter is over 1,000 characters")
+                if value:
+                    out.append(value.lower() if lower else value)
+            return tuple(sorted(set(out)))
+        return cls(clean(paths, False), clean(langs, True))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.paths or self.langs)
+
+    def as_sql(self) -> dict[str, Any]:
+        return {
+            "filtered": int(self.active),
+            "paths": json.dumps(list(self.paths)) if self.paths else None,
+            "langs": json.dumps(list(self.langs)) if self.langs else None,
+        }
+
+
+NO_FILTERS = Filters()
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     chunk_id: int
@@ -99,6 +143,7 @@ class Hit:
     kind: str
     score: float
     text: str
+    language: str = ""  # the file's language (files.kind)
 
     @property
     def source(self) -> MinimalSource:
@@ -116,7 +161,7 @@ class Hit:
 
 
 def source_json(rank: int, hit: Hit, url: str | None = None) -> dict[str, Any]:
-    """A hit as the HTTP API and `ragdb search --json` show it."""
+    """A hit as the HTTP API, the MCP server and `ragdb search --json` show it."""
     return {
         "rank": rank,
         "chunk_id": hit.chunk_id,
@@ -126,6 +171,7 @@ def source_json(rank: int, hit: Hit, url: str | None = None) -> dict[str, Any]:
         "start_line": hit.start_line,
         "end_line": hit.end_line,
         "kind": hit.kind,
+        "language": hit.language,
         "score": hit.score,
         "preview": hit.preview,
         "url": url,
@@ -227,12 +273,14 @@ class Searcher:
 
     # -- the search itself -------------------------------------------------------------------
 
-    def search(self, question: str, k: int, mode: Mode | str = Mode.hybrid) -> list[Hit]:
+    def search(self, question: str, k: int, mode: Mode | str = Mode.hybrid,
+               filters: Filters = NO_FILTERS) -> list[Hit]:
         """The k best chunks for a question; [] when the question has nothing to search."""
-        return self.search_many([question], k, mode)[0]
+        return self.search_many([question], k, mode, filters)[0]
 
     def search_many(
-        self, questions: Sequence[str], k: int, mode: Mode | str = Mode.hybrid
+        self, questions: Sequence[str], k: int, mode: Mode | str = Mode.hybrid,
+        filters: Filters = NO_FILTERS,
     ) -> list[list[Hit]]:
         """Several questions at once: the uncached ones are embedded in one batch."""
         check_k(k)
@@ -248,7 +296,7 @@ class Searcher:
         results: list[list[Hit] | None] = []
         keys: list[str] = []
         for question in questions:
-            key = self._cache_key(question, k, mode)
+            key = self._cache_key(question, k, mode, filters)
             keys.append(key)
             results.append(self._cached(key) if self.use_cache else None)
         # A question without a single word (punctuation, blanks) has nothing to search for.
@@ -256,7 +304,7 @@ class Searcher:
                 if hits is None and analyse_terms(questions[i])]
         vectors = self._query_vectors([questions[i] for i in todo], mode)
         for i in todo:
-            hits = self._run(questions[i], k, mode, vectors.get(questions[i]))
+            hits = self._run(questions[i], k, mode, vectors.get(questions[i]), filters)
             results[i] = hits
             if self.use_cache:
                 self._remember(keys[i], hits)
@@ -269,26 +317,28 @@ class Searcher:
         vectors = to_int8(self.embedder.embed(unique))
         return {q: v.tobytes() for q, v in zip(unique, vectors)}
 
-    def _run(self, question: str, k: int, mode: Mode, vector: bytes | None) -> list[Hit]:
+    def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
+             filters: Filters = NO_FILTERS) -> list[Hit]:
         match = fts_query(self.informative_terms(question)) if mode is not Mode.dense else ""
         if vector is None:  # lexical, or hybrid on an index without vectors
-            return self._lexical(match, k) if match else []
+            return self._lexical(match, k, filters) if match else []
         if mode is Mode.dense or not match:
             rows = self.conn.execute(sql("search_dense"), {
                 "query_vector": vector, "k": k,
                 "knn_depth": max(k, self.params.depth) * self.params.windows_per_chunk,
-                "max_distance": self.params.max_distance,
+                "max_distance": self.params.max_distance, **filters.as_sql(),
             })
         else:
             params = self.params.for_question(question).as_sql()
             params.pop("w_dense_plain", None)
             rows = self.conn.execute(
                 sql("search_hybrid"),
-                {"match": match, "query_vector": vector, "k": k, **params},
+                {"match": match, "query_vector": vector, "k": k, **params,
+                 **filters.as_sql()},
             )
         return [Hit(*row) for row in rows]
 
-    def _lexical(self, match: str, k: int) -> list[Hit]:
+    def _lexical(self, match: str, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
         rows = self.conn.execute(
             sql("search_lexical"),
             {
@@ -297,15 +347,20 @@ class Searcher:
                 "w_path": self.params.w_path,
                 "w_context": self.params.w_context,
                 "w_body": self.params.w_body,
+                **filters.as_sql(),
             },
         )
         return [Hit(*row) for row in rows]
 
     # -- the query cache ---------------------------------------------------------------------
 
-    def _cache_key(self, question: str, k: int, mode: Mode) -> str:
+    def _cache_key(self, question: str, k: int, mode: Mode,
+                   filters: Filters = NO_FILTERS) -> str:
         normalised = " ".join(question.lower().split())
-        blob = json.dumps([normalised, k, mode.value, self.params.as_sql()], sort_keys=True)
+        key: list[Any] = [normalised, k, mode.value, self.params.as_sql()]
+        if filters.active:  # unfiltered keys stay as they were
+            key.append([list(filters.paths), list(filters.langs)])
+        blob = json.dumps(key, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _cached(self, key: str) -> list[Hit] | None:

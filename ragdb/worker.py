@@ -25,7 +25,7 @@ from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE
-from ragdb.retrieve import Hit, Mode
+from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 #: A file path: while that file exists, an index run pauses after each file (at most 30 s).
 #: Lets a test hold a run in flight; nothing else sets it.
@@ -75,10 +75,11 @@ def warm_up() -> None:
         rag.embedder
 
 
-def search(question: str, k: int, mode: Mode) -> tuple[list[Hit], int, float | None]:
+def search(question: str, k: int, mode: Mode,
+           filters: Filters = NO_FILTERS) -> tuple[list[Hit], int, float | None]:
     def run() -> tuple[list[Hit], int, float | None]:
         rag = _rag()
-        hits = rag.search(question, k, mode)
+        hits = rag.search(question, k, mode, filters)
         return hits, rag.generation, rag.dense_coverage()
     result: tuple[list[Hit], int, float | None] = _busy(run)
     return result
@@ -130,7 +131,10 @@ def index(roots: list[str] | None, include: list[str] | None, vectors: bool,
 
     def run() -> dict[str, Any]:
         with RagDB(db_path, warn=_warn) as rag:
-            chosen = [Path(r) for r in roots] if roots else _last_roots(rag)
+            if not roots and not include and rag.roots():
+                chosen: list[Path] = []  # every recorded root, each walked as its last run
+            else:
+                chosen = [Path(r) for r in roots] if roots else _last_roots(rag)
             result = rag.index(
                 chosen, max_chunk_size=rag.stored_max_chunk_size(),
                 include=include or list(DEFAULT_INCLUDE), vectors=vectors,

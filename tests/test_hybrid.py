@@ -15,7 +15,7 @@ from ragdb import RagDB
 from ragdb.db import bump_generation, connect, scalar
 from ragdb.vectors import to_int8
 from ragdb.resources import sql
-from ragdb.retrieve import Mode, SearchParams, Searcher
+from ragdb.retrieve import Filters, Mode, SearchParams, Searcher
 from tests.conftest import REPO, run_cli, write_corpus
 
 
@@ -45,7 +45,7 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
     params = SearchParams(rrf_c=10.0, w_lex=1.0, w_dense=0.5)
     rows = conn.execute(sql("search_hybrid"), {
         "match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]), "k": 3,
-        **params.as_sql(),
+        **params.as_sql(), **Filters().as_sql(),
     }).fetchall()
     lexical_rank = {3: 1, 2: 2, 1: 3}
     dense_rank = {2: 1, 3: 2, 1: 3}
@@ -71,6 +71,7 @@ def test_a_chunk_found_by_one_leg_only_still_ranks(tmp_path: Path) -> None:
                      "VALUES (2000, 2, vec_int8(?))", (_unit([1.0]),))
     rows = conn.execute(sql("search_hybrid"), {
         "match": '"lora"', "query_vector": _unit([1.0]), "k": 5, **SearchParams().as_sql(),
+        **Filters().as_sql(),
     }).fetchall()
     assert sorted(int(row[0]) for row in rows) == [1, 2]  # type: ignore[arg-type]
 
@@ -181,3 +182,41 @@ def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> No
     assert scalar(conn, "SELECT count(*) FROM chunk_vectors "
                         "WHERE chunk_id NOT IN (SELECT id FROM chunks)") == 0
     assert RagDB(db).dense_coverage() == 1.0
+
+
+def test_filters_apply_inside_both_legs(tmp_path: Path) -> None:
+    """The nearest windows and best BM25 matches are in a.md; only b.go is allowed: both legs
+    rank among b.go's chunks (the dense leg's KNN runs over the allowed windows only)."""
+    conn = connect(tmp_path / "rag.db", create=True)
+    with conn:
+        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                     "VALUES (1, 'p/a.md', '', 0, 'markdown', 0, ''), "
+                     "(2, 'p/src/b.go', '', 0, 'go', 0, '')")
+        for chunk_id in range(1, 41):
+            file_id = 1 if chunk_id <= 30 else 2
+            body = "lora adapter" if file_id == 1 else "lora"
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, ?, ?, ?, 1, 1, 'section', ?)",
+                         (chunk_id, file_id, chunk_id * 100, chunk_id * 100 + 50, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
+            near = [1.0, 0.01 * chunk_id] if file_id == 1 else [1.0, 0.1 * (chunk_id - 25)]
+            conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                         "VALUES (?, ?, vec_int8(?))", (chunk_id * 1000, chunk_id, _unit(near)))
+    params = SearchParams(depth=5, windows_per_chunk=1)
+    for filters in (Filters.of(None, "go"), Filters.of("src/*", None),
+                    Filters.of(["*.go", "*.rs"], ["go", "python"])):
+        rows = conn.execute(sql("search_hybrid"), {
+            "match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]), "k": 5,
+            **params.as_sql(), **filters.as_sql(),
+        }).fetchall()
+        assert [row[0] for row in rows] == [31, 32, 33, 34, 35], filters
+        dense = conn.execute(sql("search_dense"), {
+            "query_vector": _unit([1.0, 0.0]), "k": 3, "knn_depth": 3, "max_distance": 0.6,
+            **filters.as_sql()}).fetchall()
+        assert [row[0] for row in dense] == [31, 32, 33]
+        assert {row[9] for row in dense} == {"go"}
+    unfiltered = conn.execute(sql("search_dense"), {
+        "query_vector": _unit([1.0, 0.0]), "k": 3, "knn_depth": 3, "max_distance": 0.6,
+        **Filters().as_sql()}).fetchall()
+    assert [row[0] for row in unfiltered] == [1, 2, 3]

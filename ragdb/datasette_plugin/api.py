@@ -31,7 +31,15 @@ from ragdb.datasette_plugin.service import (
 )
 from ragdb.errors import MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.styles import Style
-from ragdb.retrieve import MAX_K, Hit, Mode, check_k, search_results, source_json
+from ragdb.retrieve import (
+    MAX_K,
+    Filters,
+    Hit,
+    Mode,
+    check_k,
+    search_results,
+    source_json,
+)
 from ragdb.schemas import RagDataset, describe
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -106,6 +114,9 @@ def parse_json(body: bytes, what: str = "request body") -> Any:
 async def request_params(request: Any, limit: int) -> dict[str, Any]:
     """Query-string parameters, overridden by a JSON object or form body when there is one."""
     params: dict[str, Any] = {key: request.args.get(key) for key in request.args.keys()}
+    for key in LIST_PARAMS:  # repeatable: ?lang=go&lang=rust
+        if key in params:
+            params[key] = request.args.getlist(key)
     if request.method != "POST":
         return params
     body = await read_body(request, limit)
@@ -113,7 +124,12 @@ async def request_params(request: Any, limit: int) -> dict[str, Any]:
         return params
     if content_type(request) == "application/x-www-form-urlencoded":
         try:
-            params.update(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+            params.update(pairs)
+            for key in LIST_PARAMS:
+                values = [value for name, value in pairs if name == key]
+                if values:
+                    params[key] = values
         except UnicodeDecodeError:
             raise ApiError(400, "request body is not UTF-8") from None
         return params
@@ -146,6 +162,17 @@ def parse_k(raw: object, default: int, maximum: int = MAX_K) -> int:
         return check_k(raw, high=maximum)
     except RagdbError as exc:
         raise ApiError(400, str(exc)) from None
+
+
+LIST_PARAMS = ("path", "lang")
+
+
+def parse_filters(params: dict[str, Any]) -> Filters:
+    """`path` (GLOBs) and `lang` (languages): a string, a list of strings, or repeated."""
+    try:
+        return Filters.of(params.get("path"), params.get("lang"))
+    except RagdbError as exc:
+        raise ApiError(400, f"path and lang must be strings or lists of strings ({exc})") from None
 
 
 Choice = TypeVar("Choice", Mode, Style)
@@ -226,12 +253,15 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     question = parse_question(params.get("q"))
     k = parse_k(params.get("k"), DEFAULT_K)
     mode = parse_mode(params.get("mode"))
+    filters = parse_filters(params)
     started = time.perf_counter()
-    hits, generation, coverage = await service.search(question, k, mode)
+    hits, generation, coverage = await service.search(question, k, mode, filters)
     return Response.json({
         "q": question,
         "k": k,
         "mode": mode.value,
+        "path": list(filters.paths),
+        "lang": list(filters.langs),
         "generation": generation,
         "dense_coverage": coverage,
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
@@ -291,8 +321,9 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     mode = parse_mode(params.get("mode"))
     stream = parse_flag(params.get("stream"))
     style = parse_style(params.get("style"))
+    filters = parse_filters(params)
     started = time.perf_counter()
-    hits, _generation, _coverage = await service.search(question, k, mode)
+    hits, _generation, _coverage = await service.search(question, k, mode, filters)
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
         answer = await service.answer(question, k, mode, hits, search_ms, style=style)

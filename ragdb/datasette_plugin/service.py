@@ -8,7 +8,7 @@ Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
     model           --model of `ragdb answer` [Qwen3-0.6B, else the offline SmolLM2]
     vectors         whether an index run also embeds new chunks [true]
     embedder        embedding model for index runs [the one the index was built with]
-    include         file name globs for index runs [ragdb's defaults]
+    include         file name globs for index runs [every language ragdb knows]
     max_body_bytes  the largest request body accepted [5 MB]
     allowed_hosts   Host header names accepted besides loopback ones ["*": any]
 """
@@ -32,7 +32,7 @@ from ragdb.answering import Answer
 from ragdb import worker
 from ragdb.errors import DatabaseBusyError, MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.styles import Style
-from ragdb.retrieve import Hit, Mode
+from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 PLUGIN = "ragdb"
 API_PREFIX = "-/ragdb/"
@@ -269,11 +269,11 @@ class RagdbService:
         except RagdbError as exc:
             warn(f"could not open the index ahead of the first request: {exc}")
 
-    async def search(self, question: str, k: int,
-                     mode: Mode) -> tuple[list[Hit], int, float | None]:
+    async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS
+                     ) -> tuple[list[Hit], int, float | None]:
         """Hits, the index generation they came from and how complete the dense leg is."""
         result: tuple[list[Hit], int, float | None] = await self._call(
-            "search", worker.search, question, k, mode)
+            "search", worker.search, question, k, mode, filters)
         return result
 
     async def search_many(self, questions: Sequence[str], k: int,

@@ -1,0 +1,683 @@
+"""Source code in languages other than Python, cut along its tree-sitter syntax tree.
+
+The same contract as ragdb.chunking: a chunk is a range [first, last) of the file's str text,
+whole definitions are grouped up to the cap, a definition too large is split by its inner
+statements and each piece names the signatures around it in `context`. Tree-sitter reports UTF-8
+byte offsets; they are turned into str offsets here so a chunk can always be cited by offset.
+Configuration files and scripts have no useful tree for retrieval and are cut as text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import tree_sitter as ts
+
+from ragdb.chunking import (
+    _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _split_range, _trim,
+)
+
+# --- which files, in which language ----------------------------------------------------------
+
+# Languages cut along their syntax tree.
+LANGUAGES: dict[str, str] = {
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".hxx": "cpp", ".inl": "cpp", ".ipp": "cpp",
+    ".cu": "cuda", ".cuh": "cuda",
+    ".sh": "shell", ".bash": "shell",
+}
+
+# Languages cut as text: no tree would make their chunks better.
+TEXT_LANGUAGES: dict[str, str] = {
+    ".yaml": "yaml", ".yml": "yaml",
+    ".toml": "toml",
+    ".json": "json", ".jsonc": "json", ".json5": "json",
+    ".dockerfile": "dockerfile",
+    ".cmake": "cmake",
+    ".mk": "make", ".mak": "make",
+    ".ini": "ini", ".cfg": "ini", ".conf": "ini", ".properties": "ini",
+    ".proto": "proto",
+    ".sql": "sql",
+    ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
+    ".zsh": "shell", ".ps1": "powershell",
+    ".jinja": "jinja", ".j2": "jinja",
+}
+
+# Whole file names, for files known by name rather than suffix.
+FILE_NAMES: dict[str, str] = {
+    "Dockerfile": "dockerfile", "Containerfile": "dockerfile",
+    "CMakeLists.txt": "cmake",
+    "Makefile": "make", "makefile": "make", "GNUmakefile": "make",
+    ".bashrc": "shell", ".profile": "shell",
+}
+
+SYNTAX_LANGUAGES = frozenset(LANGUAGES.values())
+
+
+def language_for(path: str) -> str | None:
+    """The language of a file by name or suffix; None for files no chunker here handles."""
+    name = os.path.basename(path)
+    if name in FILE_NAMES:
+        return FILE_NAMES[name]
+    lower = name.lower()
+    if lower.startswith(("dockerfile.", "containerfile.")):  # docker/Dockerfile.rocm
+        return "dockerfile"
+    ext = os.path.splitext(lower)[1]
+    return LANGUAGES.get(ext) or TEXT_LANGUAGES.get(ext)
+
+
+# --- files to leave out -----------------------------------------------------------------------
+
+VENDORED_DIRS = frozenset({
+    "vendor", "vendored", "_vendor", "third_party", "third-party", "thirdparty", "3rdparty",
+    "node_modules", "bower_components", "site-packages",
+})
+LOCKFILES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+    "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock", "composer.lock",
+    "Gemfile.lock", "go.sum", "flake.lock", "conda-lock.yml",
+})
+_MINIFIED_NAME = re.compile(r"[.-]min\.(?:js|mjs|css)$|\.bundle\.js$|\.(?:js|css)\.map$")
+_GENERATED_NAME = re.compile(
+    r"(?:_pb2(?:_grpc)?\.pyi?|\.pb\.(?:go|h|cc)|\.pb\.gw\.go|_grpc\.pb\.go|\.g\.dart"
+    r"|\.generated\.\w+|_generated\.\w+)$")
+# Markers tools put at the top of what they write (Go's convention, Facebook's @generated).
+_GENERATED_MARK = re.compile(
+    r"Code generated .{0,200}DO NOT EDIT|@generated\b|\bauto-?generated\b.{0,80}\b(?:do not|don't)"
+    r" (?:edit|modify)|\bDO NOT EDIT\b.{0,40}\bgenerated\b|\bthis file (?:is|was) (?:auto-?)?"
+    r"generated\b", re.I)
+_HEAD_CHARS = 2000
+MAX_LINE_CHARS = 10_000  # one line this long is machine-written
+MAX_MEAN_LINE = 300  # nor do people write files whose lines average this
+
+
+def is_vendored_dir(name: str) -> bool:
+    """Whether a directory holds someone else's code (for directory walks: prune it)."""
+    return name in VENDORED_DIRS
+
+
+def is_vendored_path(path: str) -> bool:
+    """Whether any directory on the path is a vendored one."""
+    parts = path.replace("\\", "/").split("/")[:-1]
+    return any(part in VENDORED_DIRS for part in parts)
+
+
+def is_generated_or_minified(path: str, text: str) -> str | None:
+    """Why a file should stay out of the index, or None: machine-written text crowds out the
+    code people ask about, and its chunks are noise for both BM25 and the vectors."""
+    name = os.path.basename(path)
+    if "\x00" in text[:8192]:
+        return "binary"
+    if name in LOCKFILES:
+        return "lockfile"
+    if is_vendored_path(path):
+        return "vendored"
+    if _MINIFIED_NAME.search(name):
+        return "minified"
+    if _GENERATED_NAME.search(name):
+        return "generated"
+    # Every marker says "generat...": a plain substring test spares the regex on most files.
+    if "generat" in text[:_HEAD_CHARS].lower() and _GENERATED_MARK.search(text, 0, _HEAD_CHARS):
+        return "generated"
+    if len(text) > 1000:
+        lines = text.count("\n") + 1
+        if len(text) / lines > MAX_MEAN_LINE:
+            return "minified"
+        if len(text) > MAX_LINE_CHARS and max(map(len, text.splitlines())) > MAX_LINE_CHARS:
+            return "minified"
+    return None
+
+
+# --- parsers ----------------------------------------------------------------------------------
+
+# grammar -> (module, function returning its language pointer)
+_GRAMMAR_MODULES: dict[str, tuple[str, str]] = {
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+}
+
+
+# Grammars tried in turn: a .h file is as often C++ as C.
+_GRAMMARS: dict[str, tuple[str, ...]] = {
+    "javascript": ("javascript",), "typescript": ("typescript",), "tsx": ("tsx",),
+    "go": ("go",), "rust": ("rust",), "java": ("java",), "c": ("c", "cpp"), "cpp": ("cpp",),
+    "cuda": ("cpp",), "shell": ("bash",),
+}
+
+
+@lru_cache(maxsize=None)
+def _language(grammar: str) -> ts.Language:
+    """Imported on first use: each grammar module costs a few milliseconds to load."""
+    module, function = _GRAMMAR_MODULES[grammar]
+    return ts.Language(getattr(importlib.import_module(module), function)())
+
+
+@lru_cache(maxsize=None)
+def _error_query(grammar: str) -> ts.Query:
+    return ts.Query(_language(grammar), "(ERROR) @error")
+
+
+_local = threading.local()
+
+
+def _parser(grammar: str) -> ts.Parser:
+    """One parser per grammar and thread: building one costs more than parsing a small file."""
+    parsers: dict[str, ts.Parser] | None = getattr(_local, "parsers", None)
+    if parsers is None:
+        parsers = _local.parsers = {}
+    parser = parsers.get(grammar)
+    if parser is None:
+        parser = parsers[grammar] = ts.Parser(_language(grammar))
+    return parser
+
+
+# CUDA's qualifiers and kernel launches are not C++: blanked out (same length, so the same
+# offsets) before parsing, or every kernel would be an ERROR node.
+_CUDA_NOISE = re.compile(
+    rb"\b(?:__(?:global|device|host|forceinline|noinline|shared|constant|managed|grid_constant)__"
+    rb"|__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)|__align__\s*\([^()]*\))"
+    rb"|<<<(?:[^<>;]|<[^<>;]*>)*>>>")
+
+
+def _blank(m: re.Match[bytes]) -> bytes:
+    return re.sub(rb"[^\n]", b" ", m.group())
+
+
+# A header that says any of these is C++, and is parsed as such first.
+_CPP_HINT = re.compile(r"^\s*(?:namespace|template\s*<|class\s+\w|using\s|#include\s*<"
+                       r"(?:torch|c10|ATen|cuda_runtime|cutlass|cute|vector|string|memory)"
+                       r"[/>.]|extern \"C\")|\bstd::", re.M)
+
+MAX_ERROR_SHARE = 0.2  # more of the file than this in ERROR nodes: its tree is not worth cutting
+
+
+def _error_share(grammar: str, root: ts.Node, size: int) -> float:
+    if not root.has_error:
+        return 0.0
+    if root.type == "ERROR":
+        return 1.0
+    spans = sorted((n.start_byte, n.end_byte)
+                   for n in ts.QueryCursor(_error_query(grammar)).captures(root).get("error", []))
+    covered, end = 0, 0
+    for a, b in spans:
+        if b > end:
+            covered += b - max(a, end)
+            end = b
+    return covered / max(size, 1)
+
+
+def _parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
+    """The tree of the best grammar for the language; None when it is mostly ERROR nodes."""
+    data = text.encode("utf-8", "surrogatepass")
+    source = _CUDA_NOISE.sub(_blank, data) if language in ("cuda", "cpp", "c") else data
+    grammars = _GRAMMARS[language]
+    if language == "c" and _CPP_HINT.search(text):
+        grammars = grammars[::-1]
+    best: tuple[float, ts.Tree, str] | None = None
+    for grammar in grammars:
+        tree = _parser(grammar).parse(source)
+        share = _error_share(grammar, tree.root_node, len(source))
+        if best is None or share < best[0]:
+            best = (share, tree, grammar)
+        if share == 0.0:
+            break
+    assert best is not None
+    if best[0] > MAX_ERROR_SHARE:
+        return None
+    return best[1], best[2], data
+
+
+# --- node types -------------------------------------------------------------------------------
+
+_FUNCTIONS = frozenset({
+    "function_declaration", "generator_function_declaration", "method_definition",
+    "function_definition", "method_declaration", "function_item", "constructor_declaration",
+    "compact_constructor_declaration", "template_function",
+})
+# Anonymous functions are definitions only when bound to a name (`const f = () => {...}`);
+# a lambda passed as an argument has no signature worth repeating.
+_LAMBDAS = frozenset({
+    "arrow_function", "function_expression", "function", "generator_function", "func_literal",
+    "closure_expression", "lambda_expression",
+})
+_LAMBDA_HOLDERS = frozenset({
+    "variable_declarator", "assignment_expression", "pair", "public_field_definition",
+    "field_definition", "init_declarator", "let_declaration", "static_item", "const_item",
+})
+_CLASSES = frozenset({
+    "class_declaration", "class", "abstract_class_declaration", "interface_declaration",
+    "enum_declaration", "record_declaration", "annotation_type_declaration",
+    "class_specifier", "struct_specifier", "union_specifier", "enum_specifier",
+    "struct_item", "enum_item", "union_item", "trait_item", "impl_item", "type_spec",
+    "object_declaration",
+})
+# Scopes that name what they hold but are not one thing: in context, but no kind of their own.
+_CONTAINERS = frozenset({
+    "namespace_definition", "linkage_specification", "mod_item", "internal_module", "module",
+    "foreign_mod_item",
+})
+# Nodes that only wrap a definition: the signature starts at them, and a unit holding one
+# takes the definition's kind.
+_WRAPPERS = frozenset({
+    "template_declaration", "export_statement", "lexical_declaration", "variable_declaration",
+    "variable_declarator", "type_declaration", "declaration", "type_definition",
+    "expression_statement", "ambient_declaration", "field_declaration", "init_declarator",
+    "let_declaration", "static_item", "const_item", "public_field_definition",
+    "field_definition", "assignment_expression", "decorated_definition",
+})
+_SINGLE_WRAPPERS = frozenset({"type_declaration", "lexical_declaration", "variable_declaration"})
+# Nodes that belong to what follows them: comments, attributes, template parameters.
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+_PREFIXES = _COMMENTS | {
+    "attribute_item", "inner_attribute_item", "decorator", "attribute_declaration",
+    "template_parameter_list", "preproc_call",
+}
+
+_NONWS = re.compile(r"\S")
+_BLANK_LINE = re.compile(r"^[ \t\f\v\r]*\n", re.M)
+_SEPS: _Seps = (
+    (re.compile(r"\n(?:[ \t\f\v\r]*\n)+"), 4),
+    (re.compile(r"\n"), _LINE),
+    (re.compile(r"\s+"), _WORD),
+)
+_OVERLAP_BELOW = 3  # text cut at a blank line needs no overlap; mid-block it does
+
+
+def _def_kind(node: ts.Node) -> str | None:
+    """'function', 'class', '' for a container, None for a node that defines nothing."""
+    t = node.type
+    if t in _FUNCTIONS:
+        return "function"
+    if t in _CLASSES:
+        return "class"
+    if t in _CONTAINERS:
+        return ""
+    if t in _LAMBDAS:
+        parent = node.parent
+        return "function" if parent is not None and parent.type in _LAMBDA_HOLDERS else None
+    return None
+
+
+def _body(node: ts.Node) -> ts.Node | None:
+    """The braces holding a definition's members or statements."""
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body if body.child_count else None
+    for _ in range(3):
+        if any(c.type == "{" for c in node.children):
+            return node
+        last = None
+        for c in reversed(node.children):
+            if c.is_named and c.type not in _COMMENTS:
+                last = c
+                break
+        if last is None:
+            return None
+        node = last
+    return None
+
+
+def _unit_kind(node: ts.Node, depth: int = 0) -> str | None:
+    """'function' or 'class' when the node is, or only wraps, one whole definition."""
+    kind = _def_kind(node)
+    if kind is not None:
+        if kind == "class" and _body(node) is None:  # `struct foo *p;`, `type X int`
+            return None
+        return kind or None
+    if depth < 3 and node.type in _WRAPPERS:
+        for child in node.named_children:
+            if child.type not in _PREFIXES:
+                found = _unit_kind(child, depth + 1)
+                if found:
+                    return found
+    return None
+
+
+_SIG_OPEN = re.compile(r"([(\[{]) ")
+_SIG_CLOSE = re.compile(r",? ([)\]}])")
+_LINE_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
+
+
+def _drop_comments(line: str) -> str:
+    if '"' not in line and "'" not in line:
+        return _LINE_COMMENT.sub("", line).rstrip()
+    return line.rstrip()
+
+
+# --- the chunker ------------------------------------------------------------------------------
+
+# (first, last, kind, context) of a chunk before trimming
+_Piece = tuple[int, int, str, str]
+
+
+def chunk_code(text: str, language: str, cap: int) -> list[Chunk] | None:
+    """Chunks of a source file along its syntax tree, in order of `first`, none over `cap`;
+    None when it does not parse well enough (the caller then cuts it as text)."""
+    if cap < 1:
+        raise ValueError(f"cap must be positive, not {cap}")
+    if language not in _GRAMMARS:
+        raise ValueError(f"no syntax chunker for {language!r}")
+    if not _NONWS.search(text):
+        return []
+    parsed = _parse(text, language)
+    if parsed is None:
+        return None
+    if len(text) <= cap:
+        trimmed = _trim(text, 0, len(text))
+        return [] if trimmed is None else [Chunk(trimmed[0], trimmed[1], "module", "")]
+    tree, _, data = parsed
+    try:
+        pieces = _Cutter(text, data, cap).pieces(tree.root_node)
+    except RecursionError:  # a pathologically deep expression
+        return None
+    if not pieces:  # comments only
+        return chunk_as_text(text, cap, "module")
+    min_len = _min_len(cap)
+    merged: list[_Piece] = []
+    for piece in pieces:
+        if merged:
+            prev = merged[-1]
+            prev_len, piece_len = prev[1] - prev[0], piece[1] - piece[0]
+            if piece[1] - prev[0] <= cap and min(prev_len, piece_len) < min_len:
+                keep = prev if prev_len >= piece_len else piece
+                merged[-1] = (prev[0], piece[1], keep[2], keep[3])
+                continue
+        merged.append(piece)
+    chunks = []
+    for s, e, kind, context in merged:
+        trimmed = _trim(text, s, e)
+        if trimmed is not None:
+            chunks.append(Chunk(trimmed[0], trimmed[1], kind, context))
+    return chunks
+
+
+def chunk_as_text(text: str, cap: int, kind: str = "text") -> list[Chunk]:
+    """Chunks of code or configuration without a usable tree: cut at blank lines, then lines
+    (as the Python chunker does with a file that does not parse)."""
+    if cap < 1:
+        raise ValueError(f"cap must be positive, not {cap}")
+    if not _NONWS.search(text):
+        return []
+    return _chunk_units(text, [(0, len(text), _TOP, "", kind)], cap, _SEPS, _OVERLAP_BELOW)
+
+
+def chunk_source(text: str, language: str, cap: int) -> tuple[list[Chunk], bool]:
+    """Chunks of a file in any language language_for names, and whether its parse failed
+    so it was cut as text instead (for the index run's counts)."""
+    if language in _GRAMMARS:
+        chunks = chunk_code(text, language, cap)
+        if chunks is not None:
+            return chunks, False
+        return chunk_as_text(text, cap), True
+    return chunk_as_text(text, cap), False
+
+
+class _Cutter:
+    """One file's text, its byte-to-str offset map and the pieces found so far."""
+
+    def __init__(self, text: str, data: bytes, cap: int) -> None:
+        self.text = text
+        self.cap = cap
+        self.min_len = _min_len(cap)
+        self.out: list[_Piece] = []
+        self.char_at: np.ndarray | None = None
+        if len(data) != len(text):
+            # char_at[b] is the str offset of the character holding byte b.
+            raw = np.frombuffer(data, dtype=np.uint8)
+            starts = (raw & 0xC0) != 0x80
+            self.char_at = np.empty(len(data) + 1, dtype=np.int64)
+            self.char_at[:-1] = np.cumsum(starts) - 1
+            self.char_at[-1] = len(text)
+
+    def pos(self, byte: int) -> int:
+        return byte if self.char_at is None else int(self.char_at[byte])
+
+    def line_start(self, p: int) -> int:
+        return self.text.rfind("\n", 0, p) + 1
+
+    def pieces(self, root: ts.Node) -> list[_Piece]:
+        self.block(root.children, 0, len(self.text), (), True)
+        return self.out
+
+    def signature(self, node: ts.Node, body: ts.Node) -> str:
+        """The header of a definition as written, one line, from the start of what wraps it
+        (`template <...>`, `export default`, `const f =`) to its opening brace."""
+        start = node
+        while True:
+            parent = start.parent
+            if (parent is None or parent.type not in _WRAPPERS
+                    or start.next_named_sibling is not None
+                    or start.start_byte - parent.start_byte > 200
+                    or (parent.type in _SINGLE_WRAPPERS and parent.named_child_count > 1)):
+                break
+            start = parent
+        text = self.text
+        s, e = self.pos(start.start_byte), self.pos(body.start_byte)
+        indent = text[self.line_start(s):s]
+        if indent.strip():
+            indent = ""
+        lines = [_drop_comments(ln) for ln in text[s:e].split("\n")]
+        parts = [ln.strip() for ln in lines if ln.strip()]
+        signature = " ".join(parts)
+        if len(parts) > 1:
+            signature = _SIG_CLOSE.sub(r"\1", _SIG_OPEN.sub(r"\1", signature))
+        signature = indent + signature
+        return signature if len(signature) <= 200 else signature[:197] + "..."
+
+    def block(self, nodes: Sequence[ts.Node], s: int, e: int, context: tuple[str, ...],
+              top: bool, lead: int = -1, trail: int = -1) -> None:
+        """Pieces of text[s:e], which holds `nodes` (siblings in the tree): units that fit are
+        grouped, one too large is split by its children, or as text when it has none.
+
+        text[lead:s] and text[e:trail] are small runs of the enclosing block next to this one:
+        packed with the pieces here rather than left as chunks too small to find.
+        """
+        text = self.text
+        # Units: a named node with the comments, attributes and punctuation glued to it.
+        groups: list[list[ts.Node]] = []
+        mains: list[ts.Node | None] = []  # the last named node of each unit
+        heads: list[ts.Node | None] = []  # the first
+        pending: list[ts.Node] = []
+        for node in nodes:
+            if not node.is_named:
+                if groups and not pending:
+                    groups[-1].append(node)
+                else:
+                    pending.append(node)
+                continue
+            t = node.type
+            if t in _PREFIXES:
+                if (t in _COMMENTS and groups and not pending and "\n" not in text[
+                        self.pos(groups[-1][-1].end_byte):self.pos(node.start_byte)]):
+                    groups[-1].append(node)  # a comment at the end of the line
+                else:
+                    pending.append(node)
+                continue
+            if groups and not pending and mains[-1] is not None and "\n" not in text[
+                    self.pos(groups[-1][0].start_byte):self.pos(node.start_byte)]:
+                # On the line the unit started on: `if (x) {`, `const f = () => {`. The last
+                # node is what is split when the unit is too large, the rest is its header.
+                groups[-1].append(node)
+                mains[-1] = node
+                continue
+            pending.append(node)
+            groups.append(pending)
+            heads.append(node)
+            mains.append(node)
+            pending = []
+        if pending:
+            groups.append(pending)
+            heads.append(None)
+            mains.append(None)
+        if not groups:
+            self.pack_range(s, e, lead, trail, context)
+            return
+
+        # Text between two units goes with the next one, from the start of its first line.
+        firsts = [self.pos(g[0].start_byte) for g in groups]
+        ends = [self.pos(g[-1].end_byte) for g in groups]
+        bounds = [s]
+        for k in range(1, len(groups)):
+            bounds.append(min(max(self.line_start(firsts[k]), ends[k - 1], bounds[-1]), e))
+        bounds.append(e)
+        kinds = [None if m is None or h is not m else _unit_kind(m)
+                 for h, m in zip(heads, mains)]
+
+        u_s: list[int] = []
+        u_e: list[int] = []
+        u_k: list[int] = []
+        members: list[ts.Node | None] = []
+        member_kind: list[str | None] = []
+        for k, main in enumerate(mains):
+            trimmed = _trim(text, bounds[k], bounds[k + 1])
+            if trimmed is None:
+                continue
+            b = bounds[k]
+            if kinds[k]:
+                strength = 3
+            elif _BLANK_LINE.search(text, b, max(b, self.line_start(firsts[k]))):
+                strength = 2
+            elif b == 0 or text[b - 1] == "\n":
+                strength = 1
+            else:
+                strength = _CHAR
+            head = heads[k]
+            if trimmed[1] - trimmed[0] > self.cap and head is not None:
+                own_at = self.pos(head.start_byte)
+                own = _trim(text, max(trimmed[0], self.line_start(own_at)), trimmed[1])
+                if own is not None and own[0] > trimmed[0] and own[1] - own[0] <= self.cap:
+                    # Comments before a unit that fits are no reason to split the unit.
+                    before = _trim(text, trimmed[0], own[0])
+                    for part, part_strength, part_main in (
+                            (before, strength, None), (own, 1 if before else strength, main)):
+                        if part is not None:
+                            u_s.append(part[0])
+                            u_e.append(part[1])
+                            u_k.append(part_strength)
+                            members.append(part_main)
+                            member_kind.append(kinds[k] if part_main is not None else None)
+                    continue
+            u_s.append(trimmed[0])
+            u_e.append(trimmed[1])
+            u_k.append(strength)
+            members.append(main)
+            member_kind.append(kinds[k])
+        around = _trim(text, lead, s) if 0 <= lead < s else None
+        if around is not None:
+            u_s.insert(0, around[0])
+            u_e.insert(0, around[1])
+            u_k.insert(0, _TOP)
+            members.insert(0, None)
+            member_kind.insert(0, None)
+        around = _trim(text, e, trail) if trail > e else None
+        if around is not None:
+            u_s.append(around[0])
+            u_e.append(around[1])
+            u_k.append(2)
+            members.append(None)
+            member_kind.append(None)
+
+        # Segments: runs of units that fit, and single units that do not.
+        segments: list[list[int]] = []
+        split: list[bool] = []
+        for k in range(len(u_s)):
+            fits = u_e[k] - u_s[k] <= self.cap
+            if fits and segments and not split[-1]:
+                segments[-1].append(k)
+            else:
+                segments.append([k])
+                split.append(not fits)
+        absorbed = [False] * len(segments)
+        leads: dict[int, int] = {}
+        trails: dict[int, int] = {}
+        for g in range(len(segments)):
+            if not split[g]:
+                continue
+            if g > 0 and not split[g - 1] and not absorbed[g - 1] and (
+                    u_e[segments[g - 1][-1]] - u_s[segments[g - 1][0]] < self.min_len):
+                absorbed[g - 1] = True
+                leads[g] = u_s[segments[g - 1][0]]
+            if g + 1 < len(segments) and not split[g + 1] and (
+                    u_e[segments[g + 1][-1]] - u_s[segments[g + 1][0]] < self.min_len):
+                absorbed[g + 1] = True
+                trails[g] = u_e[segments[g + 1][-1]]
+
+        ctx = "\n".join(context)
+        outside = "module" if top else "statements"
+        for g, segment in enumerate(segments):
+            if absorbed[g]:
+                continue
+            if not split[g]:
+                a_s = [u_s[k] for k in segment]
+                a_e = [u_e[k] for k in segment]
+                a_k = [u_k[k] for k in segment]
+                for i, j in _pack(a_s, a_e, a_k, 0, len(segment), self.cap, self.min_len):
+                    kind = member_kind[segment[i]] if j - i == 1 else None
+                    self.out.append((a_s[i], a_e[j - 1], kind or outside, ctx))
+                continue
+            k = segment[0]
+            main = members[k]
+            lead_k, trail_k = leads.get(g, -1), trails.get(g, -1)
+            if main is None or main.child_count == 0:
+                self.pack_range(u_s[k], u_e[k], lead_k, trail_k, context)
+                continue
+            def_kind = _def_kind(main)
+            body = _body(main) if def_kind is not None else None
+            if body is None:
+                self.block(main.children, u_s[k], u_e[k], context, top, lead_k, trail_k)
+                continue
+            first_out = len(self.out)
+            inner = context + (self.signature(main, body),)
+            self.block(body.children, u_s[k], u_e[k], inner, top and not def_kind, lead_k,
+                       trail_k)
+            if not def_kind:
+                continue
+            # The piece with the definition's first line says what it is; pieces holding only
+            # the neighbouring units packed along live outside it.
+            def_at = self.pos(main.start_byte)
+            for n in range(first_out, len(self.out)):
+                a, b, _, c = self.out[n]
+                if b <= def_at or a >= u_e[k]:
+                    self.out[n] = (a, b, outside, ctx)
+                elif a <= def_at:
+                    self.out[n] = (a, b, def_kind, c)
+
+    def pack_range(self, s: int, e: int, lead: int, trail: int,
+                   context: tuple[str, ...]) -> None:
+        """A unit with no children to split by (a long string, comment or macro) cut as text,
+        with the small runs around it (see block)."""
+        a_s: list[int] = []
+        a_e: list[int] = []
+        a_k: list[int] = []
+        if 0 <= lead < s:
+            a_s.append(lead)
+            a_e.append(s)
+            a_k.append(_TOP)
+        _split_range(self.text, s, e, self.cap, _SEPS, 0, 4 if a_s else _TOP, a_s, a_e, a_k)
+        if trail > e:
+            a_s.append(e)
+            a_e.append(trail)
+            a_k.append(4)
+        ctx = "\n".join(context)
+        for i, j in _pack(a_s, a_e, a_k, 0, len(a_s), self.cap, self.min_len):
+            self.out.append((a_s[i], a_e[j - 1], "statements", ctx))

@@ -1,0 +1,45 @@
+"""`ragdb index --watch`: after the first run, re-index the roots whenever files under them
+change (watchfiles: changes are batched, then one index run, one transaction, per batch)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragdb.database import IndexResult, RagDB
+
+DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
+
+
+def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
+                report: Callable[[IndexResult], str], *,
+                stop: threading.Event | None = None,
+                debounce_ms: int = DEBOUNCE_MS) -> int:
+    """Re-index `roots` after each batch of changes until Ctrl-C (or `stop` is set); returns
+    the number of runs. Each run is an ordinary incremental index run: only files whose hash
+    changed are re-chunked, files gone lose their rows, all in one transaction."""
+    from watchfiles import DefaultFilter, watch
+
+    own = {os.path.abspath(f"{rag.path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
+    default = DefaultFilter()
+
+    def relevant(change: Any, path: str) -> bool:
+        return os.path.abspath(path) not in own and default(change, path)
+
+    print(f"ragdb: watching {', '.join(str(r) for r in roots)} (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    runs = 0
+    for _changes in watch(*roots, watch_filter=relevant, debounce=debounce_ms,
+                          stop_event=stop, raise_interrupt=False, yield_on_timeout=False):
+        existing = [r for r in roots if r.exists()]
+        if not existing:
+            print("ragdb: every watched root is gone; stopping", file=sys.stderr, flush=True)
+            break
+        result = rag.index(existing, **options)
+        runs += 1
+        print(report(result), flush=True)
+    return runs

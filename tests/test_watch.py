@@ -1,0 +1,64 @@
+"""`ragdb index --watch`: a change is indexed within a second or two; Ctrl-C stops cleanly."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from ragdb import RagDB
+from tests.polyglot import write_repo
+
+
+def _lines(stream: IO[str]) -> "queue.Queue[str]":
+    """Lines of a pipe as they come, read on a thread so that a test never blocks on it."""
+    lines: "queue.Queue[str]" = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_watch_indexes_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    write_repo(tmp_path / "repo")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", "repo", "--no-vectors", "--watch",
+         "--db", "rag.db"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _lines(proc.stdout), _lines(proc.stderr)
+    try:
+        assert "6 indexed" in out.get(timeout=60)
+        assert "watching repo" in err.get(timeout=30)
+        time.sleep(1.5)  # the watcher starts just after it says so
+        (tmp_path / "repo" / "server" / "metrics.go").write_text(
+            "package server\n// ExportPrometheusMetrics serves the scrape endpoint.\n"
+            "func ExportPrometheusMetrics() {}\n")
+        (tmp_path / "repo" / "native" / "ring.c").unlink()
+        summary = ""
+        deadline = time.monotonic() + 30
+        while "1 removed" not in summary:
+            summary += out.get(timeout=max(0.1, deadline - time.monotonic()))
+        assert "1 indexed" in summary and "1 removed" in summary, summary
+        paths = {str(r[0]) for r in RagDB(tmp_path / "rag.db").conn.execute(
+            "SELECT path FROM files")}
+        assert "repo/server/metrics.go" in paths and "repo/native/ring.c" not in paths
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)
+    assert code in (0, 130)
+    rest = []
+    while not err.empty():
+        rest.append(err.get())
+    assert "Traceback" not in "".join(rest)
