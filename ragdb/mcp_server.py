@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from ragdb.database import RagDB
 from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
+from ragdb.generate.styles import Style
 from ragdb.retrieve import MAX_K, Filters, Hit, Mode
 
 INSTRUCTIONS = (
@@ -56,6 +57,7 @@ class AnswerResult(BaseModel):
     answer: str
     cited: list[int] = Field(description="numbers n of the sources the answer cites as [n]")
     model: str | None
+    style: str | None = Field(description="extractive (passages of the sources) or generate")
     sources: list[Source]
 
 
@@ -150,15 +152,23 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
 
     @server.tool()
     def answer(query: str, k: int = 5, path: FilterArg = None, lang: FilterArg = None,
-               mode: str = "hybrid") -> Annotated[CallToolResult, AnswerResult]:
-        """Answer a question from the k most relevant sources with a local model, citing
-        them as [n]. Same filters as search."""
+               mode: str = "hybrid",
+               style: str = "auto") -> Annotated[CallToolResult, AnswerResult]:
+        """Answer a question from the k most relevant sources, citing them as [n]: passages
+        of the sources (style extractive, the default where only the small offline model
+        exists) or written by the local model (generate). Same filters as search."""
         _k(k)
 
         def run() -> AnswerResult:
-            found = rag.answer(query, k, mode, filters=Filters.of(path, lang))
+            try:
+                chosen = Style(style)
+            except ValueError:
+                raise RagdbError(f"style must be one of auto, extractive, generate, "
+                                 f"got {style!r}") from None
+            found = rag.answer(query, k, mode, filters=Filters.of(path, lang), style=chosen)
             return AnswerResult(query=query, answer=found.text, cited=list(found.cited),
-                                model=found.model, sources=_sources(found.hits))
+                                model=found.model, style=found.style,
+                                sources=_sources(found.hits))
 
         result: AnswerResult = call(run)
         return _result(result, result.answer + "\n\nSources:\n" + _sources_text(result.sources))

@@ -37,7 +37,17 @@ from ragdb.datasette_plugin.vec import datasette_vec_path
 @hookimpl
 def prepare_connection(conn: Any) -> None:
     """Register ragdb_fts_query() and load (a private copy of) sqlite-vec where the sqlite3
-    module allows extensions (pysqlite3 does)."""
+    module allows extensions (pysqlite3 does).
+
+    Connections are put in autocommit mode: the sqlite3 module otherwise opens a transaction
+    before a data-changing statement, and when that statement fails (Datasette's connections
+    are read-only: `?sql=with x as (select 1) delete from files`) the transaction stays open,
+    so that connection keeps reading the index as it was, for ever.
+    """
+    try:
+        conn.isolation_level = None
+    except AttributeError:
+        pass
     try:
         conn.create_function("ragdb_fts_query", 1, ragdb_fts_query, deterministic=True)
     except (TypeError, AttributeError):  # an sqlite3 module without `deterministic`
