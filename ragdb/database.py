@@ -48,7 +48,7 @@ from ragdb.indexing import (
     MAX_CHUNK_SIZE,
     IndexStats,
     WalkOptions,
-    collect_files,
+    check_roots,
     stored_path,
     update_index,
 )
@@ -191,7 +191,7 @@ class RagDB:
             )
         options = WalkOptions(include=tuple(include), ignore=ignore, hidden=hidden,
                               follow_symlinks=follow_symlinks)
-        collect_files(paths, options)  # fail on a bad root before creating rag.db
+        check_roots(paths)  # fail on a bad root before creating rag.db
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
         stats, vstats = update_index(

@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import stat
 import time
 from bisect import bisect_right
@@ -116,16 +117,49 @@ def _link_target(path: Path) -> Path | None:
 # --- ignore rules ---------------------------------------------------------------------------
 
 # (the folder the patterns are relative to, with a trailing slash; its spec)
-_Rules = list[tuple[str, pathspec.GitIgnoreSpec]]
+_Rules = list[tuple[str, "_Spec"]]
 
 
-def _spec_from(path: Path) -> pathspec.GitIgnoreSpec | None:
+@dataclass(frozen=True)
+class _Spec:
+    """A .gitignore's patterns, with all of them in one combined regex: a path no pattern
+    matches (most paths) is settled in one search, where pathspec tries each pattern in turn
+    (most of a no-op re-index went there on the vLLM tree). Without negations, any match means
+    ignored; with them, pathspec applies git's order."""
+
+    spec: pathspec.GitIgnoreSpec
+    any_match: re.Pattern[str] | None  # every pattern in one regex (None: could not combine)
+    negations: bool
+
+    @classmethod
+    def of(cls, spec: pathspec.GitIgnoreSpec) -> "_Spec":
+        patterns = [p for p in spec.patterns if p.include is not None]
+        regexes = [getattr(p, "regex", None) for p in patterns]
+        negations = any(p.include is False for p in patterns)
+        if any(r is None for r in regexes):
+            return cls(spec, None, True)
+        combined = "|".join(f"(?:{r.pattern})" for r in regexes if r is not None)
+        try:
+            return cls(spec, re.compile(re.sub(r"\(\?P<\w+>", "(", combined)), negations)
+        except re.error:
+            return cls(spec, None, True)
+
+    def included(self, rel: str) -> bool | None:
+        """True: ignored; False: re-included by a negation; None: no pattern matched."""
+        if self.any_match is not None and not self.any_match.search(rel):
+            return None  # most paths match no pattern at all
+        if self.negations:
+            return self.spec.check_file(rel).include
+        return True
+
+
+def _spec_from(path: Path) -> _Spec | None:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
-    return spec if len(spec) else None
+    return _Spec.of(spec) if len(spec) else None
 
 
 def _folder_rules(folder: Path, is_repo_top: bool) -> _Rules:
@@ -168,9 +202,9 @@ def _ignored(rules: _Rules, path: str, is_dir: bool) -> bool:
         if not path.startswith(base):
             continue
         rel = path[len(base):]
-        result = spec.check_file(rel + "/" if is_dir else rel)
-        if result.include is not None:
-            verdict = result.include
+        include = spec.included(rel + "/" if is_dir else rel)
+        if include is not None:
+            verdict = include
     return verdict
 
 
@@ -249,6 +283,8 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
 
 def _relative(path: Path) -> str:
     """The stored path: relative to the current directory, as the user typed the corpus root."""
+    if not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()  # already relative and normal: what relpath would give
     return Path(os.path.relpath(path)).as_posix()
 
 
@@ -262,15 +298,21 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> S
 
     Symlinks whose target lies outside their root are skipped unless options.follow_symlinks.
     """
+    check_roots(roots)
     scan = Scan()
+    for root in roots:
+        _walk(root, options, scan)
+    scan.files = sorted(set(scan.files))
+    return scan
+
+
+def check_roots(roots: Sequence[Path]) -> None:
+    """A root that is missing or unreadable fails the run before anything is written."""
     for root in roots:
         if not root.exists():
             raise RagdbError(f"cannot index {root}: no such file or directory")
         if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
             raise RagdbError(f"cannot index {root}: permission denied")
-        _walk(root, options, scan)
-    scan.files = sorted(set(scan.files))
-    return scan
 
 
 def collect_files(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> list[Path]:
@@ -379,9 +421,11 @@ def index_paths(
             rel = _relative(path)
             seen.add(rel)
             text, raw, reason = _read_text(path)
-            if text is not None:
+            digest = hashlib.sha256(raw).hexdigest() if text is not None else ""
+            old = known.get(rel)
+            if text is not None and (old is None or old[1] != digest):
                 # Machine-written files crowd out the code people ask about. Judged by name and
-                # content: vendored folders were already left out by the walk.
+                # content (new or changed files only): vendored folders were left out by the walk.
                 reason = is_generated_or_minified(path.name, text) or ""
                 if reason:
                     text = None
@@ -392,8 +436,6 @@ def index_paths(
                     conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
                     stats.files_removed += 1
             else:
-                digest = hashlib.sha256(raw).hexdigest()
-                old = known.get(rel)
                 if old is not None and old[1] == digest:
                     stats.files_unchanged += 1
                 else:
