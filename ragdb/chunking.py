@@ -419,6 +419,12 @@ def _chunk_python(text: str, cap: int) -> list[Chunk]:
         return _chunk_units(text, [(0, len(text), _TOP, "", "module")], cap, _CODE_SEPS,
                             _CODE_OVERLAP_BELOW)
 
+    return merge_pieces(text, pieces, cap)
+
+
+def merge_pieces(text: str, pieces: Sequence[_Piece], cap: int) -> list[Chunk]:
+    """Syntax-tree pieces as chunks: a piece too small to stand alone joins its neighbour
+    while both fit the cap (the larger one gives the kind and context); blanks are trimmed."""
     min_len = _min_len(cap)
     merged: list[_Piece] = []
     for piece in pieces:

@@ -21,6 +21,7 @@ import tree_sitter as ts
 
 from ragdb.chunking import (
     _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _split_range, _trim,
+    merge_pieces,
 )
 
 # --- which files, in which language ----------------------------------------------------------
@@ -392,23 +393,7 @@ def chunk_code(text: str, language: str, cap: int) -> list[Chunk] | None:
         return None
     if not pieces:  # comments only
         return chunk_as_text(text, cap, "module")
-    min_len = _min_len(cap)
-    merged: list[_Piece] = []
-    for piece in pieces:
-        if merged:
-            prev = merged[-1]
-            prev_len, piece_len = prev[1] - prev[0], piece[1] - piece[0]
-            if piece[1] - prev[0] <= cap and min(prev_len, piece_len) < min_len:
-                keep = prev if prev_len >= piece_len else piece
-                merged[-1] = (prev[0], piece[1], keep[2], keep[3])
-                continue
-        merged.append(piece)
-    chunks = []
-    for s, e, kind, context in merged:
-        trimmed = _trim(text, s, e)
-        if trimmed is not None:
-            chunks.append(Chunk(trimmed[0], trimmed[1], kind, context))
-    return chunks
+    return merge_pieces(text, pieces, cap)
 
 
 def chunk_as_text(text: str, cap: int, kind: str = "text") -> list[Chunk]:
