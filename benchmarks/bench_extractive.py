@@ -27,7 +27,7 @@ import numpy as np
 from benchmarks.bench_answer import token_f1
 from ragdb import RagDB
 from ragdb.generate import extractive
-from ragdb.chunking import file_kind
+from ragdb.indexing import language_of
 from ragdb.generate.extractive import Passage, Settings, SourceText
 from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset
@@ -49,7 +49,7 @@ def content_words(text: str) -> set[str]:
 
 def sources_of(hits: Sequence[Hit]) -> list[SourceText]:
     """The hits as the extractive answerer numbers them; kind is the file kind when known."""
-    return [SourceText(n, h.file_path, file_kind(h.file_path) or h.kind, h.text)
+    return [SourceText(n, h.file_path, language_of(h.file_path) or h.kind, h.text)
             for n, h in enumerate(hits, 1)]
 
 

@@ -38,7 +38,6 @@ from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
-from ragdb.chunking import file_kind
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
@@ -49,6 +48,7 @@ from ragdb.indexing import (
     IndexStats,
     WalkOptions,
     check_roots,
+    language_of,
     stored_path,
     update_index,
 )
@@ -339,7 +339,7 @@ class RagDB:
             return self.generator()
         if self._extractive is None:
             self._extractive = ExtractiveAnswerer(self._embed_passages,
-                                                  lambda path: file_kind(path) or "text")
+                                                  lambda path: language_of(path) or "text")
         return self._extractive
 
     def _embed_passages(self, texts: list[str]) -> Any:

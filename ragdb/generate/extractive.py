@@ -80,11 +80,14 @@ class Settings:
     # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
     # nearly all of an answer's time; the rest keep their BM25 half only.
     embed_limit: int = 16
+    code_weight: float = 0.4  # score factor for passages from code files (answers are read)
 
 
 DEFAULT_SETTINGS = Settings()
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
+#: File and chunk kinds that are prose; any other language (Go, CUDA, YAML, JSON...) is code.
+PROSE_KINDS = frozenset({"markdown", "rst", "text", "section", "paragraph"})
 _BUILD_FILE = re.compile(
     r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
     r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt)$"
@@ -93,7 +96,8 @@ _BUILD_FILE = re.compile(
 
 def is_code(source: SourceText) -> bool:
     """Code files are split into definitions and blocks, never into sentences."""
-    return source.kind in CODE_KINDS or bool(_BUILD_FILE.search("/" + source.file_path))
+    return (source.kind in CODE_KINDS or source.kind not in PROSE_KINDS
+            or bool(_BUILD_FILE.search("/" + source.file_path)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -620,6 +624,9 @@ def select_passages(
         else:
             score = lexical
         score = score * prior
+        if settings.code_weight != 1.0:
+            score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
+                                      for c in candidates])
         for i, c in enumerate(candidates):
             excess = (c.unit.end - c.unit.start) - settings.soft_chars
             if excess > 0:
