@@ -261,7 +261,12 @@ def search_command(
     from ragdb.retrieve import Filters
 
     check_k(k)
-    hits = _rag(db).search(question, k, mode, Filters.of(path, lang))
+    rag = _rag(db)
+    hits = rag.search(question, k, mode, Filters.of(path, lang))
+    coverage = rag.dense_coverage() if mode is not Mode.lexical else None
+    if coverage is not None and coverage < 1:  # stderr: --json output stays one document
+        _err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are still "
+             "being computed (the lexical index is complete)")
     if as_json:
         typer.echo(json.dumps([_source(h, with_text) for h in hits], indent=2))
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -165,6 +166,9 @@ def test_run_killed_during_embedding_is_repaired_next_time(tmp_path: Path) -> No
     assert 0 < (partial.dense_coverage() or 0) < 1
     assert partial.search("Topic 7 widgets", 3, "hybrid")[0].file_path.endswith("page07.md")
     partial.close()
+    said = run_cli("search", "Topic 7 widgets", "--json", "--db", str(db), cwd=project)
+    assert said.returncode == 0 and json.loads(said.stdout)[0]["file_path"].endswith("page07.md")
+    assert "the dense leg covers" in said.stderr
 
     conn = connect(db)
     missing = scalar(conn, "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
