@@ -252,6 +252,11 @@ class Searcher:
                 self._embedder = None  # re-indexed with another model: embed queries with it
 
     @property
+    def loaded_embedder(self) -> str | None:
+        """The identity of the query embedder if it is loaded (a cached search loads none)."""
+        return self._embedder.identity if self._embedder is not None else None
+
+    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             name = get_setting(self.conn, Setting.EMBEDDER_NAME)

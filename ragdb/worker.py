@@ -94,8 +94,7 @@ def status() -> dict[str, Any]:
     rag = _rag()
     body: dict[str, Any] = _busy(rag.status)
     body["model"] = rag.loaded_model
-    loaded = rag._searcher._embedder if rag._searcher is not None else None
-    body["query_embedder"] = loaded.identity if loaded is not None else None
+    body["query_embedder"] = rag.searcher.loaded_embedder
     return body
 
 
