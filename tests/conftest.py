@@ -6,9 +6,13 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from ragdb.generate.generator import Generator
+from ragdb.generate.models import resolve_model
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -104,3 +108,12 @@ def extract_slice(dest: Path, every: int) -> Path:
 def corpus_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """About 200 real vLLM files, extracted once per test session (read-only by convention)."""
     return extract_slice(tmp_path_factory.mktemp("slice"), every=10)
+
+
+@pytest.fixture(scope="session")
+def generator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generator]:
+    """The real pipeline on the offline SmolLM2, loaded once for the whole run; OpenVINO's
+    telemetry goes to a temporary HOME."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield Generator(resolve_model("offline", Path("unused"), warn=pytest.fail))

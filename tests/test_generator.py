@@ -1,0 +1,58 @@
+"""Real generation with the offline SmolLM2-135M GGUF through OpenVINO GenAI (no mock)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ragdb.generate.generator import EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.models import OFFLINE_NAME
+
+from tests.generate_support import LOAD, LORA, QUICK
+
+
+# ------------------------------------------------------------------------------------------
+# Real generation with the offline model
+
+
+def test_answer_streams_and_cites_a_given_source(generator: Generator) -> None:
+    pieces: list[str] = []
+    answer = generator.answer("How do I serve LoRA adapters?", [LORA, LOAD, QUICK],
+                              on_token=pieces.append)
+    streamed = "".join(pieces)
+    assert answer.text and answer.text != EMPTY_ANSWER_MESSAGE
+    assert streamed and (answer.text.startswith(streamed) or streamed.startswith(answer.text))
+    assert answer.cited and all(1 <= n <= 3 for n in answer.cited)
+    assert all(1 <= int(n) <= 3 for n in re.findall(r"\[(\d+)\]", answer.text))
+    assert "<think>" not in answer.text and "<|im_end|>" not in answer.text
+    assert answer.model == OFFLINE_NAME
+    assert 0 < answer.prompt_tokens <= generator.prompt_budget
+    assert 0 < answer.new_tokens <= generator.max_new_tokens
+    assert 0 < answer.first_token_s <= answer.total_s
+    assert answer.sources == [LORA, LOAD, QUICK]
+
+
+def test_without_the_lead_citation_nothing_is_added(generator: Generator) -> None:
+    generator.lead_citation = False
+    try:
+        answer = generator.answer("How do I install vLLM?", [QUICK, LORA])
+    finally:
+        generator.lead_citation = True
+    assert answer.text and not answer.text.startswith("According to [")
+    found = sorted({int(n) for n in re.findall(r"\[(\d+)\]", answer.text)})
+    assert found == answer.cited and all(1 <= n <= 2 for n in found)
+
+
+def test_no_sources_gives_the_fixed_message(generator: Generator) -> None:
+    answer = generator.answer("Anything?", [])
+    assert (answer.text, answer.cited, answer.new_tokens) == (NO_SOURCES_MESSAGE, [], 0)
+
+
+def test_ctrl_c_propagates_as_keyboard_interrupt(generator: Generator) -> None:
+    def interrupt(piece: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generator.answer("How do I serve LoRA adapters?", [LORA], on_token=interrupt)
+    assert generator.answer("How do I serve LoRA adapters?", [LORA]).text  # still usable
