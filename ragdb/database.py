@@ -129,7 +129,7 @@ class RagDB:
         self._resolved: ResolvedModel | None = None
         self._resolve_notes: list[str] = []
         self._extractive: ExtractiveAnswerer | None = None
-        self._coverage: tuple[tuple[int, int], float] | None = None
+        self._coverage: tuple[tuple[int, int], float | None] | None = None
 
     # -- the connection --------------------------------------------------------------------
 
@@ -298,11 +298,12 @@ class RagDB:
     def dense_coverage(self) -> float | None:
         """How complete the dense leg is (1.0 once every wanted chunk has its vector; less
         while an index run is still embedding); None for an index built without vectors."""
-        if not has_vectors(self.conn):
-            return None
-        key = (index_generation(self.conn), vector_count(self.conn))
+        # Recomputed only when another connection committed (PRAGMA data_version) or this one
+        # ran an index (generation): counting the vectors on every search cost ~4 ms.
+        key = (int(scalar(self.conn, "PRAGMA data_version")), index_generation(self.conn))
         if self._coverage is None or self._coverage[0] != key:
-            self._coverage = (key, round(dense_coverage(self.conn), 4))
+            covered = round(dense_coverage(self.conn), 4) if has_vectors(self.conn) else None
+            self._coverage = (key, covered)
         return self._coverage[1]
 
     def source_text(self, source: MinimalSource) -> PromptSource | None:
