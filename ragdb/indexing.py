@@ -31,7 +31,7 @@ from ragdb.syntax_chunking import (
     is_vendored_dir,
     language_for,
 )
-from ragdb.tokenize import TOKENIZER_VERSION, analyse
+from ragdb.tokenize import TOKENIZER_VERSION, analyse, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 
 DEFAULT_INCLUDE: tuple[str, ...] = ()  # empty: every language ragdb knows (language_of)
@@ -561,7 +561,7 @@ def _write_file(
             {
                 "chunk_id": chunk_id,
                 "path": path_terms,
-                "context": analyse(chunk.context),
+                "context": _context_terms(chunk.context, body, kind),
                 "body": analyse(body),
             },
         )
@@ -569,6 +569,13 @@ def _write_file(
 
 
 _CHUNKING_KINDS = frozenset({"python", "markdown", "rst", "text"})
+
+
+def _context_terms(context: str, body: str, kind: str) -> str:
+    """The context column: the enclosing signatures or headings, then the joined names of the
+    definitions the chunk holds (see tokenize.defined_names)."""
+    names = analyse_names(defined_names(body, kind))
+    return f"{analyse(context)} {names}".strip()
 
 
 def _insert_returning_rowid(conn: apsw.Connection, statement: str, params: dict) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 # Bump when analysis changes: the index records it and a different version forces a rebuild.
-TOKENIZER_VERSION = "ragdb-split-1"
+# split-2: the context column also holds the joined names of the Python definitions a chunk holds.
+TOKENIZER_VERSION = "ragdb-split-2"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
@@ -68,6 +69,30 @@ def analyse_terms(text: str) -> list[str]:
 def analyse(text: str) -> str:
     """The analysed text stored in chunks_fts."""
     return " ".join(analyse_terms(text))
+
+
+_PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)
+
+
+def defined_names(text: str, kind: str) -> list[str]:
+    """Names of the functions and classes a chunk defines (Python; [] for other kinds), once each.
+
+    Where a name is defined says more than where it is used: indexed in the context column,
+    these rank the definition of an identifier a question names above its call sites.
+    """
+    if kind != "python":
+        return []
+    return list(dict.fromkeys(_PY_DEFINITION.findall(text)))
+
+
+def analyse_names(names: list[str]) -> str:
+    """Each name as one joined term (`get_num_tokens` -> `getnumtokens`), no parts.
+
+    Only the joined form: it matches when a question writes the identifier itself (the parts
+    are in the body already); the parts as well measured a loss on prose questions, whose
+    words then matched definitions named after common words (README, Performance).
+    """
+    return " ".join("".join(split_identifier(name)) for name in names)
 
 
 def query_terms(question: str) -> list[str]:

@@ -17,6 +17,7 @@ from ragdb.db import connect, scalar, schema_version, set_setting
 from ragdb.indexing import index_paths
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.retrieve import Searcher
+from ragdb.tokenize import analyse_names, defined_names
 from tests.conftest import SMALL_CORPUS, extract_slice, run_cli, write_corpus
 
 QUESTIONS = [
@@ -179,3 +180,28 @@ def test_killed_index_run_keeps_the_previous_index(tmp_path: Path, sig: signal.S
     # and the next run completes
     again = run_cli("index", "data/raw", "--db", str(db), "--no-vectors", cwd=project)
     assert again.returncode == 0, again.stderr
+
+
+def test_defined_names_are_one_joined_term_each() -> None:
+    text = ("class FlashInferBuilder(Base):\n    async def prepare_inputs(self):\n"
+            '        """def not_a_name is prose."""\n    def prepare_inputs(self):\n        pass\n')
+    assert defined_names(text, "python") == ["FlashInferBuilder", "prepare_inputs"]
+    assert defined_names(text, "markdown") == []
+    assert analyse_names(["FlashInferBuilder", "_private", "prepare_inputs"]) == (
+        "flashinferbuilder private prepareinputs")
+
+
+def test_the_definition_of_a_named_identifier_ranks_above_its_uses(tmp_path: Path) -> None:
+    """Two chunks with the same words; the one defining `scale_weights` comes first, and the
+    context column holds the definition's joined name (what any SQLite client sees)."""
+    filler = "\n".join(f"    value_{i} = value_{i - 1} + {i}" for i in range(1, 60))
+    write_corpus(tmp_path / "src", {
+        "a_user.py": f"def run(layer):\n{filler}\n    return scale_weights(layer)\n",
+        "b_owner.py": f"def scale_weights(layer):\n{filler}\n    return layer\n",
+    })
+    conn = connect(tmp_path / "rag.db", create=True)
+    index_paths(conn, [tmp_path / "src"])
+    context = scalar(conn, "SELECT context FROM chunks_fts WHERE path MATCH 'owner'")
+    assert context == "scaleweights"
+    hits = Searcher(conn, use_cache=False).search("Where is scale_weights?", 2, "lexical")
+    assert [Path(h.file_path).name for h in hits] == ["b_owner.py", "a_user.py"]
