@@ -297,3 +297,42 @@ def test_max_passages_is_respected(max_passages: int) -> None:
     passages = select_passages("adapters LoRA server options rank batch",
                                [lora_source(1), sampler_source(2)], settings=config)
     assert 1 <= len(passages) <= max_passages
+
+
+def test_a_block_opened_after_an_admonition_and_cut_off_is_not_read_as_prose() -> None:
+    """A chunk that opens a bare fence under `??? console` and ends inside the block: the log
+    lines are no sentences (read as prose they made a 800-character 'answer')."""
+    text = ('??? console "Logs"\n\n    ```\n    AUTOTUNE mm(8x2048, 2048x3072)\n'
+            "      triton_mm_4 0.0130 ms 100.0% BLOCK_K=128, BLOCK_M=16, num_warps=2\n"
+            "      triton_mm_8 0.0134 ms 97.4% BLOCK_K=128, BLOCK_M=16, num_warps=4\n")
+    source = SourceText(1, "docs/design/torch_compile.md", "markdown", text)
+    assert split_passages(source) == []
+
+
+def test_a_chunk_that_starts_inside_a_block_reads_on_after_its_closing_fence() -> None:
+    text = ("    x = compute(y)\n    return x\n```\n\n"
+            "The helper above returns the computed value for each request.\n")
+    source = SourceText(1, "docs/guide.md", "markdown", text)
+    assert [p.text for p in split_passages(source)] == [
+        "The helper above returns the computed value for each request."]
+
+
+def test_code_cut_out_of_an_expression_is_never_a_passage() -> None:
+    """A chunk of a long file may start or end inside a call: such a block is scored with the
+    others but never shown (here the best match by far is the fragment)."""
+    text = ('12.8 AND SCALED_MM_ARCHS)\n  message(STATUS "Not building scaled_mm_c3x_sm120 as '
+            'CUDA Compiler version is not >= 12.8")\nendif()\n\n'
+            "# The kernels for Blackwell need CUDA 12.8 or later\n"
+            'cuda_archs_loose_intersection(SCALED_MM_ARCHS "10.0a" "${CUDA_ARCHS}")\n')
+    source = SourceText(1, "CMakeLists.txt", "cmake", text)
+    passages = select_passages("Which CUDA compiler version is needed for scaled_mm_c3x_sm120?",
+                               [source])
+    assert passages and all("12.8 AND" not in p.text for p in passages)
+    assert all(extractive._balanced(p.text, "cmake") for p in passages)
+
+
+def test_brackets_in_strings_and_comments_do_not_count() -> None:
+    assert extractive._balanced('s = ")"  # 1) why\nf(s)', "python")
+    assert extractive._balanced("x = a[i // 2]", "python")
+    assert extractive._balanced("int x = f(a); // (see below", "cuda")
+    assert not extractive._balanced("    tp_size))\nreturn x", "python")

@@ -170,12 +170,19 @@ def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
     """The first line to read: past the closing fence when the chunk starts inside a block.
 
     A chunk cut from a long file may begin in the middle of a fenced block. With an odd number
-    of fence lines and a bare first fence (no language), that fence is taken as the closing one.
+    of fence lines and a bare first fence (no language), that fence is taken as the closing one,
+    unless what precedes it introduces a block: then it opens one that runs past the chunk's end.
     """
     fences = [n for n, (s, e) in enumerate(lines) if _FENCE.match(text[s:e])]
-    if len(fences) % 2 and text[slice(*lines[fences[0]])].strip().strip("`~") == "":
-        return fences[0] + 1
-    return 0
+    if not len(fences) % 2 or text[slice(*lines[fences[0]])].strip().strip("`~"):
+        return 0
+    before = [text[s:e] for s, e in lines[:fences[0]] if text[s:e].strip()]
+    # Nothing but a heading, an admonition or an introduction before it: that fence opens a
+    # block the chunk's end cuts off (`??? console "Logs"` then a bare fence).
+    if not before or _HEADING.match(before[-1]) or _ADMONITION.match(before[-1]) \
+            or before[-1].rstrip().endswith(":"):
+        return 0
+    return fences[0] + 1
 
 
 def _prose_units(text: str) -> list[_Unit]:
@@ -402,6 +409,29 @@ def _split_block(
     return pieces
 
 
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
+_SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
+_C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
+                       "java"})
+_OPENING, _CLOSING = "([{", ")]}"
+
+
+def _balanced(code: str, language: str) -> bool:
+    """No bracket closed that the span did not open, none left open: the span is not cut out
+    of the middle of an expression (a chunk of a long file may begin or end inside one)."""
+    comment = _SLASH_COMMENT if language in _C_FAMILY else _HASH_COMMENT
+    depth = 0
+    for char in comment.sub("", _STRING.sub("", code)):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
     text = _HTML_COMMENT.sub(lambda m: " " * len(m.group()), source.text)
     if is_code(source):
@@ -547,6 +577,9 @@ class _Candidate:
     unit: _Unit
     shown: str  # cleaned text, what is embedded and compared
     bag: Counter[str]
+    # False for code cut out of an expression: scored with the rest (so the IDF and scaling
+    # do not depend on it) but never shown.
+    whole: bool = True
 
 
 def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
@@ -563,7 +596,8 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
                 continue  # a path, a heading-like line or a lone word is no answer
             if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
                 continue  # an introduction without what it introduces, or a question
-            out.append(_Candidate(source, unit, shown, bag))
+            whole = not is_code(source) or _balanced(raw, source.kind)
+            out.append(_Candidate(source, unit, shown, bag, whole))
     return out
 
 
@@ -571,6 +605,8 @@ def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
     """The first sentence(s) of the best-ranked source that has any text."""
     for source in sources:
         units = [u for u in _units(source) if u.kind != "code"] or _units(source)
+        if is_code(source):
+            units = [u for u in units if _balanced(source.text[u.start:u.end], source.kind)]
         if not units:
             continue
         chosen = [units[0]]
@@ -631,8 +667,8 @@ def select_passages(
             excess = (c.unit.end - c.unit.start) - settings.soft_chars
             if excess > 0:
                 score[i] *= settings.soft_chars / (settings.soft_chars + excess)
-        order = sorted(range(len(candidates)), key=lambda i: -score[i])
-        best = float(score[order[0]])
+        order = sorted((i for i, c in enumerate(candidates) if c.whole), key=lambda i: -score[i])
+        best = float(score[order[0]]) if order else 0.0
         used = 0
         for i in order:
             c = candidates[i]
