@@ -111,11 +111,12 @@ def index(
         into_existing=into_existing,
     )
     # Every recorded root, each walked as its own last run was, unless told otherwise.
-    _index_once(rag, [] if recorded and not walk_given else roots, options)
+    own_options = bool(recorded) and not walk_given
+    _index_once(rag, [] if own_options else roots, options)
     if watch:
         from ragdb.watch import watch_roots
 
-        watch_roots(rag, roots, options, report=_index_summary)
+        watch_roots(rag, roots, options, report=_index_summary, recorded=own_options)
 
 
 def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any]) -> None:

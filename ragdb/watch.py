@@ -11,17 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from ragdb.database import IndexResult, RagDB
+from ragdb.errors import RagdbError
 
 DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
 
 
+_WALK_OPTIONS = ("include", "ignore", "hidden", "follow_symlinks", "into_existing")
+
+
 def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
                 report: Callable[[IndexResult], str], *,
+                recorded: bool = False,
                 stop: threading.Event | None = None,
                 debounce_ms: int = DEBOUNCE_MS) -> int:
     """Re-index `roots` after each batch of changes until Ctrl-C (or `stop` is set); returns
     the number of runs. Each run is an ordinary incremental index run: only files whose hash
-    changed are re-chunked, files gone lose their rows, all in one transaction."""
+    changed are re-chunked, files gone lose their rows, all in one transaction.
+
+    `recorded`: the roots are rag.db's own, and each is re-walked with the include, ignore and
+    hidden options of its last run (as `ragdb index` with no folder does), not with `options`'.
+    """
+    if recorded:
+        options = {k: v for k, v in options.items() if k not in _WALK_OPTIONS}
     from watchfiles import DefaultFilter, watch
 
     own = {os.path.abspath(f"{rag.path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
@@ -39,7 +50,11 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
         if not existing:
             print("ragdb: every watched root is gone; stopping", file=sys.stderr, flush=True)
             break
-        result = rag.index(existing, **options)
+        try:
+            result = rag.index([] if recorded else existing, **options)
+        except RagdbError as exc:  # a root gone or unreadable: say so, keep watching
+            print(f"ragdb: {exc}", file=sys.stderr, flush=True)
+            continue
         runs += 1
         print(report(result), flush=True)
     return runs

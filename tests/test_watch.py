@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from ragdb import RagDB
 from tests.polyglot import write_repo
 
@@ -64,3 +66,34 @@ def test_watch_indexes_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     while not err.empty():
         rest.append(err.get())
     assert "Traceback" not in "".join(rest)
+
+
+def test_watch_of_the_recorded_roots_keeps_each_roots_own_walk_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ragdb index --watch` with no folder: a root indexed with `--include '*.go'` stays
+    Go-only while watched (each run re-walks it with its recorded options, not the defaults)."""
+    from ragdb.watch import watch_roots
+
+    write_repo(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path)
+    rag = RagDB(tmp_path / "rag.db")
+    rag.index(["repo"], include=["*.go"], vectors=False)
+    stop = threading.Event()
+    reports: "queue.Queue[str]" = queue.Queue()
+    watcher = threading.Thread(target=watch_roots, args=(
+        RagDB(tmp_path / "rag.db"), [Path("repo")], {"include": (), "vectors": False},
+        lambda result: reports.put(str(result.stats)) or ""),
+        kwargs={"recorded": True, "stop": stop, "debounce_ms": 100}, daemon=True)
+    watcher.start()
+    try:
+        time.sleep(1.0)
+        (tmp_path / "repo" / "server" / "metrics.go").write_text(
+            "package server\nfunc ExportPrometheusMetrics() {}\n")
+        (tmp_path / "repo" / "native" / "ring.c").write_text("int ring_size(void) { return 8; }\n")
+        reports.get(timeout=30)
+    finally:
+        stop.set()
+        watcher.join(timeout=20)
+    paths = {str(r[0]) for r in rag.conn.execute("SELECT path FROM files")}
+    assert "repo/server/metrics.go" in paths
+    assert all(p.endswith(".go") for p in paths), paths
