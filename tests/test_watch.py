@@ -15,6 +15,7 @@ from typing import IO
 import pytest
 
 from ragdb import RagDB
+from ragdb.database import IndexResult
 from tests.polyglot import write_repo
 
 
@@ -80,9 +81,14 @@ def test_watch_of_the_recorded_roots_keeps_each_roots_own_walk_options(
     rag.index(["repo"], include=["*.go"], vectors=False)
     stop = threading.Event()
     reports: "queue.Queue[str]" = queue.Queue()
+
+    def report(result: IndexResult) -> str:
+        reports.put(str(result.stats))
+        return ""
+
     watcher = threading.Thread(target=watch_roots, args=(
         RagDB(tmp_path / "rag.db"), [Path("repo")], {"include": (), "vectors": False},
-        lambda result: reports.put(str(result.stats)) or ""),
+        report),
         kwargs={"recorded": True, "stop": stop, "debounce_ms": 100}, daemon=True)
     watcher.start()
     try:
