@@ -297,6 +297,9 @@ async def test_internal_tables_are_hidden_and_tables_described(ds: Any) -> None:
         assert not tables[name]["hidden"], name
     files = await _get_json(ds, "/rag/files.json")
     assert "kind" in files["facet_results"]
+    # The generated `language` column shows and filters like a stored one.
+    rows = await _get_json(ds, "/rag/files.json?language=markdown&_shape=array")
+    assert rows and all(r["language"] == r["kind"] == "markdown" for r in rows)
     page = (await ds.client.get("/rag/files")).text
     assert "chunks_of_file?file_id=" in page and "One row per indexed file" in page
     search = await _get_json(ds, "/rag/chunks.json?_search=load_lora_adapter&_shape=array")
