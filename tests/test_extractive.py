@@ -137,6 +137,14 @@ def test_leaning_sentence_never_alone() -> None:
     assert joined and all(p.text.startswith("vLLM can serve several LoRA adapters") for p in joined)
 
 
+@pytest.mark.parametrize("opener", ["To do so", "In this way", "For example", "However"])
+def test_a_sentence_that_refers_back_comes_with_the_one_it_refers_to(opener: str) -> None:
+    text = (f"Each adapter is registered under a name at start-up. {opener}, pass "
+            "`--lora-modules name=path` to the server command.\n")
+    source = SourceText(1, "docs/lora.md", "markdown", text)
+    assert [p.text for p in split_passages(source)] == [text.strip()]
+
+
 def test_python_is_split_into_whole_definitions() -> None:
     source = sampler_source()
     passages = split_passages(source)

@@ -128,7 +128,8 @@ _LEANING = re.compile(
     r"^(This|These|That|Those|It|Its|They|Their|Them|Such|However|Also|Additionally|"
     r"Furthermore|Moreover|Otherwise|Instead|Similarly|Likewise|Therefore|Thus|Hence|Then|"
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
-    r"For example|For instance|Alternatively|But|And|Or|So)\b"
+    r"For example|For instance|Alternatively|But|And|Or|So|To do so|To do this|Doing so|"
+    r"In this way|This way|As such|With this|With that)\b"
 )
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 _MIN_WORDS = 4  # prose units shorter than this are labels, not answers
