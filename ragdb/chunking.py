@@ -117,7 +117,13 @@ def _split_range(text: str, s: int, e: int, cap: int, seps: _Seps, level: int, s
             cuts.append(e)
             prev, prev_strength = s, strength
             for cut in cuts:
-                _split_range(text, prev, cut, cap, seps, level, prev_strength, a_s, a_e, a_k)
+                if cut - prev <= cap:  # most pieces (a JSON table's lines): no call needed
+                    a_s.append(prev)
+                    a_e.append(cut)
+                    a_k.append(prev_strength)
+                else:
+                    _split_range(text, prev, cut, cap, seps, level, prev_strength, a_s, a_e,
+                                 a_k)
                 prev, prev_strength = cut, sep_strength
             return
     # One token longer than the cap: slices of even size, so no crumb is left at its end.

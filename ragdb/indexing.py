@@ -10,7 +10,6 @@ import os
 import re
 import stat
 import time
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -371,16 +370,6 @@ def _read_text(path: Path) -> tuple[str | None, bytes, str]:
         return None, raw, "not UTF-8"
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    pos = find("\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = find("\n", pos + 1)
-    return starts
-
-
 def index_paths(
     conn: apsw.Connection,
     roots: Sequence[Path],
@@ -536,35 +525,39 @@ def _write_file(
         chunks, fell_back = chunk_source(text, kind, cap)
     if not chunks:
         return 0, fell_back
-    starts = _line_starts(text)
     path_terms = analyse(rel)
-    insert_chunk = sql("index_chunk_insert")
-    insert_fts = sql("index_fts_insert")
+    rows = []
+    line, at = 1, 0  # line number of offset `at`
+    count = text.count
     for chunk in chunks:
-        body = text[chunk.first:chunk.last]
-        chunk_id = _insert_returning_rowid(
-            conn,
-            insert_chunk,
-            {
-                "file_id": file_id,
-                "first_char": chunk.first,
-                "last_char": chunk.last,
-                "start_line": bisect_right(starts, chunk.first),
-                "end_line": bisect_right(starts, max(chunk.first, chunk.last - 1)),
-                "kind": chunk.kind,
-                "context": chunk.context,
-                "text": body,
-            },
-        )
-        conn.execute(
-            insert_fts,
-            {
-                "chunk_id": chunk_id,
-                "path": path_terms,
-                "context": _context_terms(chunk.context, body, kind),
-                "body": analyse(body),
-            },
-        )
+        first, last = chunk.first, chunk.last
+        # Line of an offset: one plus the line breaks before it, counted on from the previous
+        # chunk's end (a chunk may start a little before it when it overlaps).
+        if first >= at:
+            line += count("\n", at, first)
+        else:
+            line -= count("\n", first, at)
+        start_line, at = line, first
+        end = max(first, last - 1)
+        line += count("\n", at, end)
+        end_line, at = line, end
+        body = text[first:last]
+        rows.append({
+            "file_id": file_id,
+            "first_char": first,
+            "last_char": last,
+            "start_line": start_line,
+            "end_line": end_line,
+            "kind": chunk.kind,
+            "context": chunk.context,
+            "text": body,
+            "path": path_terms,
+            "context_terms": _context_terms(chunk.context, body, kind),
+            "body": analyse(body),
+        })
+    # One statement list per chunk, run by SQLite in one call: the chunk row, then its
+    # full-text row (rowid = the chunk's id, last_insert_rowid()).
+    conn.executemany(sql("index_chunk_insert"), rows)
     return len(chunks), fell_back
 
 
@@ -576,11 +569,6 @@ def _context_terms(context: str, body: str, kind: str) -> str:
     definitions the chunk holds (see tokenize.defined_names)."""
     names = analyse_names(defined_names(body, kind))
     return f"{analyse(context)} {names}".strip()
-
-
-def _insert_returning_rowid(conn: apsw.Connection, statement: str, params: dict) -> int:
-    conn.execute(statement, params)
-    return int(conn.last_insert_rowid())
 
 
 def update_index(
