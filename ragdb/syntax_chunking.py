@@ -13,7 +13,7 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -345,13 +345,20 @@ def _body(node: ts.Node) -> ts.Node | None:
 
 
 def _unit_kind(node: ts.Node, depth: int = 0) -> str | None:
-    """'function' or 'class' when the node is, or only wraps, one whole definition."""
-    kind = _def_kind(node)
-    if kind is not None:
-        if kind == "class" and _body(node) is None:  # `struct foo *p;`, `type X int`
-            return None
-        return kind or None
-    if depth < 3 and node.type in _WRAPPERS:
+    """'function' or 'class' when the node is, or only wraps, one whole definition.
+
+    _def_kind's tests inlined, with the node's type read once: this runs on every unit."""
+    t = node.type
+    if t in _FUNCTIONS:
+        return "function"
+    if t in _CLASSES:  # not `struct foo *p;`, `type X int`
+        return "class" if _body(node) is not None else None
+    if t in _CONTAINERS:
+        return None
+    if t in _LAMBDAS:
+        parent = node.parent
+        return "function" if parent is not None and parent.type in _LAMBDA_HOLDERS else None
+    if depth < 3 and t in _WRAPPERS:
         for child in node.named_children:
             if child.type not in _PREFIXES:
                 found = _unit_kind(child, depth + 1)
@@ -431,17 +438,16 @@ class _Cutter:
         self.cap = cap
         self.min_len = _min_len(cap)
         self.out: list[_Piece] = []
-        self.char_at: np.ndarray | None = None
+        #: The str offset of a byte offset: the same number in ASCII text.
+        self.pos: Callable[[int], int] = int
         if len(data) != len(text):
             # char_at[b] is the str offset of the character holding byte b.
             raw = np.frombuffer(data, dtype=np.uint8)
             starts = (raw & 0xC0) != 0x80
-            self.char_at = np.empty(len(data) + 1, dtype=np.int64)
-            self.char_at[:-1] = np.cumsum(starts) - 1
-            self.char_at[-1] = len(text)
-
-    def pos(self, byte: int) -> int:
-        return byte if self.char_at is None else int(self.char_at[byte])
+            char_at = np.empty(len(data) + 1, dtype=np.int64)
+            char_at[:-1] = np.cumsum(starts) - 1
+            char_at[-1] = len(text)
+            self.pos = char_at.tolist().__getitem__
 
     def line_start(self, p: int) -> int:
         return self.text.rfind("\n", 0, p) + 1
@@ -484,6 +490,7 @@ class _Cutter:
         packed with the pieces here rather than left as chunks too small to find.
         """
         text = self.text
+        pos = self.pos
         # Units: a named node with the comments, attributes and punctuation glued to it.
         groups: list[list[ts.Node]] = []
         mains: list[ts.Node | None] = []  # the last named node of each unit
@@ -498,14 +505,14 @@ class _Cutter:
                 continue
             t = node.type
             if t in _PREFIXES:
-                if (t in _COMMENTS and groups and not pending and "\n" not in text[
-                        self.pos(groups[-1][-1].end_byte):self.pos(node.start_byte)]):
+                if (t in _COMMENTS and groups and not pending and text.find(
+                        "\n", pos(groups[-1][-1].end_byte), pos(node.start_byte)) < 0):
                     groups[-1].append(node)  # a comment at the end of the line
                 else:
                     pending.append(node)
                 continue
-            if groups and not pending and mains[-1] is not None and "\n" not in text[
-                    self.pos(groups[-1][0].start_byte):self.pos(node.start_byte)]:
+            if groups and not pending and mains[-1] is not None and text.find(
+                    "\n", pos(groups[-1][0].start_byte), pos(node.start_byte)) < 0:
                 # On the line the unit started on: `if (x) {`, `const f = () => {`. The last
                 # node is what is split when the unit is too large, the rest is its header.
                 groups[-1].append(node)
@@ -525,8 +532,8 @@ class _Cutter:
             return
 
         # Text between two units goes with the next one, from the start of its first line.
-        firsts = [self.pos(g[0].start_byte) for g in groups]
-        ends = [self.pos(g[-1].end_byte) for g in groups]
+        firsts = [pos(g[0].start_byte) for g in groups]
+        ends = [pos(g[-1].end_byte) for g in groups]
         bounds = [s]
         for k in range(1, len(groups)):
             bounds.append(min(max(self.line_start(firsts[k]), ends[k - 1], bounds[-1]), e))

@@ -70,12 +70,18 @@ def analyse_terms(text: str) -> list[str]:
     return terms
 
 
-class _Analysed(dict[str, str]):
-    """Analysed form of each identifier seen so far: a corpus repeats the same few thousand
-    identifiers (and JSON tables the same numbers) over and over, and splitting every
-    occurrence again was half the Python time of an index run. Cleared when full."""
+def analyse(text: str) -> str:
+    """The analysed text stored in chunks_fts."""
+    return " ".join(analyse_terms(text))
 
-    MAX = 500_000
+
+class Analyser(dict[str, str]):
+    """analyse() for one index run, remembering each identifier's analysed form: a corpus
+    repeats the same few thousand identifiers (and JSON tables the same numbers) over and
+    over, and splitting every occurrence again was half the Python time of an index run.
+    One per run, so a long-lived server holds no cache between runs; cleared when full."""
+
+    MAX = 200_000
 
     def __missing__(self, token: str) -> str:
         if len(self) >= self.MAX:
@@ -83,13 +89,9 @@ class _Analysed(dict[str, str]):
         terms = self[token] = " ".join(_token_terms(token))
         return terms
 
-
-_ANALYSED = _Analysed()
-
-
-def analyse(text: str) -> str:
-    """The analysed text stored in chunks_fts (the same as " ".join(analyse_terms(text)))."""
-    return " ".join(map(_ANALYSED.__getitem__, _TOKEN.findall(text)))
+    def __call__(self, text: str) -> str:
+        """The same as analyse(text)."""
+        return " ".join(map(self.__getitem__, _TOKEN.findall(text)))
 
 
 _PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)
