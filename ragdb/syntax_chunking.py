@@ -238,15 +238,20 @@ def _parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
     data = text.encode("utf-8", "surrogatepass")
     source = _CUDA_NOISE.sub(_blank, data) if language in ("cuda", "cpp", "c") else data
     grammars = _GRAMMARS[language]
+    good_enough = 0.0  # a tree with fewer errors than this ends the search
     if language == "c" and _CPP_HINT.search(text):
+        # A header that says it is C++ keeps its C++ tree unless that tree is unusable: the C
+        # grammar, slower on C++ and wrong for it, was parsed for nothing on every such header
+        # with a stray error (on the vLLM tree the C++ tree won each time).
         grammars = grammars[::-1]
+        good_enough = MAX_ERROR_SHARE
     best: tuple[float, ts.Tree, str] | None = None
     for grammar in grammars:
         tree = _parser(grammar).parse(source)
         share = _error_share(tree.root_node, len(source))
         if best is None or share < best[0]:
             best = (share, tree, grammar)
-        if share == 0.0:
+        if share <= good_enough:
             break
     assert best is not None
     if best[0] > MAX_ERROR_SHARE:
@@ -534,9 +539,11 @@ class _Cutter:
         # Text between two units goes with the next one, from the start of its first line.
         firsts = [pos(g[0].start_byte) for g in groups]
         ends = [pos(g[-1].end_byte) for g in groups]
+        rfind = text.rfind
+        first_lines = [rfind("\n", 0, f) + 1 for f in firsts]  # line_start of each first
         bounds = [s]
         for k in range(1, len(groups)):
-            bounds.append(min(max(self.line_start(firsts[k]), ends[k - 1], bounds[-1]), e))
+            bounds.append(min(max(first_lines[k], ends[k - 1], bounds[-1]), e))
         bounds.append(e)
         kinds = [None if m is None or h is not m else _unit_kind(m)
                  for h, m in zip(heads, mains)]
@@ -553,7 +560,7 @@ class _Cutter:
             b = bounds[k]
             if kinds[k]:
                 strength = 3
-            elif _BLANK_LINE.search(text, b, max(b, self.line_start(firsts[k]))):
+            elif _BLANK_LINE.search(text, b, max(b, first_lines[k])):
                 strength = 2
             elif b == 0 or text[b - 1] == "\n":
                 strength = 1
