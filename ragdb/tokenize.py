@@ -54,21 +54,44 @@ def split_identifier(token: str) -> list[str]:
     return parts
 
 
+def _token_terms(token: str) -> list[str]:
+    """One identifier's parts, then the whole identifier when it had several."""
+    parts = split_identifier(token)
+    if len(parts) > 1:
+        parts.append("".join(parts))
+    return parts
+
+
 def analyse_terms(text: str) -> list[str]:
     """Terms of a text: each identifier's parts, then the whole identifier when it had several."""
     terms: list[str] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        parts = split_identifier(token)
-        terms.extend(parts)
-        if len(parts) > 1:
-            terms.append("".join(parts))
+    for token in _TOKEN.findall(text):
+        terms.extend(_token_terms(token))
     return terms
 
 
 def analyse(text: str) -> str:
     """The analysed text stored in chunks_fts."""
     return " ".join(analyse_terms(text))
+
+
+class Analyser(dict[str, str]):
+    """analyse() for one index run, remembering each identifier's analysed form: a corpus
+    repeats the same few thousand identifiers (and JSON tables the same numbers) over and
+    over, and splitting every occurrence again was half the Python time of an index run.
+    One per run, so a long-lived server holds no cache between runs; cleared when full."""
+
+    MAX = 200_000
+
+    def __missing__(self, token: str) -> str:
+        if len(self) >= self.MAX:
+            self.clear()
+        terms = self[token] = " ".join(_token_terms(token))
+        return terms
+
+    def __call__(self, text: str) -> str:
+        """The same as analyse(text)."""
+        return " ".join(map(self.__getitem__, _TOKEN.findall(text)))
 
 
 _PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)
