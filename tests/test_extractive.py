@@ -345,3 +345,14 @@ def test_brackets_in_strings_and_comments_do_not_count() -> None:
     assert extractive._balanced("x = a[i // 2]", "python")
     assert extractive._balanced("int x = f(a); // (see below", "cuda")
     assert not extractive._balanced("    tp_size))\nreturn x", "python")
+
+
+@pytest.mark.parametrize("path, code", [
+    ("requirements/cpu.txt", True), ("requirements-dev.txt", True), ("CMakeLists.txt", True),
+    ("docker/Dockerfile.cpu", True), ("setup.py", True), ("docs/usage/faq.txt", False),
+    ("docs/features/lora.md", False),
+])
+def test_build_and_requirements_files_are_code_not_prose(path: str, code: bool) -> None:
+    """A requirements list read as prose made 'sentences' of pins and markers."""
+    kind = "python" if path.endswith(".py") else "markdown" if path.endswith(".md") else "text"
+    assert extractive.is_code(SourceText(1, path, kind, "")) is code

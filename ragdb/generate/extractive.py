@@ -90,7 +90,7 @@ CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "
 PROSE_KINDS = frozenset({"markdown", "rst", "text", "section", "paragraph"})
 _BUILD_FILE = re.compile(
     r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
-    r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt)$"
+    r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt|/requirements/[^/]+\.(txt|in))$"
 )
 
 
