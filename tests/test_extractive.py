@@ -356,3 +356,19 @@ def test_build_and_requirements_files_are_code_not_prose(path: str, code: bool) 
     """A requirements list read as prose made 'sentences' of pins and markers."""
     kind = "python" if path.endswith(".py") else "markdown" if path.endswith(".md") else "text"
     assert extractive.is_code(SourceText(1, path, kind, "")) is code
+
+
+def test_a_sentence_cut_by_the_chunks_start_is_never_shown() -> None:
+    """A chunk's start may be moved back into the previous chunk's last sentence (overlap):
+    that piece of a sentence is scored with the rest but never shown."""
+    text = ("initialized, we need to load the full weights to every GPU and then shard the "
+            "weights. Sharding the weights during the model initialization means every "
+            "layer creates only the shard of the weights it needs.\n")
+    source = SourceText(1, "docs/design/sharding.md", "markdown", text)
+    passages = select_passages("How are the weights sharded during initialization?", [source])
+    assert passages and not any(p.text.startswith("initialized") for p in passages)
+    assert passages[0].text.startswith("Sharding the weights")
+    # Only a piece of a sentence to show: it is shown rather than nothing.
+    alone = SourceText(1, "docs/a.md", "markdown", "and then the weights are sharded.\n")
+    assert [p.text for p in select_passages("weights sharded", [alone])] == [
+        "and then the weights are sharded."]

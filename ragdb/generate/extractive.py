@@ -583,6 +583,19 @@ class _Candidate:
     whole: bool = True
 
 
+_MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
+
+
+def _starts_mid_sentence(text: str, start: int) -> bool:
+    """The chunk's first words continue a sentence of the previous chunk (its start was moved
+    back to a word inside one): `(which contain info on tile shapes...) can perform ...`.
+    A name written in lower case (`vLLM`, `pip`...) in a sentence of its own is no such case
+    unless it is all lower-case letters, which a sentence's first word rarely is."""
+    if text[:start].strip():
+        return False
+    return bool(_MID_SENTENCE.match(text, start))
+
+
 def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
     out = []
     for source in sources:
@@ -597,23 +610,31 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
                 continue  # a path, a heading-like line or a lone word is no answer
             if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
                 continue  # an introduction without what it introduces, or a question
-            whole = not is_code(source) or _balanced(raw, source.kind)
-            out.append(_Candidate(source, unit, shown, bag, whole))
+            out.append(_Candidate(source, unit, shown, bag, _whole(source, unit)))
     return out
 
 
+def _whole(source: SourceText, unit: _Unit) -> bool:
+    """Not cut out of the middle of an expression (code) or of a sentence (prose)."""
+    if is_code(source):
+        return _balanced(source.text[unit.start:unit.end], source.kind)
+    return not _starts_mid_sentence(source.text, unit.start)
+
+
 def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
-    """The first sentence(s) of the best-ranked source that has any text."""
-    for source in sources:
-        units = [u for u in _units(source) if u.kind != "code"] or _units(source)
-        if is_code(source):
-            units = [u for u in units if _balanced(source.text[u.start:u.end], source.kind)]
-        if not units:
-            continue
-        chosen = [units[0]]
-        if units[0].end - units[0].start < 80 and len(units) > 1:
-            chosen.append(units[1])
-        return [_passage(source, u) for u in chosen]
+    """The first sentence(s) of the best-ranked source that has any text: whole units when
+    any source has one, else the first unit there is (an answer is never empty)."""
+    for only_whole in (True, False):
+        for source in sources:
+            units = [u for u in _units(source) if u.kind != "code"] or _units(source)
+            if only_whole:
+                units = [u for u in units if _whole(source, u)]
+            if not units:
+                continue
+            chosen = [units[0]]
+            if units[0].end - units[0].start < 80 and len(units) > 1:
+                chosen.append(units[1])
+            return [_passage(source, u) for u in chosen]
     return []
 
 
