@@ -23,6 +23,9 @@ class Chunk:
     last: int  # exclusive: the chunk's text is file_text[first:last]
     kind: str  # module, function, class, statements, text (Python); section, paragraph
     context: str  # enclosing signatures (Python) or heading path (prose); "" when none
+    # Functions, classes and types the chunk defines, where the syntax tree names them (the
+    # tree-sitter languages); Python's come from tokenize.defined_names.
+    names: tuple[str, ...] = ()
 
 
 _FILE_KINDS = {".py": "python", ".md": "markdown", ".rst": "rst", ".txt": "text"}

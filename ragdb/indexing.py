@@ -548,8 +548,9 @@ def _write_file(
         rows.append((file_id, first, last, start_line, end_line, chunk.kind, chunk.context,
                      text[first:last]))
     ids = conn.executemany(sql("index_chunk_insert"), rows)
-    fts.add((chunk_id, path_terms, _context_terms(analyse, row[6], row[7], kind), analyse(row[7]))
-            for (chunk_id,), row in zip(ids, rows))
+    fts.add((chunk_id, path_terms, _context_terms(analyse, row[6], row[7], kind, chunk.names),
+             analyse(row[7]))
+            for (chunk_id,), row, chunk in zip(ids, rows, chunks))
     return len(chunks), fell_back
 
 
@@ -589,11 +590,12 @@ class _FullText:
 _CHUNKING_KINDS = frozenset({"python", "markdown", "rst", "text"})
 
 
-def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind: str) -> str:
+def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind: str,
+                   names: Sequence[str] = ()) -> str:
     """The context column: the enclosing signatures or headings, then the joined names of the
-    definitions the chunk holds (see tokenize.defined_names)."""
-    names = analyse_names(defined_names(body, kind))
-    return f"{analyse(context)} {names}".strip()
+    definitions the chunk holds (the syntax tree's, else tokenize.defined_names)."""
+    joined = analyse_names(list(names) or defined_names(body, kind))
+    return f"{analyse(context)} {joined}".strip()
 
 
 def update_index(

@@ -13,7 +13,9 @@ import importlib
 import os
 import re
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -259,6 +261,100 @@ def _parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
     return best[1], best[2], data
 
 
+# --- definition names -------------------------------------------------------------------------
+
+# What each grammar calls the name of a function, method, class or type it defines. Indexed in
+# the context column (ragdb.tokenize.analyse_names), they rank the definition of an identifier
+# a question names above its call sites, as for Python (ragdb.tokenize.defined_names).
+_C_FUNCTIONS = """
+(function_definition declarator: (function_declarator declarator: (_) @name))
+(function_definition declarator: (pointer_declarator
+    declarator: (function_declarator declarator: (_) @name)))
+(struct_specifier name: (_) @name body: (_))
+(union_specifier name: (_) @name body: (_))
+(enum_specifier name: (_) @name body: (_))
+"""
+_JS_DEFINITIONS = """
+(function_declaration name: (_) @name)
+(generator_function_declaration name: (_) @name)
+(class_declaration name: (_) @name)
+(method_definition name: (_) @name)
+(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)])
+"""
+_NAME_QUERIES: dict[str, str] = {
+    "c": _C_FUNCTIONS,
+    "cpp": _C_FUNCTIONS + "(class_specifier name: (_) @name body: (_))\n",
+    "javascript": _JS_DEFINITIONS,
+    "typescript": _JS_DEFINITIONS + """
+(abstract_class_declaration name: (_) @name)
+(interface_declaration name: (_) @name)
+(enum_declaration name: (_) @name)
+""",
+    "go": """
+(function_declaration name: (_) @name)
+(method_declaration name: (_) @name)
+(type_spec name: (_) @name)
+""",
+    "rust": """
+(function_item name: (_) @name)
+(struct_item name: (_) @name)
+(enum_item name: (_) @name)
+(union_item name: (_) @name)
+(trait_item name: (_) @name)
+""",
+    "java": """
+(class_declaration name: (_) @name)
+(interface_declaration name: (_) @name)
+(enum_declaration name: (_) @name)
+(record_declaration name: (_) @name)
+(method_declaration name: (_) @name)
+(constructor_declaration name: (_) @name)
+""",
+    "bash": "(function_definition name: (_) @name)",
+}
+_NAME_QUERIES["tsx"] = _NAME_QUERIES["typescript"]
+
+
+_NAME_DEPTH = 6  # namespace > body > template > class > body > method
+
+
+@lru_cache(maxsize=None)
+def _name_query(grammar: str) -> ts.Query:
+    return ts.Query(_language(grammar), _NAME_QUERIES[grammar])
+
+
+def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
+    """(byte offset, name) of each definition, in order; a qualified C++ name (`Cls::method`)
+    by its last part, as a call writes it."""
+    cursor = ts.QueryCursor(_name_query(grammar))
+    # Definitions deeper than this (local types, lambdas in bodies) are not worth the walk:
+    # on vLLM's C, C++ and CUDA depth 6 finds 83% of the names in a fifth of the time
+    # (0.033 s against 0.153 s of CPU for 254 files, whose parse takes 0.52 s).
+    cursor.set_max_start_depth(_NAME_DEPTH)
+    found = cursor.captures(tree.root_node).get("name", [])
+    out = []
+    for node in found:
+        name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip()
+        if name.isidentifier():
+            out.append((node.start_byte, name))
+    out.sort()
+    return out
+
+
+def _with_names(chunks: list[Chunk], names: list[tuple[int, str]],
+                pos: Callable[[int], int]) -> list[Chunk]:
+    """Each chunk with the names defined inside it, once each, in order."""
+    if not names:
+        return chunks
+    at = [pos(b) for b, _ in names]
+    out = []
+    for chunk in chunks:
+        lo, hi = bisect_left(at, chunk.first), bisect_left(at, chunk.last)
+        inside = tuple(dict.fromkeys(name for _, name in names[lo:hi]))
+        out.append(replace(chunk, names=inside) if inside else chunk)
+    return out
+
+
 # --- node types -------------------------------------------------------------------------------
 
 _FUNCTIONS = frozenset({
@@ -401,17 +497,21 @@ def chunk_code(text: str, language: str, cap: int) -> list[Chunk] | None:
     parsed = _parse(text, language)
     if parsed is None:
         return None
+    tree, grammar, data = parsed
+    cutter = _Cutter(text, data, cap)
+    names = _definition_names(tree, grammar)
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
-        return [] if trimmed is None else [Chunk(trimmed[0], trimmed[1], "module", "")]
-    tree, _, data = parsed
+        if trimmed is None:
+            return []
+        return _with_names([Chunk(trimmed[0], trimmed[1], "module", "")], names, cutter.pos)
     try:
-        pieces = _Cutter(text, data, cap).pieces(tree.root_node)
+        pieces = cutter.pieces(tree.root_node)
     except RecursionError:  # a pathologically deep expression
         return None
     if not pieces:  # comments only
         return chunk_as_text(text, cap, "module")
-    return merge_pieces(text, pieces, cap)
+    return _with_names(merge_pieces(text, pieces, cap), names, cutter.pos)
 
 
 def chunk_as_text(text: str, cap: int, kind: str = "text") -> list[Chunk]:

@@ -205,3 +205,31 @@ def test_the_definition_of_a_named_identifier_ranks_above_its_uses(tmp_path: Pat
     assert context == "scaleweights"
     hits = Searcher(conn, use_cache=False).search("Where is scale_weights?", 2, "lexical")
     assert [Path(h.file_path).name for h in hits] == ["b_owner.py", "a_user.py"]
+
+
+@pytest.mark.parametrize("name, caller, owner", [
+    ("go", "func run(l Layer) {\n{body}\n    ScaleWeights(l)\n}\n",
+     "func (m *Model) ScaleWeights(l Layer) {\n{body}\n}\n"),
+    ("rs", "fn run(l: &Layer) {\n{body}\n    scale_weights(l);\n}\n",
+     "pub fn scale_weights(l: &Layer) {\n{body}\n}\n"),
+    ("cu", "void run(Layer* l) {\n{body}\n    scale_weights(l);\n}\n",
+     "__global__ void scale_weights(Layer* l) {\n{body}\n}\n"),
+    ("ts", "function run(l: Layer) {\n{body}\n    scaleWeights(l);\n}\n",
+     "export const scaleWeights = (l: Layer) => {\n{body}\n};\n"),
+])
+def test_the_syntax_tree_names_definitions_in_every_language(
+        tmp_path: Path, name: str, caller: str, owner: str) -> None:
+    """As for Python: the file defining the identifier a question writes comes first."""
+    body = "\n".join(f"    total{i} = total{i - 1} + {i};" for i in range(1, 60))
+    write_corpus(tmp_path / "src", {
+        f"a_user.{name}": caller.replace("{body}", body),
+        f"b_owner.{name}": owner.replace("{body}", body),
+    })
+    conn = connect(tmp_path / "rag.db", create=True)
+    index_paths(conn, [tmp_path / "src"])
+    context = str(scalar(conn, "SELECT context FROM chunks_fts WHERE path MATCH 'owner'"))
+    assert context.endswith("scaleweights"), context
+    identifier = "ScaleWeights" if name == "go" else "scaleWeights" if name == "ts" else (
+        "scale_weights")
+    hits = Searcher(conn, use_cache=False).search(f"Where is {identifier}?", 2, "lexical")
+    assert [Path(h.file_path).name for h in hits] == [f"b_owner.{name}", f"a_user.{name}"]

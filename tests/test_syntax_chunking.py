@@ -3,6 +3,7 @@ context, fallback on unparsable code, real CUDA/C++ files, and which files stay 
 
 from __future__ import annotations
 
+import re
 import tarfile
 import time
 from dataclasses import dataclass
@@ -321,7 +322,10 @@ def test_realistic_file(sample: Sample, cap: int) -> None:
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.language for s in SAMPLES])
 def test_small_file_is_one_module_chunk(sample: Sample) -> None:
     code = sample.code.replace(BIG, "")
-    assert chunk_code(code, sample.language, 5000) == [Chunk(0, len(code.rstrip()), "module", "")]
+    chunks = chunk_code(code, sample.language, 5000)
+    assert chunks == [Chunk(0, len(code.rstrip()), "module", "", chunks[0].names)]
+    # The definitions it holds are named, as the file writes them.
+    assert chunks[0].names and all(re.search(rf"\b{n}\b", code) for n in chunks[0].names)
 
 
 def test_a_class_too_large_is_split_by_methods_with_its_signature() -> None:
