@@ -323,6 +323,7 @@ def test_realistic_file(sample: Sample, cap: int) -> None:
 def test_small_file_is_one_module_chunk(sample: Sample) -> None:
     code = sample.code.replace(BIG, "")
     chunks = chunk_code(code, sample.language, 5000)
+    assert chunks is not None
     assert chunks == [Chunk(0, len(code.rstrip()), "module", "", chunks[0].names)]
     # The definitions it holds are named, as the file writes them.
     assert chunks[0].names and all(re.search(rf"\b{n}\b", code) for n in chunks[0].names)
