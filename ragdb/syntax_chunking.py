@@ -498,13 +498,15 @@ def chunk_code(text: str, language: str, cap: int) -> list[Chunk] | None:
     if parsed is None:
         return None
     tree, grammar, data = parsed
-    cutter = _Cutter(text, data, cap)
     names = _definition_names(tree, grammar)
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
         if trimmed is None:
             return []
-        return _with_names([Chunk(trimmed[0], trimmed[1], "module", "")], names, cutter.pos)
+        # One chunk holds every name: no offsets to map.
+        return [Chunk(trimmed[0], trimmed[1], "module", "",
+                      tuple(dict.fromkeys(name for _, name in names)))]
+    cutter = _Cutter(text, data, cap)
     try:
         pieces = cutter.pieces(tree.root_node)
     except RecursionError:  # a pathologically deep expression
