@@ -372,3 +372,20 @@ def test_a_sentence_cut_by_the_chunks_start_is_never_shown() -> None:
     alone = SourceText(1, "docs/a.md", "markdown", "and then the weights are sharded.\n")
     assert [p.text for p in select_passages("weights sharded", [alone])] == [
         "and then the weights are sharded."]
+
+
+@pytest.mark.parametrize("path, kind, imports", [
+    ("vllm/quark/scheme.py", "python",
+     "from vllm.model_executor.layers.quantization.quark import QuarkScheme\n"
+     "from vllm.model_executor.layers.quantization.kernels import (\n    ScaledMMLinearKernel)\n"),
+    ("csrc/quark/scheme.cu", "cuda", '#include "quark/quantization_scheme.h"\n#include <cuda.h>\n'),
+])
+def test_a_block_of_imports_is_never_a_passage(path: str, kind: str, imports: str) -> None:
+    """Module paths share many words with a question about the module; they answer nothing."""
+    body = ("\n\nint quark_scale(int quantization_bits) { return quantization_bits * 2; }\n"
+            if kind == "cuda" else
+            "\n\ndef quark_scale(quantization_bits):\n    return quantization_bits * 2\n")
+    source = SourceText(1, path, kind, imports + body)
+    passages = select_passages("Which quantization scheme does the quark model layer use?",
+                               [source])
+    assert passages and all("quark_scale" in p.text for p in passages)

@@ -614,10 +614,22 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
     return out
 
 
+# One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
+# or Java (a package line too), with what follows it on its line.
+_IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]*\)|[^\n]*)"
+           r"|#\s*include\s*[<\"][^\n]*|use\s+[^;]+;[^\n]*|package\s+[\w.]+;?[^\n]*"
+           r"|(?:const|let|var)\s+\w+\s*=\s*require\([^)]*\)[^\n]*)")
+_IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
+
+
 def _whole(source: SourceText, unit: _Unit) -> bool:
-    """Not cut out of the middle of an expression (code) or of a sentence (prose)."""
+    """Worth showing: not cut out of the middle of an expression (code) or of a sentence
+    (prose), and not only imports (module paths share many words with a question about the
+    module, but tell a reader nothing)."""
     if is_code(source):
-        return _balanced(source.text[unit.start:unit.end], source.kind)
+        code = source.text[unit.start:unit.end]
+        return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
+            _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
     return not _starts_mid_sentence(source.text, unit.start)
 
 
