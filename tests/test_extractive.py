@@ -389,3 +389,25 @@ def test_a_block_of_imports_is_never_a_passage(path: str, kind: str, imports: st
     passages = select_passages("Which quantization scheme does the quark model layer use?",
                                [source])
     assert passages and all("quark_scale" in p.text for p in passages)
+
+
+def test_a_tables_header_row_is_no_passage() -> None:
+    text = ("| Architecture | Models | Example HF Models |\n|---|---|---|\n"
+            "| `LlamaForCausalLM` | Llama 3.1, Llama 3, Llama 2 | `meta-llama/Meta-Llama-3-8B` |\n")
+    source = SourceText(1, "docs/models/supported_models.md", "markdown", text)
+    texts = [p.text for p in split_passages(source)]
+    assert texts == ["| `LlamaForCausalLM` | Llama 3.1, Llama 3, Llama 2 | "
+                     "`meta-llama/Meta-Llama-3-8B` |"]
+
+
+@pytest.mark.parametrize("sentence", [
+    "There are two ways to install the server package.",
+    "It is recommended to use uv to create the environment.",
+    "It's possible to run the server without a GPU.",
+])
+def test_there_is_and_it_is_recommended_stand_alone(sentence: str) -> None:
+    """An expletive `there` or `it` refers to nothing before it: no join with an unrelated
+    sentence of the previous paragraph."""
+    text = f"If you use NVIDIA GPUs, install the wheel with pip directly.\n\n{sentence}\n"
+    source = SourceText(1, "docs/getting_started/installation.md", "markdown", text)
+    assert sentence in [p.text for p in split_passages(source)]

@@ -125,7 +125,11 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
 _LEANING = re.compile(
-    r"^(This|These|That|Those|It|Its|They|Their|Them|Such|However|Also|Additionally|"
+    # "There are two ways", "It is recommended to": the pronoun stands for nothing before.
+    r"^(?!There(?:'s| is| are| was| were| will| may| might| can| could| has| have)\b)"
+    r"(?!It(?:'s| is) (?:(?:also|not|usually|often|generally) )?(?:recommended|possible|"
+    r"important|necessary|advisable|required|worth|best|easy|common|useful|a good idea)\b)"
+    r"(This|These|That|Those|It|Its|They|Their|Them|Such|However|Also|Additionally|"
     r"Furthermore|Moreover|Otherwise|Instead|Similarly|Likewise|Therefore|Thus|Hence|Then|"
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
     r"For example|For instance|Alternatively|But|And|Or|So|To do so|To do this|Doing so|"
@@ -258,7 +262,9 @@ def _prose_units(text: str) -> list[_Unit]:
             first_unit = len(units)
             while i < len(lines) and _TABLE_ROW.match(text[lines[i][0]:lines[i][1]]):
                 row = text[lines[i][0]:lines[i][1]]
-                if not _TABLE_RULE.match(row) and re.search(r"[^\W_]", row):
+                header = i + 1 < len(lines) and _TABLE_RULE.match(
+                    text[lines[i + 1][0]:lines[i + 1][1]])  # column names are no answer
+                if not header and not _TABLE_RULE.match(row) and re.search(r"[^\W_]", row):
                     add(lines[i][0], lines[i][1], "row", -1)
                 i += 1
             groups.append((first_unit, len(units), "table"))
