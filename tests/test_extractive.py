@@ -411,3 +411,17 @@ def test_there_is_and_it_is_recommended_stand_alone(sentence: str) -> None:
     text = f"If you use NVIDIA GPUs, install the wheel with pip directly.\n\n{sentence}\n"
     source = SourceText(1, "docs/getting_started/installation.md", "markdown", text)
     assert sentence in [p.text for p in split_passages(source)]
+
+
+def test_python_that_starts_inside_a_block_and_leaves_it_is_never_shown() -> None:
+    """A chunk cut in the middle of a function: `    return reasoning, response` then the
+    function's last line one level up is no whole piece of code."""
+    text = ("        return reasoning_content, response_content\n\n"
+            "    return None, model_output\n\n\n"
+            "def parse_reasoning(model_output: str) -> tuple[str, str]:\n"
+            '    """Split the reasoning content from the response content."""\n'
+            "    reasoning_content, _, response_content = model_output.partition('</think>')\n"
+            "    return reasoning_content, response_content\n")
+    source = SourceText(1, "vllm/reasoning/parser.py", "python", text)
+    passages = select_passages("What does the parser return for reasoning_content?", [source])
+    assert passages and all(p.text.startswith("def parse_reasoning") for p in passages)
