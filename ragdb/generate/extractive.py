@@ -22,7 +22,10 @@ numbers in benchmarks/EXTRACTIVE.md):
   prefer short passages;
 * greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
   least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
-  order.
+  order;
+* a unit cut out of its context (code that closes a bracket it did not open or leaves the
+  block it starts in, a sentence the chunk's start cut) or one that is only imports is scored
+  with the others but never chosen.
 """
 
 from __future__ import annotations
@@ -584,9 +587,9 @@ class _Candidate:
     unit: _Unit
     shown: str  # cleaned text, what is embedded and compared
     bag: Counter[str]
-    # False for code cut out of an expression: scored with the rest (so the IDF and scaling
-    # do not depend on it) but never shown.
-    whole: bool = True
+    # False for a unit not worth showing (see _showable): scored with the rest, so that the
+    # IDF and the scaling do not depend on it, but never shown.
+    showable: bool = True
 
 
 _MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
@@ -616,7 +619,7 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
                 continue  # a path, a heading-like line or a lone word is no answer
             if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
                 continue  # an introduction without what it introduces, or a question
-            out.append(_Candidate(source, unit, shown, bag, _whole(source, unit)))
+            out.append(_Candidate(source, unit, shown, bag, _showable(source, unit)))
     return out
 
 
@@ -628,7 +631,7 @@ _IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]
 _IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
 
 
-def _whole(source: SourceText, unit: _Unit) -> bool:
+def _showable(source: SourceText, unit: _Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
     (prose), and not only imports (module paths share many words with a question about the
     module, but tell a reader nothing)."""
@@ -650,13 +653,13 @@ def _leaves_its_block(text: str, start: int, code: str) -> bool:
 
 
 def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
-    """The first sentence(s) of the best-ranked source that has any text: whole units when
+    """The first sentence(s) of the best-ranked source that has any text: showable units when
     any source has one, else the first unit there is (an answer is never empty)."""
-    for only_whole in (True, False):
+    for only_showable in (True, False):
         for source in sources:
             units = [u for u in _units(source) if u.kind != "code"] or _units(source)
-            if only_whole:
-                units = [u for u in units if _whole(source, u)]
+            if only_showable:
+                units = [u for u in units if _showable(source, u)]
             if not units:
                 continue
             chosen = [units[0]]
@@ -717,7 +720,7 @@ def select_passages(
             excess = (c.unit.end - c.unit.start) - settings.soft_chars
             if excess > 0:
                 score[i] *= settings.soft_chars / (settings.soft_chars + excess)
-        order = sorted((i for i, c in enumerate(candidates) if c.whole), key=lambda i: -score[i])
+        order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
         best = float(score[order[0]]) if order else 0.0
         used = 0
         for i in order:
