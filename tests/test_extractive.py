@@ -425,3 +425,16 @@ def test_python_that_starts_inside_a_block_and_leaves_it_is_never_shown() -> Non
     source = SourceText(1, "vllm/reasoning/parser.py", "python", text)
     passages = select_passages("What does the parser return for reasoning_content?", [source])
     assert passages and all(p.text.startswith("def parse_reasoning") for p in passages)
+
+
+def test_cmake_cut_inside_an_if_is_never_shown() -> None:
+    text = ('    message(STATUS "Building Marlin MOE kernels for archs: ${MARLIN_MOE_ARCHS}")\n'
+            "  else()\n"
+            '    message(STATUS "Not building Marlin MOE kernels as no archs found")\n'
+            "  endif()\nendif()\n\n"
+            'cuda_archs_loose_intersection(MARLIN_MOE_ARCHS "8.0;8.7;9.0+PTX" "${CUDA_ARCHS}")\n'
+            "if (MARLIN_MOE_ARCHS)\n"
+            '  message(STATUS "Marlin MOE kernels use archs ${MARLIN_MOE_ARCHS}")\nendif()\n')
+    source = SourceText(1, "CMakeLists.txt", "cmake", text)
+    passages = select_passages("Which CUDA archs do the Marlin MOE kernels build for?", [source])
+    assert passages and all(p.text.startswith("cuda_archs_loose_intersection") for p in passages)

@@ -637,7 +637,7 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
     module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
-        if source.kind == "python" and _leaves_its_block(source.text, unit.start, code):
+        if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
             return False
         return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
             _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
@@ -645,8 +645,10 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
 
 
 def _leaves_its_block(text: str, start: int, code: str) -> bool:
-    """Python that starts deeper than a later line: it begins inside a block it then leaves
-    (a chunk cut in the middle of a function, `    return x` then `return None`)."""
+    """Code that starts deeper than a later line: it begins inside a block it then leaves (a
+    chunk cut in the middle of a function, `    return x` then `return None`; CMake's `list(...)`
+    then `else()`). Not for the brace languages, whose closing lines sit one level up: there a
+    brace closed that the span did not open says the same (_balanced)."""
     first = start - (text.rfind("\n", 0, start) + 1)
     return any(len(line) - len(line.lstrip()) < first
                for line in code.split("\n")[1:] if line.strip())
