@@ -82,7 +82,7 @@ class Settings:
     duplicate_jaccard: float = 0.6  # term-set overlap above which a unit repeats a chosen one
     # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
     # nearly all of an answer's time; the rest keep their BM25 half only.
-    embed_limit: int = 16
+    embed_limit: int = 8
     code_weight: float = 0.4  # score factor for passages from code files (answers are read)
 
 
