@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,31 +601,7 @@ def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int
         u_k.append(2)
         members.append([])
 
-    # Segments: runs of statements that fit, and single statements that do not.
-    segments: list[list[int]] = []
-    split: list[bool] = []
-    for k in range(len(u_s)):
-        fits = u_e[k] - u_s[k] <= cap
-        if fits and segments and not split[-1]:
-            segments[-1].append(k)
-        else:
-            segments.append([k])
-            split.append(not fits)
-    min_len = _min_len(cap)
-    absorbed = [False] * len(segments)
-    leads: dict[int, int] = {}
-    trails: dict[int, int] = {}
-    for g in range(len(segments)):
-        if not split[g]:
-            continue
-        if g > 0 and not split[g - 1] and not absorbed[g - 1] and (
-                u_e[segments[g - 1][-1]] - u_s[segments[g - 1][0]] < min_len):
-            absorbed[g - 1] = True
-            leads[g] = u_s[segments[g - 1][0]]
-        if g + 1 < len(segments) and not split[g + 1] and (
-                u_e[segments[g + 1][-1]] - u_s[segments[g + 1][0]] < min_len):
-            absorbed[g + 1] = True
-            trails[g] = u_e[segments[g + 1][-1]]
+    segments, split, absorbed, leads, trails = segment_units(u_s, u_e, cap, _min_len(cap))
 
     ctx = "\n".join(context)
     for g, segment in enumerate(segments):
@@ -659,6 +636,46 @@ def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int
                 out[n] = (a, b, outside, ctx)
             elif a <= def_at:
                 out[n] = (a, b, "class" if isinstance(node, ast.ClassDef) else "function", c)
+
+
+class Segments(NamedTuple):
+    """Units of a block in segments: runs of units that fit the cap, and single units that do
+    not (`split`); a small run beside a split unit is `absorbed` into its first or last piece,
+    starting it at `leads[g]` or ending it at `trails[g]`."""
+
+    segments: list[list[int]]
+    split: list[bool]
+    absorbed: list[bool]
+    leads: dict[int, int]
+    trails: dict[int, int]
+
+
+def segment_units(u_s: list[int], u_e: list[int], cap: int, min_len: int) -> Segments:
+    """The one grouping rule of a block's units, for the Python and the tree-sitter chunkers."""
+    segments: list[list[int]] = []
+    split: list[bool] = []
+    for k in range(len(u_s)):
+        fits = u_e[k] - u_s[k] <= cap
+        if fits and segments and not split[-1]:
+            segments[-1].append(k)
+        else:
+            segments.append([k])
+            split.append(not fits)
+    absorbed = [False] * len(segments)
+    leads: dict[int, int] = {}
+    trails: dict[int, int] = {}
+    for g in range(len(segments)):
+        if not split[g]:
+            continue
+        if g > 0 and not split[g - 1] and not absorbed[g - 1] and (
+                u_e[segments[g - 1][-1]] - u_s[segments[g - 1][0]] < min_len):
+            absorbed[g - 1] = True
+            leads[g] = u_s[segments[g - 1][0]]
+        if g + 1 < len(segments) and not split[g + 1] and (
+                u_e[segments[g + 1][-1]] - u_s[segments[g + 1][0]] < min_len):
+            absorbed[g + 1] = True
+            trails[g] = u_e[segments[g + 1][-1]]
+    return Segments(segments, split, absorbed, leads, trails)
 
 
 def _python_run(run: list[int], u_s: list[int], u_e: list[int], u_k: list[int],

@@ -23,7 +23,7 @@ import tree_sitter as ts
 
 from ragdb.chunking import (
     _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _split_range, _trim,
-    merge_pieces,
+    merge_pieces, segment_units,
 )
 
 # --- which files, in which language ----------------------------------------------------------
@@ -704,30 +704,8 @@ class _Cutter:
             members.append(None)
             member_kind.append(None)
 
-        # Segments: runs of units that fit, and single units that do not.
-        segments: list[list[int]] = []
-        split: list[bool] = []
-        for k in range(len(u_s)):
-            fits = u_e[k] - u_s[k] <= self.cap
-            if fits and segments and not split[-1]:
-                segments[-1].append(k)
-            else:
-                segments.append([k])
-                split.append(not fits)
-        absorbed = [False] * len(segments)
-        leads: dict[int, int] = {}
-        trails: dict[int, int] = {}
-        for g in range(len(segments)):
-            if not split[g]:
-                continue
-            if g > 0 and not split[g - 1] and not absorbed[g - 1] and (
-                    u_e[segments[g - 1][-1]] - u_s[segments[g - 1][0]] < self.min_len):
-                absorbed[g - 1] = True
-                leads[g] = u_s[segments[g - 1][0]]
-            if g + 1 < len(segments) and not split[g + 1] and (
-                    u_e[segments[g + 1][-1]] - u_s[segments[g + 1][0]] < self.min_len):
-                absorbed[g + 1] = True
-                trails[g] = u_e[segments[g + 1][-1]]
+        segments, split, absorbed, leads, trails = segment_units(u_s, u_e, self.cap,
+                                                                 self.min_len)
 
         ctx = "\n".join(context)
         outside = "module" if top else "statements"
