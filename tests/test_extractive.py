@@ -438,3 +438,76 @@ def test_cmake_cut_inside_an_if_is_never_shown() -> None:
     source = SourceText(1, "CMakeLists.txt", "cmake", text)
     passages = select_passages("Which CUDA archs do the Marlin MOE kernels build for?", [source])
     assert passages and all(p.text.startswith("cuda_archs_loose_intersection") for p in passages)
+
+
+def test_link_text_wrapped_onto_the_next_line_is_cleaned() -> None:
+    raw = ("As mentioned in the [security\npolicy](https://github.com/vllm-project/vllm/tree/"
+           "main/SECURITY.md), vulnerabilities may be reported via\n"
+           "[GitHub](https://github.com/vllm-project/vllm/security/advisories/new).")
+    assert clean_markup(raw) == ("As mentioned in the security policy, vulnerabilities may be "
+                                 "reported via GitHub.")
+
+
+def test_github_autolinks_read_as_paths_and_numbers() -> None:
+    raw = ("Add a parser similar to <gh-file:vllm/reasoning/parser.py>, in <gh-dir:vllm/reasoning>"
+           " (see <gh-pr:7279> and <gh-issue:9238>).")
+    assert clean_markup(raw) == ("Add a parser similar to `vllm/reasoning/parser.py`, in "
+                                 "`vllm/reasoning` (see pull request #7279 and issue #9238).")
+
+
+def test_table_rule_lines_go_and_rows_stay_rows() -> None:
+    assert clean_markup("| Name | Use |\n| :--- | ---: |\n| pplx | one node |") == (
+        "Name | Use\npplx | one node")
+    assert clean_markup("| Name |\n|---|\n| pplx |") == "Name\npplx"
+
+
+def test_a_list_items_wrapped_line_joins_the_item() -> None:
+    raw = ("* `--enable-auto-tool-choice` -- **mandatory** It tells vLLM to let the model call\n"
+           "tools when it deems appropriate.\n* `--tool-parser-plugin` -- **optional**")
+    assert clean_markup(raw).split("\n") == [
+        "* `--enable-auto-tool-choice` -- **mandatory** It tells vLLM to let the model call "
+        "tools when it deems appropriate.",
+        "* `--tool-parser-plugin` -- **optional**"]
+
+
+@pytest.mark.parametrize("introduction, block", [
+    ("The following table lists the prepare-and-finalize implementations at the time of "
+     "writing,",
+     "| Implementation | Comments |\n| :--- | :--- |\n"
+     "| MoEPrepareAndFinalizeNoEP | Used when there is no expert parallelism. |"),
+    ("- Start the vLLM server with the supported chat completion model, e.g.",
+     "```bash\nvllm serve qwen/Qwen1.5-0.5B-Chat\n```"),
+])
+def test_a_sentence_ending_in_a_comma_or_eg_brings_its_block(introduction: str,
+                                                             block: str) -> None:
+    """A sentence cannot end in a comma or an "e.g.": it runs on into the block after it, so
+    it is never shown without that block."""
+    text = f"{introduction}\n\n{block}\n"
+    source = SourceText(1, "docs/design/moe.md", "markdown", text)
+    texts = [p.text for p in split_passages(source)]
+    assert text.strip() in texts
+    passages = select_passages("Which implementation is used with the chat completion model "
+                               "when there is no expert parallelism?", [source])
+    assert passages and all(p.text != introduction for p in passages)
+
+
+def test_a_block_of_snippet_includes_is_never_shown() -> None:
+    """The code a reader wants is in another file; the block shows only a directive."""
+    text = ("The following extra parameters of the translation API are supported:\n\n"
+            '```python\n--8<-- "vllm/entrypoints/openai/protocol.py:translation-extra-params"\n'
+            "```\n\nThe translation API accepts the same extra sampling parameters as the "
+            "transcription API.\n")
+    source = SourceText(1, "docs/serving/openai_compatible_server.md", "markdown", text)
+    passages = select_passages("Which extra parameters does the translation API support?",
+                               [source])
+    assert passages and not any("--8<--" in p.text for p in passages)
+
+
+def test_a_paragraph_continuing_a_sentence_a_block_interrupted_is_never_shown() -> None:
+    text = ("If you see an error about freeze_support like this:\n\n```console\nRuntimeError: "
+            "An attempt has been made to start a new process\n```\n\nthen you must update your "
+            "Python code to guard usage of `vllm` behind a main block.\n\nvLLM guards the "
+            "usage of worker processes behind a main block in every example script.\n")
+    source = SourceText(1, "docs/usage/troubleshooting.md", "markdown", text)
+    passages = select_passages("How do you guard usage of vllm behind a main block?", [source])
+    assert passages and not any(p.text.startswith("then you must") for p in passages)

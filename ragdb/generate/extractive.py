@@ -124,6 +124,7 @@ _RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}")
+_TABLE_RULE_ONLY = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?)?[ \t]*$")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
@@ -305,6 +306,17 @@ def _prose_units(text: str) -> list[_Unit]:
     return _join(text, units, groups)
 
 
+# How a sentence that introduces the block after it ends. A sentence cannot end in a comma or
+# an "e.g.": one that does runs on into the block ("The following table lists the
+# implementations at the time of writing," then the table; "with the chat model, e.g." then
+# the command).
+_INTRODUCING_END = re.compile(r"(?::|,|\b(?:e\.g|i\.e)\.?,?)[*_ ]*$")
+
+
+def _introduces(sentence: str) -> bool:
+    return bool(_INTRODUCING_END.search(sentence))
+
+
 def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> list[_Unit]:
     """Introductions joined to what they introduce; leaning sentences joined to their support.
 
@@ -320,7 +332,7 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
         if p_last <= p_first or p_kind not in ("para", "list"):
             continue
         intro = units[p_last - 1]
-        if not text[intro.start:intro.end].rstrip("*_ ").endswith(":"):
+        if not _introduces(text[intro.start:intro.end]):
             continue
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
@@ -470,10 +482,26 @@ def split_passages(source: SourceText) -> list[Passage]:
 
 _LINK_REF = re.compile(r"!?\[([^\]\n]+)\]\[[^\]\n]*\]")
 _LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+# The vLLM docs' GitHub autolinks (`<gh-file:vllm/config.py>`, `<gh-pr:7279>`).
+_GH_LINK = re.compile(r"<gh-(file|dir|issue|pr):([^>\s]+)>")
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`_+")
 _RST_ROLE = re.compile(r":[\w:.-]+:`~?([^`\n]+)`")
 _RST_LITERAL = re.compile(r"``([^`\n]+)``")
 _LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+
+
+def _gh_link_text(match: re.Match[str]) -> str:
+    kind, target = match.groups()
+    if kind in ("file", "dir"):
+        return f"`{target}`"
+    return f"{'issue' if kind == 'issue' else 'pull request'} #{target}"
+
+
+def _links_as_text(line: str) -> str:
+    line = _GH_LINK.sub(_gh_link_text, line)
+    line = _LINK_REF.sub(r"\1", line)
+    line = _LINK_URL.sub(r"\1", line)
+    return _RST_LINK.sub(r"\1", line)
 
 
 def clean_markup(text: str) -> str:
@@ -486,6 +514,7 @@ def clean_markup(text: str) -> str:
     out: list[str] = []
     fence = ""
     fence_indent = 0
+    previous_row = False
     for line in text.split("\n"):
         stripped = line.strip()
         if fence:
@@ -504,27 +533,28 @@ def clean_markup(text: str) -> str:
             continue
         if _ADMONITION.match(line) or _UNDERLINE.match(line):
             continue
-        if _RST_DIRECTIVE.match(line):
+        if _RST_DIRECTIVE.match(line) or _TABLE_RULE_ONLY.match(line):
             continue
-        stripped = re.sub(r"^#{1,6}\s+", "", stripped)
-        stripped = _LINK_REF.sub(r"\1", stripped)
-        stripped = _LINK_URL.sub(r"\1", stripped)
-        stripped = _RST_LINK.sub(r"\1", stripped)
+        stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped))
         stripped = _RST_ROLE.sub(r"`\1`", stripped)
         stripped = _RST_LITERAL.sub(r"`\1`", stripped)
-        if stripped.startswith("|"):
+        row = stripped.startswith("|")
+        if row:
             stripped = " | ".join(c.strip() for c in stripped.strip("|").split("|"))
         if not stripped:
             if out and out[-1] != "":
                 out.append("")
             continue
         previous = out[-1] if out else ""
-        if (previous and not previous.startswith("```") and not previous.startswith("~~~")
-                and not _LEADING_MARKER.match(stripped) and " | " not in previous
-                and not _LEADING_MARKER.match(previous) and not stripped.startswith("|")):
-            out[-1] = previous + " " + stripped
+        # A wrapped line joins the one before, a list item's lazy continuation included; a
+        # new item, a table row or anything after a fence or a row starts a line of its own.
+        if (previous and not previous.startswith(("```", "~~~")) and not row
+                and not previous_row and not _LEADING_MARKER.match(stripped)):
+            # Link text wrapped onto this line (`[security\npolicy](url)`) is whole only now.
+            out[-1] = _links_as_text(previous + " " + stripped)
         else:
             out.append(stripped)
+        previous_row = row
     if fence:
         out.append(fence)
     return "\n".join(out).strip()
@@ -595,12 +625,14 @@ class _Candidate:
 _MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
 
 
-def _starts_mid_sentence(text: str, start: int) -> bool:
-    """The chunk's first words continue a sentence of the previous chunk (its start was moved
-    back to a word inside one): `(which contain info on tile shapes...) can perform ...`.
-    A name written in lower case (`vLLM`, `pip`...) in a sentence of its own is no such case
-    unless it is all lower-case letters, which a sentence's first word rarely is."""
-    if text[:start].strip():
+def _starts_mid_sentence(text: str, start: int, kind: str) -> bool:
+    """The unit's first words continue a sentence it does not hold: the chunk's start was moved
+    back to a word inside one (`(which contain info on tile shapes...) can perform ...`), or a
+    paragraph goes on with a sentence a code block interrupted (`then you must update ...`
+    after the error it quotes). A name written in lower case (`vLLM`, `pip`...) in a sentence
+    of its own is no such case unless it is all lower-case letters, which a sentence's first
+    word rarely is."""
+    if text[:start].strip() and kind not in ("sentence", "joined"):
         return False
     return bool(_MID_SENTENCE.match(text, start))
 
@@ -617,7 +649,7 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
             words = len(re.findall(r"[A-Za-z]{2,}", shown))
             if words < 3 or (unit.kind != "block" and words < _MIN_WORDS):
                 continue  # a path, a heading-like line or a lone word is no answer
-            if unit.kind != "block" and shown.rstrip("*_ ").endswith((":", "?")):
+            if unit.kind != "block" and (_introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
             out.append(_Candidate(source, unit, shown, bag, _showable(source, unit)))
     return out
@@ -631,17 +663,26 @@ _IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]
 _IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
 
 
+# A fenced block holding only snippet includes (`--8<-- "protocol.py:extra-params"`): the code
+# a reader would want is in another file, and the block shows a directive instead.
+_INCLUDE_ONLY_BLOCK = re.compile(
+    r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:[ \t]*(?:--8<--[^\n]*)?\n)*?[ \t]*--8<--[^\n]*\n"
+    r"(?:[ \t]*(?:--8<--[^\n]*)?\n)*[ \t]*\1[ \t]*$", re.M)
+
+
 def _showable(source: SourceText, unit: _Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
-    (prose), and not only imports (module paths share many words with a question about the
-    module, but tell a reader nothing)."""
+    (prose), and not only imports or snippet includes (module paths share many words with a
+    question about the module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
         if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
             return False
         return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
             _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
-    return not _starts_mid_sentence(source.text, unit.start)
+    raw = source.text[unit.start:unit.end]
+    return (not _starts_mid_sentence(source.text, unit.start, unit.kind)
+            and not _INCLUDE_ONLY_BLOCK.search(raw))
 
 
 def _leaves_its_block(text: str, start: int, code: str) -> bool:
