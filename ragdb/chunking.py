@@ -614,8 +614,8 @@ def _python_block(text: str, starts: list[int], nodes: Sequence[ast.AST], s: int
         group = members[k]
         inner = _children(group[0]) if len(group) == 1 else []
         if not inner:
-            for a, b in _pack_range(text, u_s[k], u_e[k], leads.get(g, -1), trails.get(g, -1),
-                                    cap):
+            for a, b in pack_range(text, u_s[k], u_e[k], leads.get(g, -1), trails.get(g, -1),
+                                   cap):
                 out.append((a, b, "statements", ctx))
             continue
         node = group[0]
@@ -696,10 +696,11 @@ def _python_run(run: list[int], u_s: list[int], u_e: list[int], u_k: list[int],
         out.append((a_s[i], a_e[j - 1], kind, ctx))
 
 
-def _pack_range(text: str, s: int, e: int, lead: int, trail: int,
-                cap: int) -> list[tuple[int, int]]:
-    """A single statement too large for the cap (a long literal or docstring) cut as text,
-    with the small runs of statements around it (see _python_block)."""
+def pack_range(text: str, s: int, e: int, lead: int, trail: int, cap: int,
+               seps: _Seps = _CODE_SEPS) -> list[tuple[int, int]]:
+    """A single statement too large for the cap (a long literal, docstring, comment or macro)
+    cut as text at `seps`, with the small runs of statements around it (see _python_block;
+    the tree-sitter chunker shares it)."""
     a_s: list[int] = []
     a_e: list[int] = []
     a_k: list[int] = []
@@ -707,7 +708,7 @@ def _pack_range(text: str, s: int, e: int, lead: int, trail: int,
         a_s.append(lead)
         a_e.append(s)
         a_k.append(_TOP)
-    _split_range(text, s, e, cap, _CODE_SEPS, 0, 4 if a_s else _TOP, a_s, a_e, a_k)
+    _split_range(text, s, e, cap, seps, 0, 4 if a_s else _TOP, a_s, a_e, a_k)
     if trail > e:
         a_s.append(e)
         a_e.append(trail)

@@ -22,9 +22,10 @@ import numpy as np
 import tree_sitter as ts
 
 from ragdb.chunking import (
-    _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _split_range, _trim,
-    merge_pieces, segment_units,
+    _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _trim, merge_pieces,
+    segment_units,
 )
+from ragdb.chunking import pack_range as pack_text_range
 
 # --- which files, in which language ----------------------------------------------------------
 
@@ -751,18 +752,6 @@ class _Cutter:
                    context: tuple[str, ...]) -> None:
         """A unit with no children to split by (a long string, comment or macro) cut as text,
         with the small runs around it (see block)."""
-        a_s: list[int] = []
-        a_e: list[int] = []
-        a_k: list[int] = []
-        if 0 <= lead < s:
-            a_s.append(lead)
-            a_e.append(s)
-            a_k.append(_TOP)
-        _split_range(self.text, s, e, self.cap, _SEPS, 0, 4 if a_s else _TOP, a_s, a_e, a_k)
-        if trail > e:
-            a_s.append(e)
-            a_e.append(trail)
-            a_k.append(4)
         ctx = "\n".join(context)
-        for i, j in _pack(a_s, a_e, a_k, 0, len(a_s), self.cap, self.min_len):
-            self.out.append((a_s[i], a_e[j - 1], "statements", ctx))
+        for a, b in pack_text_range(self.text, s, e, lead, trail, self.cap, _SEPS):
+            self.out.append((a, b, "statements", ctx))
