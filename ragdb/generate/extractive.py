@@ -123,8 +123,8 @@ _ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::|===[ \t]+\"|--8<--)")
 _RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
-_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}")
-_TABLE_RULE_ONLY = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?)?[ \t]*$")
+# A table's delimiter row, `| :--- | ---: |` or `---|---`: the whole line, nothing else.
+_TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*(?::?-{2,}:?)?[ \t]*$")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
@@ -533,7 +533,7 @@ def clean_markup(text: str) -> str:
             continue
         if _ADMONITION.match(line) or _UNDERLINE.match(line):
             continue
-        if _RST_DIRECTIVE.match(line) or _TABLE_RULE_ONLY.match(line):
+        if _RST_DIRECTIVE.match(line) or _TABLE_RULE.match(line):
             continue
         stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped))
         stripped = _RST_ROLE.sub(r"`\1`", stripped)
@@ -680,9 +680,10 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
             return False
         return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
             _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
+    if _starts_mid_sentence(source.text, unit.start, unit.kind):
+        return False
     raw = source.text[unit.start:unit.end]
-    return (not _starts_mid_sentence(source.text, unit.start, unit.kind)
-            and not _INCLUDE_ONLY_BLOCK.search(raw))
+    return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
 
 
 def _leaves_its_block(text: str, start: int, code: str) -> bool:
