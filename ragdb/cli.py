@@ -266,8 +266,12 @@ def search_command(
     hits = rag.search(question, k, mode, Filters.of(path, lang))
     coverage = rag.dense_coverage() if mode is not Mode.lexical else None
     if coverage is not None and coverage < 1:  # stderr: --json output stays one document
-        _err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are still "
-             "being computed (the lexical index is complete)")
+        if rag.index_running():
+            _err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
+                 "still being computed by an index run (the lexical index is complete)")
+        else:
+            _err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
+                 "incomplete and no index run is computing them; `ragdb index` completes them")
     if as_json:
         typer.echo(json.dumps([_source(h, with_text) for h in hits], indent=2))
         return

@@ -31,6 +31,7 @@ from ragdb.db import (
     connect,
     default_db_path,
     get_setting,
+    index_running,
     scalar,
     write_transaction,
 )
@@ -170,6 +171,8 @@ class RagDB:
         on_files: Callable[[int], None] | None = None,
         on_embedded: Callable[[int, int], None] | None = None,
         follow_symlinks: bool = False,
+        wait: bool = False,
+        on_wait: Callable[[], None] | None = None,
     ) -> IndexResult:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
@@ -178,12 +181,16 @@ class RagDB:
         folders whose name starts with a dot. No roots: every root recorded in rag.db, each
         walked with the options of its own last run (`include`, `ignore` and `hidden` are then
         not used), for re-indexing every repository.
+
+        One run at a time per rag.db, whatever the door: while another runs, this one is
+        refused with IndexRunningError ("another index run is in progress"), or with `wait`
+        waits for it to end (`on_wait` is told once).
         """
         if not roots:
             return self._reindex_recorded(
                 max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
                 embedder=embedder, progress=progress, on_files=on_files,
-                on_embedded=on_embedded)
+                on_embedded=on_embedded, wait=wait, on_wait=on_wait)
         paths = [Path(r) for r in roots]
         if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
             raise RagdbError(
@@ -197,7 +204,7 @@ class RagDB:
         stats, vstats = update_index(
             self._conn, paths, max_chunk_size=max_chunk_size, options=options, vectors=vectors,
             embedder_name=embedder_name, embedder=embedder, progress=progress,
-            on_files=on_files, on_embedded=on_embedded,
+            on_files=on_files, on_embedded=on_embedded, wait=wait, on_wait=on_wait,
         )
         return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
 
@@ -294,6 +301,10 @@ class RagDB:
         questions = dataset.rag_questions
         found = self.search_many([q.question for q in questions], k, mode)
         return search_results(questions, found, k)
+
+    def index_running(self) -> bool:
+        """Whether an index run (any process, any door) is working on this rag.db now."""
+        return index_running(self.path)
 
     def dense_coverage(self) -> float | None:
         """How complete the dense leg is (1.0 once every wanted chunk has its vector; less
@@ -414,6 +425,7 @@ class RagDB:
             "chunks": int(scalar(conn, "SELECT count(*) FROM chunks") or 0),
             "vectors": vector_count(conn) if has_vectors(conn) else 0,
             "dense_coverage": self.dense_coverage(),
+            "index_running": self.index_running(),
             "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
             "max_k": MAX_K,
         }

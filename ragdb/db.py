@@ -9,18 +9,26 @@ that writes (journal mode, migrations) runs.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
 import apsw
 import sqlite_vec
 
-from ragdb.errors import DiskFullError, ForeignDatabaseError, MissingIndexError, RagdbError
+from ragdb.errors import (
+    DiskFullError,
+    ForeignDatabaseError,
+    IndexRunningError,
+    MissingIndexError,
+    RagdbError,
+)
 from ragdb.resources import resource_dir
 
 DEFAULT_DB = Path("data/processed/rag.db")
@@ -41,6 +49,9 @@ class Setting:
     EMBEDDER = "embedder"  # identity of the model that made the vectors: re-embed on change
     EMBEDDER_NAME = "embedder_name"  # what the user asked for (a name, folder or hub id)
     EMBED_POLICY = "embed_policy"  # which chunks get vectors and how: re-embed on change
+    #: Bumped by every commit that changes chunk_vectors (each embedded batch, a reset): what
+    #: a dense or hybrid search read, so cached results of an earlier state are not reused.
+    VECTORS_VERSION = "vectors_version"
 
 
 #: Files this process must not open with apsw: `ragdb serve` reads them through Datasette's
@@ -326,3 +337,110 @@ def bump_generation(conn: apsw.Connection) -> None:
     """Mark the index as changed: cached query results of earlier generations are dropped."""
     set_setting(conn, Setting.GENERATION, str(generation(conn) + 1))
     conn.execute("DELETE FROM query_cache")
+
+
+def vectors_version(conn: apsw.Connection) -> int:
+    """Changes with every commit that changes chunk_vectors (see Setting.VECTORS_VERSION)."""
+    return int(get_setting(conn, Setting.VECTORS_VERSION) or 0)
+
+
+def bump_vectors_version(conn: apsw.Connection) -> None:
+    set_setting(conn, Setting.VECTORS_VERSION, str(vectors_version(conn) + 1))
+
+
+@contextmanager
+def read_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """One snapshot for several reads (BEGIN ... COMMIT, deferred): a search reads settings,
+    vectors and rows as of one committed state, never half of an index run's next commit."""
+    if not conn.getautocommit():  # already inside a transaction: it is the snapshot
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if not conn.getautocommit():
+            conn.execute("COMMIT")  # read only: ends the snapshot, nothing to write
+
+
+# --- one index run at a time ------------------------------------------------------------------
+
+#: How long a run that is refused retries first: a probe (index_running) holds the lock for
+#: microseconds, and must not make a run that starts at that moment fail.
+_LOCK_RETRY_S = 0.25
+
+
+def index_lock_path(db_path: Path | str) -> Path:
+    """The lock file beside rag.db held by the index run in progress (removed when it ends);
+    beside the real file, so every name of rag.db (a symlink, a relative path) shares it."""
+    return Path(os.path.realpath(db_path) + ".lock")
+
+
+@contextmanager
+def index_lock(db_path: Path | str, *, wait: bool = False,
+               on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold rag.db's index lock for one index run: a second run (any door, any process) is
+    refused with IndexRunningError, or with `wait` waits for the first to end.
+
+    An flock on `rag.db.lock`: the kernel releases it when the holder dies, even by SIGKILL,
+    so a killed run never leaves rag.db locked. The holder removes the file before releasing
+    it; a run that locked a file already removed tries again on the new one.
+    """
+    if not str(db_path):  # an in-memory database: no other process can reach it
+        yield
+        return
+    path = index_lock_path(db_path)
+    deadline = time.monotonic() + _LOCK_RETRY_S
+    told = False
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise RagdbError(f"cannot index into {db_path}: cannot write {path} "
+                             f"({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if not wait and time.monotonic() >= deadline:
+                raise IndexRunningError(
+                    f"another index run is in progress on {db_path}; try again when it ends"
+                ) from None
+            if wait and not told and time.monotonic() >= deadline and on_wait is not None:
+                on_wait()
+                told = True
+            time.sleep(0.05)
+            continue
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # locked a file its holder had just removed: take the new one
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def index_running(db_path: Path | str) -> bool:
+    """Whether an index run holds rag.db's index lock now (any process)."""
+    path = index_lock_path(db_path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False  # no lock file: no run (or a folder we cannot read: we cannot know)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock it took
+    return False

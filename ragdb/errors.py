@@ -24,3 +24,7 @@ class UnavailableError(RagdbError):
 
 class DatabaseBusyError(UnavailableError):
     """Another connection holds the write lock (an index run elsewhere); try again later."""
+
+
+class IndexRunningError(RagdbError):
+    """Another index run holds rag.db's index lock (HTTP 409): one run at a time."""

@@ -19,7 +19,15 @@ import apsw
 import pathspec
 
 from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind
-from ragdb.db import Setting, bump_generation, get_setting, scalar, set_setting, write_transaction
+from ragdb.db import (
+    Setting,
+    bump_generation,
+    get_setting,
+    index_lock,
+    scalar,
+    set_setting,
+    write_transaction,
+)
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
@@ -610,6 +618,8 @@ def update_index(
     progress: Callable[[int], None] | None = None,
     on_files: Callable[[int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
+    wait: bool = False,
+    on_wait: Callable[[], None] | None = None,
 ) -> tuple[IndexStats, VectorStats | None]:
     """What `ragdb index` does: files -> chunks -> rows in one transaction, then vectors.
 
@@ -618,16 +628,46 @@ def update_index(
     the one this index was built with (settings 'embedder_name'), else the default model;
     `embedder`, when given, is that model already loaded (the server keeps one) and the name
     recorded is still `embedder_name`, so later queries load the model that made the vectors.
+
+    One run at a time per rag.db (ragdb.db.index_lock, whichever door it came through): a
+    second is refused with IndexRunningError, or with `wait` waits (`on_wait` says so once).
     """
+    with index_lock(conn.filename, wait=wait, on_wait=on_wait):
+        return _update_index(conn, roots, max_chunk_size=max_chunk_size, options=options,
+                             vectors=vectors, embedder_name=embedder_name, embedder=embedder,
+                             progress=progress, on_files=on_files, on_embedded=on_embedded)
+
+
+def _update_index(
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    *,
+    max_chunk_size: int,
+    options: WalkOptions,
+    vectors: bool,
+    embedder_name: str | None,
+    embedder: Embedder | None,
+    progress: Callable[[int], None] | None,
+    on_files: Callable[[int], None] | None,
+    on_embedded: Callable[[int, int], None] | None,
+) -> tuple[IndexStats, VectorStats | None]:
     stats = index_paths(conn, roots, max_chunk_size=max_chunk_size, options=options,
                         progress=progress, on_files=on_files)
     if not vectors:
         return stats, None
     name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL
-    identity = embedder.identity if embedder is not None else embedder_identity(name)
+    if embedder is None:
+        identity = embedder_identity(name)
+    else:  # the model loaded before the name (or its folder) changed is not the one now
+        try:
+            identity = embedder_identity(name)
+        except RagdbError:  # a hub id not reachable now: the loaded model is all there is
+            identity = embedder.identity
+        if embedder.identity != identity:
+            embedder = None
     if vectors_pending(conn, identity):
         model = embedder if embedder is not None else load_embedder(name)
-        vstats = sync_vectors(conn, model, progress=on_embedded)
+        vstats = sync_vectors(conn, model, progress=on_embedded, name=name)
     else:  # nothing to embed: no model is loaded
         vstats = VectorStats(total=vector_count(conn))
     if vstats.embedded or vstats.removed or get_setting(conn, Setting.EMBEDDER_NAME) != name:

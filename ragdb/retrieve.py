@@ -6,14 +6,21 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
 import apsw
 
-from ragdb.db import BUSY_TIMEOUT_MS, Setting, generation, get_setting
+from ragdb.db import (
+    BUSY_TIMEOUT_MS,
+    Setting,
+    generation,
+    get_setting,
+    read_transaction,
+    vectors_version,
+)
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
@@ -220,6 +227,10 @@ class Searcher:
     It holds SQLite's own FTS5 tokenizer (to stem query terms exactly as the index did), the
     index's common terms (reloaded when the index generation changes) and, loaded on first
     need only, the embedder: a fully cached run never loads a model.
+
+    A search reads one committed state (one read transaction): the settings, the vectors and
+    the rows it ranks are those of the same commit, and queries are embedded by the model that
+    made the vectors of that commit (reloaded when an embedder switch has committed).
     """
 
     def __init__(
@@ -236,20 +247,32 @@ class Searcher:
         self._generation = -1
         self._common: frozenset[str] = frozenset()
         self._has_vectors = False
+        self._state = (-1, -1)  # (generation, vectors version) _has_vectors was read at
+        self._vectors_version = 0
+        self._made_by: str | None = None  # identity of the model that made the vectors
         self._embedder: Embedder | None = None
+        self._loaded_for: str | None = None  # _made_by when the embedder was loaded
+        self._mismatch = False  # the loaded embedder is not the one that made the vectors
 
     # -- state shared by queries -------------------------------------------------------------
 
     def _refresh(self) -> None:
+        """What this search depends on besides its arguments, as of its snapshot: vectors are
+        committed batch by batch within one generation, and an embedder switch commits the
+        new model's identity and name together, before its first vector."""
         current = generation(self.conn)
+        version = vectors_version(self.conn)
         if current != self._generation:
             rows = self.conn.execute(sql("common_terms")).fetchall()
             self._common = frozenset(str(row[0]) for row in rows)
-            self._has_vectors = has_vectors(self.conn)
             self._generation = current
-            made_by = get_setting(self.conn, Setting.EMBEDDER)
-            if self._embedder is not None and made_by and made_by != self._embedder.identity:
-                self._embedder = None  # re-indexed with another model: embed queries with it
+        if (current, version) != self._state:
+            self._has_vectors = has_vectors(self.conn)
+            self._state = (current, version)
+        self._vectors_version = version
+        self._made_by = get_setting(self.conn, Setting.EMBEDDER)
+        if self._embedder is not None and self._made_by != self._loaded_for:
+            self._embedder = None  # another model made the vectors now: embed queries with it
 
     @property
     def loaded_embedder(self) -> str | None:
@@ -260,6 +283,7 @@ class Searcher:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             name = get_setting(self.conn, Setting.EMBEDDER_NAME)
+            self._loaded_for = get_setting(self.conn, Setting.EMBEDDER)
             self._embedder = load_embedder(name)
         return self._embedder
 
@@ -290,36 +314,54 @@ class Searcher:
         """Several questions at once: the uncached ones are embedded in one batch."""
         check_k(k)
         mode = Mode(mode)
-        if index_is_empty(self.conn):
-            raise MissingIndexError("the index is empty: run `ragdb index` first")
-        self._refresh()
-        if mode is Mode.dense and not self._has_vectors:
-            raise RagdbError(
-                "this index has no vectors for --mode dense: run `ragdb index` without "
-                "--no-vectors to add them, or use --mode lexical"
-            )
         results: list[list[Hit] | None] = []
         keys: list[str] = []
-        for question in questions:
-            key = self._cache_key(question, k, mode, filters)
-            keys.append(key)
-            results.append(self._cached(key) if self.use_cache else None)
-        # A question without a single word (punctuation, blanks) has nothing to search for.
-        todo = [i for i, hits in enumerate(results)
-                if hits is None and analyse_terms(questions[i])]
-        vectors = self._query_vectors([questions[i] for i in todo], mode)
-        for i in todo:
-            hits = self._run(questions[i], k, mode, vectors.get(questions[i]), filters)
-            results[i] = hits
-            if self.use_cache:
-                self._remember(keys[i], hits)
+        self._mismatch = False
+        with read_transaction(self.conn):  # one committed state for the whole search
+            if index_is_empty(self.conn):
+                raise MissingIndexError("the index is empty: run `ragdb index` first")
+            self._refresh()
+            if mode is Mode.dense and not self._has_vectors:
+                if self._made_by:  # an index run with vectors began: they are still to come
+                    raise RagdbError(
+                        "this index has no vectors yet for --mode dense: `ragdb index` "
+                        "computes them; use --mode lexical meanwhile")
+                raise RagdbError(
+                    "this index has no vectors for --mode dense: run `ragdb index` without "
+                    "--no-vectors to add them, or use --mode lexical"
+                )
+            for question in questions:
+                key = self._cache_key(question, k, mode, filters)
+                keys.append(key)
+                results.append(self._cached(key) if self.use_cache else None)
+            # A question without a single word (punctuation, blanks) has nothing to search for.
+            todo = [i for i, hits in enumerate(results)
+                    if hits is None and analyse_terms(questions[i])]
+            vectors = self._query_vectors([questions[i] for i in todo], mode)
+            for i in todo:
+                results[i] = self._run(questions[i], k, mode, vectors.get(questions[i]),
+                                       filters)
+        if self.use_cache and not self._mismatch:  # written after the snapshot ended
+            for i in todo:
+                self._remember(keys[i], results[i] or [])
         return [hits or [] for hits in results]
 
     def _query_vectors(self, questions: Sequence[str], mode: Mode) -> dict[str, bytes]:
         if mode is Mode.lexical or not self._has_vectors or not questions:
             return {}
+        embedder = self.embedder
+        if self._made_by and embedder.identity != self._made_by:
+            # The name recorded loads another model than the one that made the vectors (a
+            # local folder changed since): its queries would match nothing. No dense leg.
+            self._mismatch = True
+            if mode is Mode.dense:
+                raise RagdbError(
+                    f"the vectors in rag.db were made by {self._made_by}, but its embedder "
+                    f"now loads as {embedder.identity}: run `ragdb index` to re-embed, or use "
+                    "--mode lexical")
+            return {}
         unique = list(dict.fromkeys(questions))
-        vectors = to_int8(self.embedder.embed(unique))
+        vectors = to_int8(embedder.embed(unique))
         return {q: v.tobytes() for q, v in zip(unique, vectors)}
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
@@ -361,10 +403,15 @@ class Searcher:
 
     def _cache_key(self, question: str, k: int, mode: Mode,
                    filters: Filters = NO_FILTERS) -> str:
-        normalised = " ".join(question.lower().split())
-        key: list[Any] = [normalised, k, mode.value, self.params.as_sql()]
-        if filters.active:  # unfiltered keys stay as they were
-            key.append([list(filters.paths), list(filters.langs)])
+        """Everything a search's result depends on besides the index generation (the cache
+        row's own column): the question exactly as asked (identifier splitting is
+        case-sensitive and the query vector sees every character), k, mode, filters, every
+        ranking parameter, and for the dense leg which model made the vectors and which
+        commit of them this is (an index run commits them batch by batch)."""
+        key: list[Any] = [question, k, mode.value, asdict(self.params),
+                          [list(filters.paths), list(filters.langs)]]
+        if mode is not Mode.lexical:
+            key += [self._made_by, self._vectors_version, self._has_vectors]
         blob = json.dumps(key, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -20,7 +20,13 @@ from typing import cast
 import apsw
 import numpy as np
 
-from ragdb.db import Setting, get_setting, set_setting, write_transaction
+from ragdb.db import (
+    Setting,
+    bump_vectors_version,
+    get_setting,
+    set_setting,
+    write_transaction,
+)
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
@@ -278,12 +284,16 @@ def dense_coverage(conn: apsw.Connection, policy: VectorPolicy = DEFAULT_POLICY)
 def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: Callable[[int, int], None] | None = None,
-                 policy: VectorPolicy = DEFAULT_POLICY) -> VectorStats:
+                 policy: VectorPolicy = DEFAULT_POLICY,
+                 name: str | None = None) -> VectorStats:
     """Bring chunk_vectors in step with chunks: reset on a new embedder or policy, drop orphans,
     embed what is missing.
 
     Each batch commits on its own, so an interrupted run keeps all but one batch and the next
-    run only embeds what is still missing.
+    run only embeds what is still missing. A reset commits the new model's identity and `name`
+    (settings 'embedder_name', what loads it) together with the removal of the old vectors:
+    at every commit, all vectors are the recorded model's and that model embeds the queries,
+    and a run killed mid-switch leaves the switch recorded for the next run to finish.
     """
     started = time.perf_counter()
     stats = VectorStats()
@@ -301,10 +311,16 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
             conn.execute(sql("vectors_delete_all"))
             set_setting(conn, Setting.EMBEDDER, embedder.identity)
             set_setting(conn, Setting.EMBED_POLICY, policy.key)
+            if name is not None:
+                set_setting(conn, Setting.EMBEDDER_NAME, name)
+            bump_vectors_version(conn)
     with write_transaction(conn):
         before = vector_count(conn)
         conn.execute(sql("vectors_orphans_delete"))
-        stats.removed += before - vector_count(conn)
+        after = vector_count(conn)
+        if after != before:
+            stats.removed += before - after
+            bump_vectors_version(conn)
 
     groups: dict[int, list[tuple[int, int]]] = {}
     memo: dict[str, np.ndarray] | None = {} if policy.dedupe else None
@@ -356,6 +372,12 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
         memo.update(zip(todo, fresh))
         vectors = np.stack([memo[t] for t in texts]) if texts else np.zeros((0, VECTOR_DIM))
     with write_transaction(conn):
+        if (get_setting(conn, Setting.EMBEDDER) != embedder.identity
+                or get_setting(conn, Setting.EMBED_POLICY) != policy.key):
+            raise RagdbError(  # one index run at a time (ragdb.db.index_lock) prevents this
+                f"the vectors of {conn.filename} were switched to another embedder while this "
+                "run computed them; nothing of this batch was kept: run `ragdb index` again")
+        bump_vectors_version(conn)
         for (chunk_id, number), vector in zip(keys, vectors):
             conn.execute(sql("vectors_insert"), {
                 "vector_id": chunk_id * WINDOWS_PER_CHUNK + number, "chunk_id": chunk_id,

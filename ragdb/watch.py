@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragdb.database import IndexResult, RagDB
+from ragdb.db import index_lock_path
 from ragdb.errors import RagdbError
 
 DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
@@ -36,10 +37,15 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
     from watchfiles import DefaultFilter, watch
 
     own = {os.path.abspath(f"{rag.path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
+    own.add(str(index_lock_path(rag.path)))
     default = DefaultFilter()
 
     def relevant(change: Any, path: str) -> bool:
         return os.path.abspath(path) not in own and default(change, path)
+
+    def waiting() -> None:
+        print("ragdb: another index run is in progress; waiting for it to end",
+              file=sys.stderr, flush=True)
 
     print(f"ragdb: watching {', '.join(str(r) for r in roots)} (Ctrl-C stops)",
           file=sys.stderr, flush=True)
@@ -51,7 +57,9 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
             print("ragdb: every watched root is gone; stopping", file=sys.stderr, flush=True)
             break
         try:
-            result = rag.index([] if recorded else existing, **options)
+            # Another run (a `ragdb index`, the server's) in progress: wait for it, then run.
+            result = rag.index([] if recorded else existing, wait=True, on_wait=waiting,
+                               **options)
         except RagdbError as exc:  # a root gone or unreadable: say so, keep watching
             print(f"ragdb: {exc}", file=sys.stderr, flush=True)
             continue

@@ -20,8 +20,8 @@ import apsw
 
 from ragdb.answering import Answer
 from ragdb.database import RagDB
-from ragdb.db import check_is_ragdb
-from ragdb.embedder import Embedder, load_embedder
+from ragdb.db import Setting, check_is_ragdb, get_setting
+from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE
@@ -158,15 +158,15 @@ def _last_roots(rag: RagDB) -> list[Path]:
 
 
 def _embedder(name: str | None, rag: RagDB) -> Embedder:
-    """One embedder per name, loaded once in this worker (None: the index's own)."""
-    key = name or ""
+    """One embedder per model, loaded once in this worker (None: the index's own, as it is
+    recorded now: a `ragdb index --embedder` elsewhere may have switched it since)."""
+    if name is None:
+        try:
+            name = get_setting(rag.conn, Setting.EMBEDDER_NAME)
+        except MissingIndexError:  # no index yet: the default model
+            name = None
+    key = embedder_identity(name)
     cache: dict[str, Embedder] = _state.setdefault("embedders", {})
     if key not in cache:
-        if name is None:
-            try:
-                cache[key] = rag.embedder
-            except MissingIndexError:  # an empty index: the default model
-                cache[key] = load_embedder(None)
-        else:
-            cache[key] = load_embedder(name)
+        cache[key] = load_embedder(name)
     return cache[key]

@@ -30,7 +30,13 @@ from typing import Any, Callable, Sequence
 
 from ragdb.answering import Answer
 from ragdb import worker
-from ragdb.errors import DatabaseBusyError, MissingIndexError, RagdbError, UnavailableError
+from ragdb.errors import (
+    DatabaseBusyError,
+    IndexRunningError,
+    MissingIndexError,
+    RagdbError,
+    UnavailableError,
+)
 from ragdb.generate.styles import Style
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
@@ -294,6 +300,7 @@ class RagdbService:
             found = await self._call("search", worker.status)
             body.update(generation=found["generation"], has_chunks=found["has_chunks"],
                         dense_coverage=found["dense_coverage"])
+            body["indexing"] = self.indexing or bool(found.get("index_running"))  # any door
         except RagdbError as exc:
             body["generation"], body["has_chunks"], body["problem"] = None, False, str(exc)
         return body
@@ -311,6 +318,8 @@ class RagdbService:
             roots = [str(r) for r in self.config.corpus_roots or []] or None
             found = await self._call("index", worker.index, roots, self.config.include,
                                      self.config.vectors, self.config.embedder)
+        except IndexRunningError as exc:  # a `ragdb index` (or --watch, MCP) run elsewhere
+            raise ApiError(409, str(exc)) from None
         except DatabaseBusyError:
             raise ApiError(503, "another connection is writing rag.db (a `ragdb index` run?); "
                                 "try again when it is done") from None
