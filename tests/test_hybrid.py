@@ -106,10 +106,13 @@ def test_query_cache_is_used_and_invalidated(vector_project: Path, tmp_path: Pat
     first = searcher.search(question, 3)
     cached = scalar(conn, "SELECT count(*) FROM query_cache")
     assert cached == 1
-    # the same normalised question is answered from the cache without loading the model
+    # the same question is answered from the cache without loading the model
     fresh = Searcher(conn)
-    assert fresh.search("  how do I load a LoRA adapter   at run time? ", 3) == first
+    assert fresh.search(question, 3) == first
     assert fresh._embedder is None
+    # another spelling (case, spacing) is another search: its own entry (issue 17, item 2)
+    fresh.search("  how do I load a LoRA adapter   at run time? ", 3)
+    assert scalar(conn, "SELECT count(*) FROM query_cache") == 2
     with conn:
         bump_generation(conn)
     assert scalar(conn, "SELECT count(*) FROM query_cache") == 0

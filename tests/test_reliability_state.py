@@ -38,7 +38,6 @@ from tests.conftest import REPO, SMALL_CORPUS, run_cli, write_corpus
 ENV = {"RAGDB_MODELS_DIR": str(REPO / "data" / "models"), "HF_HUB_OFFLINE": "1"}
 
 
-
 def pages(plant: str) -> dict[str, str]:
     """40 doc chunks (two vector batches of 32), worded apart from any other plant's. The
     volcano page is the shortest, so it is in the first batch (batches go shortest first): a
@@ -47,6 +46,7 @@ def pages(plant: str) -> dict[str, str]:
              f"assembly line number {i} of the {plant} factory.\n" for i in range(39)}
     found["docs/lava.md"] = f"# Lava\n\nMagma rises and lava erupts from the {plant} volcano.\n"
     return found
+
 
 VOLCANO = "molten rock coming out of an erupting mountain"
 QUERIES = [(VOLCANO, "dense"), ("widgets on assembly line 7", "hybrid"),
@@ -71,14 +71,14 @@ def rows(db: Path) -> dict[str, Any]:
         settings = dict(conn.execute(
             "SELECT key, value FROM settings WHERE key IN ('embedder', 'embedder_name', "
             "'embed_policy')").fetchall())
-    conn = RagDB(db).conn  # vec0 needs sqlite-vec
+    vec = RagDB(db).conn  # vec0 needs sqlite-vec
     try:
-        windows = conn.execute(
+        windows = vec.execute(
             "SELECT f.path, c.first_char, v.vector_id - c.id * 1000 FROM chunk_vectors v "
             "JOIN chunks c ON c.id = v.chunk_id JOIN files f ON f.id = c.file_id "
             "ORDER BY 1, 2, 3").fetchall()
     finally:
-        conn.close()
+        vec.close()
     return {"files": files, "chunks": chunks, "settings": settings, "windows": windows}
 
 
@@ -386,7 +386,9 @@ def test_an_embedder_switch_searched_during_and_killed_resumes_with_its_model(
     resumed = run_cli("index", "--db", "rag.db", cwd=tmp_path, env=ENV)  # a plain run
     assert resumed.returncode == 0, resumed.stderr
     assert "0 indexed" in resumed.stdout, resumed.stdout
-    embedded = int(re.search(r"; (\d+) chunks embedded", resumed.stdout).group(1))  # type: ignore
+    said = re.search(r"; (\d+) chunks embedded", resumed.stdout)
+    assert said is not None, resumed.stdout
+    embedded = int(said.group(1))
     assert_like_a_clean_run(tmp_path, second_embedder)
     with_vectors = len({(path, first) for path, first, _n in rows(tmp_path / "rag.db")["windows"]})
     assert embedded == with_vectors - 32  # it went on from the first batch, with the new model
