@@ -274,7 +274,8 @@ def vectors_pending(conn: apsw.Connection, identity: str,
 
 def dense_coverage(conn: apsw.Connection, policy: VectorPolicy = DEFAULT_POLICY) -> float:
     """The share of the chunks the policy wants a vector for that have one: below 1.0 while an
-    index run is still embedding (the lexical index is already complete then)."""
+    index run is still embedding (the lexical index is already complete then), or after one
+    was interrupted until the next run completes them."""
     have = cast(int, conn.execute(sql("vectors_count")).fetchall()[0][1])
     missing = sum(1 for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing"))
                   if policy.wants_vector(str(file_kind), str(chunk_kind), str(path)))
