@@ -19,7 +19,7 @@ from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
-from ragdb.retrieve import MAX_K, Mode, check_k
+from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 from ragdb.schemas import RagDataset, StudentSearchResults
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -397,6 +397,7 @@ def answer_command(
     from ragdb.retrieve import Filters
 
     check_k(k, low=0)
+    check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
     out = save_directory / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
