@@ -129,9 +129,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         _end(spawned)
         # The only traceback: sqlite3's report (Datasette turns them on) of the SQL
         # function's refusal, whose message the client cannot be given.
-        log = log_path.read_text(errors="replace")
-        refusals = log.count("ValueError: ragdb_fts_query: the question is too long")
-        assert log.count("Traceback") == refusals, log[-3000:]
+        output = log_path.read_text(errors="replace")
+        refusals = output.count("ValueError: ragdb_fts_query: the question is too long")
+        assert output.count("Traceback") == refusals, output[-3000:]
 
 
 def call(served: Served, path: str, body: bytes | None = None, method: str = "GET",
@@ -314,8 +314,8 @@ def test_mcp_caps_types_and_malformed_lines(served: Served) -> None:
         assert "serverInfo" in mcp.reply()["result"]
         mcp.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
         huge = " ".join(f"w{i}" for i in range(150_000))  # about 1 MB of distinct words
-        assert "too long" in _tool_error(mcp.tool(2, "search", {"query": huge,
-                                                                 "mode": "lexical"}))
+        refused = mcp.tool(2, "search", {"query": huge, "mode": "lexical"})
+        assert "too long" in _tool_error(refused)
         for n, k in enumerate([True, "abc", 2.5, 0, 101], 3):
             text = _tool_error(mcp.tool(n, "search", {"query": "lora", "k": k}))
             assert "k must be a whole number from 1 to 100" in text, text
