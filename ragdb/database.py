@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -67,12 +67,13 @@ from ragdb.retrieve import (
     search_results,
     source_span,
 )
-from ragdb.schemas import (
-    MinimalSource,
-    RagDataset,
-    StudentSearchResults,
-    StudentSearchResultsAndAnswer,
-)
+if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
+    from ragdb.schemas import (
+        MinimalSource,
+        RagDataset,
+        StudentSearchResults,
+        StudentSearchResultsAndAnswer,
+    )
 from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]

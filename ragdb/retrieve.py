@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -17,12 +17,8 @@ from ragdb.db import BUSY_TIMEOUT_MS, Setting, generation, get_setting
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
-from ragdb.schemas import (
-    MinimalSearchResults,
-    MinimalSource,
-    StudentSearchResults,
-    UnansweredQuestion,
-)
+if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
+    from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import analyse_terms, fts_query, query_terms
 from ragdb.vectors import has_vectors, to_int8
 
@@ -148,6 +144,8 @@ class Hit:
     @property
     def source(self) -> MinimalSource:
         """The hit as the assignment's file format names a source."""
+        from ragdb.schemas import MinimalSource
+
         return MinimalSource(file_path=self.file_path, first_character_index=self.first,
                              last_character_index=self.last)
 
@@ -182,6 +180,8 @@ def search_results(
     questions: Sequence[UnansweredQuestion], found: Sequence[list[Hit]], k: int
 ) -> StudentSearchResults:
     """A dataset's questions and their hits in the assignment's results format."""
+    from ragdb.schemas import MinimalSearchResults, StudentSearchResults
+
     return StudentSearchResults(k=k, search_results=[
         MinimalSearchResults(
             question_id=question.question_id, question=question.question,

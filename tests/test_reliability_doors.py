@@ -438,6 +438,23 @@ def test_answer_with_k_zero_refuses_a_foreign_database(tmp_path: Path) -> None:
     assert not (tmp_path / "answers").exists()
 
 
+# -- 16g. a no-op index run loads only what it uses ------------------------------------------
+
+def test_a_no_op_index_run_imports_no_numpy_pydantic_or_openvino(served: Served) -> None:
+    """The start-up cost of `ragdb index` with nothing to do was mostly imports (numpy by
+    sqlite_vec and the vector code, pydantic by the schemas): half of its 0.6 s. No timing
+    here (hosts differ): what it imports."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ragdb", "index", "--db", "rag.db"],
+        cwd=served.root, env=_env(served.root), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "0 indexed, 4 unchanged" in done.stdout
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "ragdb.indexing" in imported
+    assert not {"numpy", "pydantic", "openvino", "sqlite_vec"} & imported
+
+
 # -- 12. kill -9 of the server takes its workers with it (last: it ends the server) ----------
 
 def test_killed_server_takes_its_workers_with_it(served: Served) -> None:
