@@ -321,10 +321,10 @@ def test_mcp_caps_types_and_malformed_lines(served: Served) -> None:
             assert "k must be a whole number from 1 to 100" in text, text
         assert "query" in _tool_error(mcp.tool(8, "search", {"query": 5}))
         assert "path" in _tool_error(mcp.tool(9, "search", {"query": "lora", "path": [1]}))
-        for n, name in enumerate(["search", "answer"], 10):
+        for n, name, text in ((10, b"search", b"lora \\ud800"), (11, b"answer", b"lora \\ud800"),
+                              (14, b"search", b"lora \xff")):  # an escape, a raw byte
             mcp.send(b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": '
-                     b'{"name": "%s", "arguments": {"query": "lora \\ud800"}}}'
-                     % (n, name.encode()))
+                     b'{"name": "%s", "arguments": {"query": "%s"}}}' % (n, name, text))
             answer = mcp.reply()
             assert answer["id"] == n and "not valid Unicode" in _tool_error(answer)
         for raw, code in ((b"{not json", -32700), (b"\xff\xfe", -32700),
@@ -365,7 +365,10 @@ def test_short_searches_get_through_a_big_dataset(served: Served) -> None:
     runner = threading.Thread(target=run)
     runner.start()
     try:
-        time.sleep(0.3)  # the dataset's first batch is under way
+        deadline = time.monotonic() + 120  # guards a hang
+        while cached(served.root) == before:  # until the first batch is under way
+            assert runner.is_alive() and time.monotonic() < deadline, result
+            time.sleep(0.005)
         status, answer, _ = call(served, "/-/ragdb/search?q=Gemma2DecoderLayer+zz{}&k=1&"
                                  "mode=lexical".format(random.randrange(10**9)))
         assert status == 200 and answer["sources"], answer
