@@ -321,10 +321,10 @@ def test_mcp_caps_types_and_malformed_lines(served: Served) -> None:
             assert "k must be a whole number from 1 to 100" in text, text
         assert "query" in _tool_error(mcp.tool(8, "search", {"query": 5}))
         assert "path" in _tool_error(mcp.tool(9, "search", {"query": "lora", "path": [1]}))
-        for n, name, text in ((10, b"search", b"lora \\ud800"), (11, b"answer", b"lora \\ud800"),
-                              (14, b"search", b"lora \xff")):  # an escape, a raw byte
+        for n, tool, query in ((10, b"search", b"lora \\ud800"), (11, b"answer", b"lora \\ud800"),
+                               (14, b"search", b"lora \xff")):  # an escape, a raw byte
             mcp.send(b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", "params": '
-                     b'{"name": "%s", "arguments": {"query": "%s"}}}' % (n, name, text))
+                     b'{"name": "%s", "arguments": {"query": "%s"}}}' % (n, tool, query))
             answer = mcp.reply()
             assert answer["id"] == n and "not valid Unicode" in _tool_error(answer)
         for raw, code in ((b"{not json", -32700), (b"\xff\xfe", -32700),
