@@ -8,9 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.styles import ExtractiveAnswerer
@@ -19,13 +17,14 @@ from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
 from ragdb.jsonfiles import write_json_atomic
 from ragdb.retrieve import Hit, Mode, source_json
-from ragdb.schemas import (
-    MinimalAnswer,
-    MinimalSearchResults,
-    MinimalSource,
-    StudentSearchResults,
-    StudentSearchResultsAndAnswer,
-)
+
+if TYPE_CHECKING:  # the pydantic models load with the first answer record, not every command
+    from ragdb.schemas import (
+        MinimalSearchResults,
+        MinimalSource,
+        StudentSearchResults,
+        StudentSearchResultsAndAnswer,
+    )
 
 
 Answerer = Generator | ExtractiveAnswerer
@@ -88,6 +87,8 @@ def question_id(question: str) -> str:
 
 def answer_record(answer: Answer) -> StudentSearchResultsAndAnswer:
     """The assignment's file format for one answered question."""
+    from ragdb.schemas import MinimalAnswer, StudentSearchResultsAndAnswer
+
     return StudentSearchResultsAndAnswer(
         k=max(answer.k, 1), model=answer.model,
         search_results=[MinimalAnswer(
@@ -109,6 +110,10 @@ def _source_key(sources: list[MinimalSource]) -> list[tuple[str, int, int]]:
 def _load_previous(
     out_path: Path, warn: Callable[[str], None]
 ) -> StudentSearchResultsAndAnswer | None:
+    from pydantic import ValidationError
+
+    from ragdb.schemas import StudentSearchResultsAndAnswer
+
     if not out_path.exists():
         return None
     try:
@@ -156,6 +161,8 @@ def answer_dataset(
             answers[item.question_id] = kept
     model_name = previous.model if previous is not None and answers else None
     generator: Answerer | None = None
+
+    from ragdb.schemas import MinimalAnswer, StudentSearchResultsAndAnswer
 
     def save() -> StudentSearchResultsAndAnswer:
         ordered = [answers[i.question_id] for i in items if i.question_id in answers]

@@ -19,8 +19,7 @@ from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
 from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
-from ragdb.retrieve import MAX_K, Mode, check_k
-from ragdb.schemas import RagDataset, StudentSearchResults
+from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 
 if TYPE_CHECKING:  # pragma: no cover
     from ragdb.database import RagDB
@@ -321,6 +320,8 @@ def _search_dataset(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Search every question of a dataset and save the results in the assignment's format."""
+    from ragdb.schemas import RagDataset
+
     check_k(k, high=evaluation.MAX_K)
     dataset = load_json(dataset_path, RagDataset, "dataset")
     rag = _rag(db)
@@ -351,6 +352,8 @@ def _evaluate(
     ),
 ) -> None:
     """Recall@1/3/5/10 of a results file against a dataset's reference sources."""
+    from ragdb.schemas import RagDataset, StudentSearchResults
+
     results = load_json(student_search_results_path, StudentSearchResults, "results file")
     dataset = load_json(dataset_path, RagDataset, "dataset")
     if not any(q.sources for q in dataset.rag_questions):
@@ -401,6 +404,7 @@ def answer_command(
     from ragdb.retrieve import Filters
 
     check_k(k, low=0)
+    check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
     out = save_directory / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
@@ -439,6 +443,8 @@ def _answer_dataset(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Answer every question of a search-dataset output; a rerun resumes where it stopped."""
+    from ragdb.schemas import StudentSearchResults
+
     results = load_json(student_search_results_path, StudentSearchResults, "results file")
     rag = _rag(db, model)
     rag.conn  # a missing or foreign index fails before any answer

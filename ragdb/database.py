@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -62,16 +62,19 @@ from ragdb.retrieve import (
     Mode,
     Searcher,
     check_k,
+    check_dataset_questions,
+    check_question,
     index_is_empty,
     search_results,
     source_span,
 )
-from ragdb.schemas import (
-    MinimalSource,
-    RagDataset,
-    StudentSearchResults,
-    StudentSearchResultsAndAnswer,
-)
+if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
+    from ragdb.schemas import (
+        MinimalSource,
+        RagDataset,
+        StudentSearchResults,
+        StudentSearchResultsAndAnswer,
+    )
 from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]
@@ -283,23 +286,26 @@ class RagDB:
         """The k best chunks for a question, among the files the filters allow."""
         check_k(k)
         mode = _mode(mode)
-        if not question.strip():
-            raise RagdbError("the question is empty: nothing to search for")
+        check_question(question)
         return self.searcher.search(question, k, mode, filters)
 
     def search_many(self, questions: Sequence[str], k: int,
                     mode: Mode | str = Mode.hybrid,
                     filters: Filters = NO_FILTERS) -> list[list[Hit]]:
-        """Several questions at once: the uncached ones are embedded in one batch."""
+        """Several questions at once: the uncached ones are embedded in one batch. A blank
+        question gets no hits; one that breaks the question rule refuses them all."""
         check_k(k)
-        return self.searcher.search_many(questions, k, _mode(mode), filters)
+        mode = _mode(mode)
+        for number, question in enumerate(questions, 1):
+            check_question(question, what=f"question {number}", empty_ok=True)
+        return self.searcher.search_many(questions, k, mode, filters)
 
     def search_dataset(self, dataset: RagDataset, k: int = 10,
                        mode: Mode | str = Mode.hybrid) -> StudentSearchResults:
         """Every question of a dataset, in the assignment's results format."""
         check_k(k, high=DATASET_MAX_K)
         questions = dataset.rag_questions
-        found = self.search_many([q.question for q in questions], k, mode)
+        found = self.search_many(check_dataset_questions(questions), k, mode)
         return search_results(questions, found, k)
 
     def index_running(self) -> bool:
@@ -369,8 +375,9 @@ class RagDB:
         """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
         check_k(k, low=0)
         mode = _mode(mode)
-        if not question.strip():
+        if not check_question(question, empty_ok=True).strip():
             raise RagdbError("the question is empty: nothing to answer")
+        self.conn  # a missing or foreign database is refused even when k = 0 retrieves nothing
         started = time.perf_counter()
         hits = self.searcher.search(question, k, mode, filters) if k else []
         search_ms = (time.perf_counter() - started) * 1000

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import importlib.util
 import os
 import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
 import apsw
-import sqlite_vec
 
 from ragdb.errors import (
     DiskFullError,
@@ -162,6 +163,16 @@ def check_is_ragdb(path: Path, *, into_existing: bool = False) -> FileState:
     )
 
 
+@cache
+def _vec_path() -> str:
+    """sqlite-vec's loadable extension, as `sqlite_vec.loadable_path()` names it, without
+    importing the package: its __init__ imports numpy (0.1 s of every command's start)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise RagdbError("the sqlite-vec package is not installed")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
 def connect(path: Path | str, *, create: bool = False,
             into_existing: bool = False) -> apsw.Connection:
     """Open rag.db with sqlite-vec loaded, WAL on and migrations applied.
@@ -206,7 +217,7 @@ def connect(path: Path | str, *, create: bool = False,
             read_only = True
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(_vec_path())
         conn.enable_load_extension(False)
         if read_only:
             _check_current(conn, path)

@@ -15,12 +15,13 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ragdb.errors import RagdbError
 from ragdb.resources import models_dir
+
+if TYPE_CHECKING:  # imported where vectors are made: a command that embeds nothing needs none
+    import numpy as np
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: sentence-transformers' max_seq_length for this model; longer inputs are truncated.
@@ -168,6 +169,8 @@ class Embedder:
         Texts are sorted by token count and batched so each batch pads to a similar length
         (dynamic shapes): on mixed chunk lengths that is about twice as fast as input order.
         """
+        import numpy as np
+
         length = max_length or self.max_length
         size = batch_size or self.batch_size
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -192,6 +195,8 @@ class Embedder:
         return self._run([e.ids for e in self.tokenizer.encode_batch(list(texts))])
 
     def _run(self, ids_list: Sequence[Sequence[int]]) -> np.ndarray:
+        import numpy as np
+
         width = max(len(ids) for ids in ids_list)
         ids = np.zeros((len(ids_list), width), dtype=np.int64)
         mask = np.zeros_like(ids)

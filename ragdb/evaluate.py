@@ -8,8 +8,10 @@ results; the score is the mean over every dataset question (a missing question c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ragdb.schemas import MinimalSource, RagDataset, StudentSearchResults
+if TYPE_CHECKING:  # annotations only: `ragdb index` imports MAX_K, not pydantic
+    from ragdb.schemas import MinimalSource, RagDataset, StudentSearchResults
 
 IOU_THRESHOLD = 0.05
 KS = (1, 3, 5, 10)

@@ -5,18 +5,22 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, TypeVar
 
 from ragdb.errors import RagdbError
-from ragdb.schemas import describe
 
-Model = TypeVar("Model", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic loads with the first file read or written, not every command
+    from pydantic import BaseModel
+
+Model = TypeVar("Model", bound="BaseModel")
 
 
 def load_json(path: Path, model: type[Model], what: str) -> Model:
     """Read a pydantic model from a JSON file, or fail with one line that says what is wrong."""
+    from pydantic import ValidationError
+
+    from ragdb.schemas import describe
+
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -8,20 +8,26 @@ client closes its end of stdio. Everything goes through the front door, `RagDB`.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
+import anyio
+import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.message import SessionMessage
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
 from ragdb.database import RagDB
 from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
-from ragdb.retrieve import MAX_K, Filters, Hit, Mode
+from ragdb.retrieve import MAX_K, Filters, Hit, Mode, check_k
+from ragdb.schemas import describe
 
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "
@@ -29,6 +35,9 @@ INSTRUCTIONS = (
     "a cited answer from a local model, `status` what is indexed, `index` re-indexes it."
 )
 FilterArg = list[str] | str | None
+#: k is checked by ragdb's one k rule (`check_k`), as HTTP checks it: pydantic would take
+#: `true` as 1. The schema still tells clients it is an integer.
+KArg = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_K})]
 
 
 class Source(BaseModel):
@@ -113,17 +122,37 @@ def _result(model: BaseModel, text: str) -> CallToolResult:
                           structured_content=model.model_dump(mode="json"))
 
 
-def _k(k: int) -> int:
-    if not 1 <= k <= MAX_K:
-        raise ToolError(f"k must be a whole number from 1 to {MAX_K}, got {k}")
-    return k
+def _k(k: object) -> int:
+    try:
+        return check_k(k)
+    except RagdbError as exc:
+        raise ToolError(str(exc)) from None
+
+
+class _Server(MCPServer):
+    """The SDK's server, with every tool error on one line: its argument errors are pydantic's
+    multi-line dumps."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                text = f"Error executing tool {name}: invalid arguments ({describe(cause)})"
+            else:
+                text = str(exc)
+            if text == str(exc) and "\n" not in text:
+                raise
+            raise type(exc)(" ".join(text.splitlines())) from cause
 
 
 def build_server(db: Path, *, model: str | None = None) -> MCPServer:
     """The MCP server for one rag.db (one RagDB, used by one tool call at a time)."""
     rag = RagDB(db, model=model, warn=lambda message: None)
     lock = threading.Lock()
-    server = MCPServer("ragdb", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("ragdb", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def call(fn: Any) -> Any:
         with lock:
@@ -133,14 +162,14 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
                 raise ToolError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     @server.tool()
-    def search(query: str, k: int = 5, path: FilterArg = None, lang: FilterArg = None,
+    def search(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
                mode: str = "hybrid") -> Annotated[CallToolResult, SearchResult]:
         """The k places in the indexed code and docs most relevant to a query.
 
         path: GLOB pattern(s) on file paths (e.g. "*.go", "src/*"); lang: language(s), e.g.
         "python", "go", "rust", "typescript", "markdown"; mode: hybrid, lexical or dense.
         """
-        _k(k)
+        k = _k(k)
 
         def run() -> SearchResult:
             hits = rag.search(query, k, mode, Filters.of(path, lang))
@@ -151,13 +180,13 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
         return _result(result, _sources_text(result.sources))
 
     @server.tool()
-    def answer(query: str, k: int = 5, path: FilterArg = None, lang: FilterArg = None,
+    def answer(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
                mode: str = "hybrid",
                style: str = "auto") -> Annotated[CallToolResult, AnswerResult]:
         """Answer a question from the k most relevant sources, citing them as [n]: passages
         of the sources (style extractive, the default where only the small offline model
         exists) or written by the local model (generate). Same filters as search."""
-        _k(k)
+        k = _k(k)
 
         def run() -> AnswerResult:
             try:
@@ -217,12 +246,122 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
     return server
 
 
+def _claim(fd: int, mode: str, divert_to: int) -> IO[bytes]:
+    """The wire as a private copy of a standard descriptor, which is pointed at `divert_to`:
+    a library's stray print (or a child reading stdin) never touches the JSON-RPC stream, as
+    the SDK's own stdio transport does."""
+    wire = os.dup(fd)
+    os.dup2(divert_to, fd)
+    os.close(divert_to)
+    return os.fdopen(wire, mode)
+
+
+def _error(request_id: Any, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                              error=types.ErrorData(code=code, message=message))
+
+
+def _encodable(value: object) -> bool:
+    """Whether a value is text that can be written as UTF-8 (no lone surrogate)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_line(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError | None:
+    """One line from the client: a message for the server, or the JSON-RPC error to answer it
+    with (the SDK drops a line it cannot parse without a word, and cannot parse a lone
+    surrogate, so such a call was never answered); None for a blank line.
+
+    A lone surrogate, or bytes that are not UTF-8, reach the tool as they are (Python's JSON
+    reads the escape, undecodable bytes become surrogates, as in argv): the question rule
+    then refuses them in one line, as on every other door.
+    """
+    if not line.strip():
+        return None
+    try:
+        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
+            line, by_name=False)
+        return message
+    except ValidationError:
+        pass
+    try:
+        data = json.loads(line.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, "Parse error: the line is not a JSON text")
+    request_id = data.get("id") if isinstance(data, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    if isinstance(request_id, str) and not _encodable(request_id):
+        return _error(None, types.INVALID_REQUEST, "Invalid Request: the id is not valid Unicode")
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
+        return message
+    except ValidationError:
+        return _error(request_id, types.INVALID_REQUEST,
+                      "Invalid Request: not a JSON-RPC 2.0 request, notification or response")
+
+
+def _encoded(message: types.JSONRPCMessage | types.JSONRPCError) -> bytes:
+    """A message as one line of JSON; one that cannot be encoded is an error for its id."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        request_id = getattr(message, "id", None)
+        if not (isinstance(request_id, int) or _encodable(request_id)):
+            request_id = None
+        fallback = _error(request_id, types.INTERNAL_ERROR, "the reply could not be encoded")
+        return fallback.model_dump_json(by_alias=True).encode("utf-8")
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """The server over stdin/stdout, one JSON-RPC message per line, until stdin closes.
+
+    The SDK's own transport (`run_stdio_async`) drops malformed lines without a reply; this
+    one answers each with a JSON-RPC error (`parse_line`). It drives the SDK's server on
+    memory streams exactly as `run_stdio_async` does.
+    """
+    wire_in = _claim(0, "rb", os.open(os.devnull, os.O_RDONLY))
+    wire_out = _claim(1, "wb", os.dup(2))
+    to_server, server_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    server_out, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    replies = server_out.clone()
+    lines, out = anyio.wrap_file(wire_in), anyio.wrap_file(wire_out)
+
+    async def read() -> None:
+        async with to_server, replies:
+            async for line in lines:
+                parsed = parse_line(line)
+                try:
+                    if isinstance(parsed, types.JSONRPCError):
+                        await replies.send(SessionMessage(parsed))
+                    elif parsed is not None:
+                        await to_server.send(SessionMessage(parsed))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+
+    async def write() -> None:
+        async with from_server:
+            async for message in from_server:
+                await out.write(_encoded(message.message) + b"\n")
+                await out.flush()
+
+    lowlevel = server._lowlevel_server  # what run_stdio_async drives (SDK 2.3)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read)
+        tasks.start_soon(write)
+        async with server_out:
+            await lowlevel.run(server_in, server_out, lowlevel.create_initialization_options())
+
+
 def run_stdio(db: Path, *, model: str | None = None) -> None:
     """Serve until the client closes stdin (or Ctrl-C)."""
-    import anyio
-
     server = build_server(db, model=model)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
         pass

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -24,12 +24,8 @@ from ragdb.db import (
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
-from ragdb.schemas import (
-    MinimalSearchResults,
-    MinimalSource,
-    StudentSearchResults,
-    UnansweredQuestion,
-)
+if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
+    from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import analyse_terms, fts_query, query_terms
 from ragdb.vectors import has_vectors, to_int8
 
@@ -116,7 +112,7 @@ class Filters:
             for value in values:
                 if not isinstance(value, str):
                     raise RagdbError(f"a filter must be text, got {value!r}"[:120])
-                value = value.strip()
+                value = check_text(value.strip(), "a filter")
                 if len(value) > 1000:
                     raise RagdbError("a filter is over 1,000 characters")
                 if value:
@@ -155,6 +151,8 @@ class Hit:
     @property
     def source(self) -> MinimalSource:
         """The hit as the assignment's file format names a source."""
+        from ragdb.schemas import MinimalSource
+
         return MinimalSource(file_path=self.file_path, first_character_index=self.first,
                              last_character_index=self.last)
 
@@ -189,6 +187,8 @@ def search_results(
     questions: Sequence[UnansweredQuestion], found: Sequence[list[Hit]], k: int
 ) -> StudentSearchResults:
     """A dataset's questions and their hits in the assignment's results format."""
+    from ragdb.schemas import MinimalSearchResults, StudentSearchResults
+
     return StudentSearchResults(k=k, search_results=[
         MinimalSearchResults(
             question_id=question.question_id, question=question.question,
@@ -211,6 +211,48 @@ def check_k(k: object, *, low: int = 1, high: int = MAX_K) -> int:
         shown = repr(k) if len(repr(k)) <= 40 else repr(k)[:37] + "..."
         raise RagdbError(f"k must be a whole number from {low} to {high}, got {shown}")
     return value
+
+
+#: The longest question any door takes (a question of thousands of distinct words made a
+#: search take tens of seconds).
+MAX_QUESTION_CHARS = 4000
+
+
+def check_text(value: str, what: str) -> str:
+    """Text that is valid Unicode: a lone surrogate (what undecodable bytes in argv become, and
+    what JSON's `"\\ud800"` is) cannot be encoded, embedded, hashed or stored."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RagdbError(f"{what} is not valid Unicode (a lone surrogate, or bytes that are not "
+                         "UTF-8)") from None
+    return value
+
+
+def check_question(question: object, *, what: str = "the question",
+                   empty_ok: bool = False) -> str:
+    """The one rule for question text on every door (CLI, HTTP, MCP, library): text, valid
+    Unicode, at most MAX_QUESTION_CHARS characters, and not blank unless `empty_ok` (a dataset's
+    blank question gets no sources)."""
+    if not isinstance(question, str):
+        raise RagdbError(f"{what} must be text, got {type(question).__name__}")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RagdbError(f"{what} is too long ({len(question)} characters, at most "
+                         f"{MAX_QUESTION_CHARS})")
+    check_text(question, what)
+    if not empty_ok and not question.strip():
+        raise RagdbError(f"{what} is empty: nothing to search for")
+    return question
+
+
+def check_dataset_questions(questions: Sequence[UnansweredQuestion]) -> list[str]:
+    """A dataset's questions under the question rule (a blank one gets no sources), and ids
+    that are valid Unicode (they are written back in the results): the texts to search."""
+    texts = []
+    for number, question in enumerate(questions, 1):
+        texts.append(check_question(question.question, what=f"question {number}", empty_ok=True))
+        check_text(question.question_id, f"the question_id of question {number}")
+    return texts
 
 
 def index_is_empty(conn: apsw.Connection) -> bool:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-import numpy as np
 import tree_sitter as ts
 
 from ragdb.chunking import (
@@ -550,6 +549,8 @@ class _Cutter:
         self.pos: Callable[[int], int] = int
         if len(data) != len(text):
             # char_at[b] is the str offset of the character holding byte b.
+            import numpy as np  # here: a run that chunks no such file never loads numpy
+
             raw = np.frombuffer(data, dtype=np.uint8)
             starts = (raw & 0xC0) != 0x80
             char_at = np.empty(len(data) + 1, dtype=np.int64)

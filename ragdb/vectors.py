@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import apsw
-import numpy as np
 
 from ragdb.db import (
     Setting,
@@ -30,6 +29,9 @@ from ragdb.db import (
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made: a no-op index run needs none
+    import numpy as np
 
 # --- What represents a chunk, and which chunks get a vector ---------------------------------
 
@@ -223,6 +225,8 @@ def wants_vector(file_kind: str, chunk_kind: str, policy: VectorPolicy = DEFAULT
 
 def to_int8(vectors: np.ndarray) -> np.ndarray:
     """Unit vectors to int8 (scale 127): cosine is kept to about 0.9999, storage is 4x smaller."""
+    import numpy as np
+
     return np.clip(np.rint(np.asarray(vectors) * 127.0), -127, 127).astype(np.int8)
 
 
@@ -356,6 +360,8 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
     With `memo` (policy.dedupe), a text already embedded in this run is not embedded again:
     its vector is reused, which costs no model time.
     """
+    import numpy as np
+
     keys: list[tuple[int, int]] = []
     texts: list[str] = []
     rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()

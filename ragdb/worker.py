@@ -11,6 +11,9 @@ searches are served meanwhile). Workers are started with "spawn": no state is sh
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -33,9 +36,41 @@ HOLD_ENV = "RAGDB_INDEX_HOLD"
 
 _state: dict[str, Any] = {}
 
+#: Seconds between two looks of the watchdog thread at whether the server is still there.
+PARENT_POLL_S = 0.5
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
-def init(db_path: str, model: str | None) -> None:
+
+def die_with_parent(parent: int) -> None:
+    """End this process when `parent` (the server) is gone, even killed with SIGKILL: a worker
+    holds hundreds of MB and rag.db open, and nothing else would ever stop it.
+
+    On Linux the kernel sends SIGTERM at the parent's death (PR_SET_PDEATHSIG); everywhere a
+    daemon thread also watches the parent pid, which changes when the parent dies.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl here: the watchdog alone does it
+            pass
+    if os.getppid() != parent:  # gone before the signal was asked for
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ragdb-parent-watch", daemon=True).start()
+
+
+def init(db_path: str, model: str | None, parent: int | None = None) -> None:
     """Runs once in each worker process."""
+    if parent is not None:
+        die_with_parent(parent)
     os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
     _state["db_path"] = Path(db_path)
     _state["model"] = model

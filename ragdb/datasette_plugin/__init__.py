@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Awaitable, Callable
 
-from datasette import hookimpl
+from datasette import Response, hookimpl
+from datasette.utils import add_cors_headers
+from datasette.utils.asgi import Base400
 from markupsafe import Markup
 
 from ragdb.datasette_plugin.api import ROUTES
@@ -150,14 +152,57 @@ def asgi_wrapper(datasette: Any) -> Callable[[Any], Any]:
             headers = dict(scope.get("headers") or [])
             host = headers.get(b"host", b"").decode("latin-1")
             server = scope.get("server") or (None, None)
-            if host_allowed(host, allowed, server[1]):
-                await app(scope, receive, send)
+            if not host_allowed(host, allowed, server[1]):
+                await _json_error(send, 400, f"Host {host!r} is not served here; add it to "
+                                             "the ragdb plugin setting allowed_hosts")
                 return
-            body = json.dumps({"error": f"Host {host!r} is not served here; add it to the "
-                                        "ragdb plugin setting allowed_hosts"}).encode()
-            await send({"type": "http.response.start", "status": 400, "headers": [
-                (b"content-type", b"application/json; charset=utf-8"),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            target = scope.get("raw_path") or str(scope.get("path", "")).encode("utf-8")
+            if not target.startswith(b"/"):  # `*`, `nope`: no page has such a name
+                await _json_error(send, 400, "the request target must be a path that starts "
+                                             "with /")
+                return
+            if target.startswith(b"//"):  # no route matches; Datasette's 404 would redirect
+                await _json_error(send, 404, "no such page: a path cannot start with //")
+                return
+            await app(scope, receive, send)
         return guarded
     return wrap
+
+
+async def _json_error(send: Any, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json; charset=utf-8"),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+@hookimpl(wrapper=True)
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """Client errors (404 and Datasette's other 4xx) answered as Datasette's default handler
+    does, minus its rich traceback with locals: outside an `except` block (a path no route
+    matches, `/rag//x`) that print itself raised, and the request got a plain-text 500.
+
+    A wrapper, because Datasette awaits every handler's result, the default's too."""
+    results = yield
+    if not isinstance(exception, Base400):
+        return results
+    return [_client_error(datasette, request, exception)]
+
+
+def _client_error(datasette: Any, request: Any,
+                  exception: Exception) -> Callable[[], Awaitable[Any]]:
+    async def inner() -> Any:
+        status = int(getattr(exception, "status", 400))
+        message = exception.args[0] if exception.args else f"Error {status}"
+        info = {"ok": False, "error": message, "status": status, "title": None}
+        headers: dict[str, str] = {}
+        if datasette.cors:
+            add_cors_headers(headers)
+        if request.path.split("?")[0].endswith(".json"):
+            return Response.json(info, status=status, headers=headers)
+        template = datasette.jinja_env.select_template([f"{status}.html", "error.html"])
+        return Response.html(await template.render_async(dict(
+            info, urls=datasette.urls, app_css_hash=datasette.app_css_hash(),
+            menu_links=lambda: [])), status=status, headers=headers)
+    return inner

@@ -23,7 +23,7 @@ from ragdb.datasette_plugin.service import (
     API_PREFIX,
     DEFAULT_DATASET_K,
     DEFAULT_K,
-    MAX_QUESTION_CHARS,
+    MAX_DATASET_QUESTIONS,
     ApiError,
     Cancelled,
     RagdbService,
@@ -36,7 +36,9 @@ from ragdb.retrieve import (
     Filters,
     Hit,
     Mode,
+    check_dataset_questions,
     check_k,
+    check_question,
     search_results,
     source_json,
 )
@@ -113,6 +115,11 @@ def parse_json(body: bytes, what: str = "request body") -> Any:
 
 async def request_params(request: Any, limit: int) -> dict[str, Any]:
     """Query-string parameters, overridden by a JSON object or form body when there is one."""
+    try:  # Datasette's request.args replace undecodable bytes; the question rule refuses them
+        parse_qsl(request.query_string, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise ApiError(400, "the query string is not valid UTF-8 (percent-encoded bytes that "
+                            "are not text)") from None
     params: dict[str, Any] = {key: request.args.get(key) for key in request.args.keys()}
     for key in LIST_PARAMS:  # repeatable: ?lang=go&lang=rust
         if key in params:
@@ -124,7 +131,7 @@ async def request_params(request: Any, limit: int) -> dict[str, Any]:
         return params
     if content_type(request) == "application/x-www-form-urlencoded":
         try:
-            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="strict")
             params.update(pairs)
             for key in LIST_PARAMS:
                 values = [value for name, value in pairs if name == key]
@@ -143,15 +150,10 @@ async def request_params(request: Any, limit: int) -> dict[str, Any]:
 def parse_question(raw: object) -> str:
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         raise ApiError(400, "q is required: the question to search for")
-    if not isinstance(raw, str):
-        raise ApiError(400, "q must be a string")
     try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ApiError(400, "q is not valid Unicode (a lone surrogate)") from None
-    if len(raw) > MAX_QUESTION_CHARS:
-        raise ApiError(400, f"q is too long ({len(raw)} characters, at most {MAX_QUESTION_CHARS})")
-    return raw
+        return check_question(raw, what="q")  # the library's rule, as on every door
+    except RagdbError as exc:
+        raise ApiError(400, str(exc)) from None
 
 
 def parse_k(raw: object, default: int, maximum: int = MAX_K) -> int:
@@ -283,7 +285,24 @@ async def search_dataset_view(service: RagdbService, request: Any, send: Any) ->
     except ValidationError as exc:
         raise ApiError(400, f"the dataset does not have the expected shape ({describe(exc)})")
     questions = dataset.rag_questions
-    found = await service.search_many([q.question for q in questions], k, mode)
+    if len(questions) > MAX_DATASET_QUESTIONS:
+        raise ApiError(413, f"the dataset has {len(questions)} questions, at most "
+                            f"{MAX_DATASET_QUESTIONS} per request: send it in parts")
+    texts = check_dataset_questions(questions)
+    gone = asyncio.Event()
+
+    async def watch_disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch_disconnect())
+    try:
+        found = await service.search_many(texts, k, mode, stop=gone.is_set)
+    except Cancelled:  # nobody is left to read the results
+        raise ApiError(400, "the client disconnected before the results were ready") from None
+    finally:
+        watcher.cancel()
     return Response.json(search_results(questions, found, k).model_dump())
 
 
@@ -421,7 +440,9 @@ async def ask_view(datasette: Any, request: Any) -> Any:
         request=request,
         view_name="ragdb-ask",
     )
-    return Response.html(body)
+    # The page asks on load (?q=): no other site may frame it and have it ask.
+    return Response.html(body, headers={"X-Frame-Options": "DENY",
+                                        "Content-Security-Policy": "frame-ancestors 'none'"})
 
 
 async def asset_view(request: Any) -> Any:

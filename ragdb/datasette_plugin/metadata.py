@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from markupsafe import Markup
 
 from ragdb.resources import resource_dir
+from ragdb.retrieve import MAX_QUESTION_CHARS
 from ragdb.tokenize import fts_query, query_terms
 
 
@@ -19,9 +20,16 @@ def ragdb_fts_query(question: object) -> str:
 
     A question with no searchable term gives `""`, which matches nothing instead of failing
     with an FTS5 syntax error (Datasette runs canned queries with empty parameters).
+
+    A question over the question rule's length is an error: the function runs in Python,
+    where Datasette's SQL time limit (a progress handler) never reaches, and 60 MB of text
+    took 10 s.
     """
     if not isinstance(question, str):
         return '""'
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"ragdb_fts_query: the question is too long ({len(question)} "
+                         f"characters, at most {MAX_QUESTION_CHARS})")
     return fts_query(query_terms(question)) or '""'
 
 

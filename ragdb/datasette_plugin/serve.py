@@ -114,7 +114,9 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
         raise MissingIndexError(f"no index at {db_path}: run `ragdb index` first")
     # Refuses a foreign database and applies migrations, in a child process: this process
     # reads rag.db through Datasette's SQLite only (see ragdb/worker.py).
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=worker.die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         pool.submit(worker.check, str(db_path)).result()
     forbid_in_this_process(db_path)
     if not 1 <= port <= 65535:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import queue
 import sys
 import threading
@@ -25,6 +26,7 @@ import weakref
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -45,7 +47,10 @@ API_PREFIX = "-/ragdb/"
 DEFAULT_K = 5
 DEFAULT_DATASET_K = 10
 MAX_BODY_BYTES = 5 * 1024 * 1024
-MAX_QUESTION_CHARS = 4000
+#: Questions one `search-dataset` request may hold, and how many go to the search worker at
+#: a time: a short search waits for one batch, not for the whole dataset.
+MAX_DATASET_QUESTIONS = 1000
+DATASET_BATCH = 16
 RAGDB_TABLES = frozenset({"files", "chunks", "index_runs"})
 
 
@@ -240,7 +245,7 @@ class RagdbService:
         if pool is None:
             pool = ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"), initializer=worker.init,
-                initargs=(str(self.db_path), self.config.model),
+                initargs=(str(self.db_path), self.config.model, os.getpid()),
             )
             self._pools[name] = pool
         return pool
@@ -282,11 +287,18 @@ class RagdbService:
             "search", worker.search, question, k, mode, filters)
         return result
 
-    async def search_many(self, questions: Sequence[str], k: int,
-                          mode: Mode) -> list[list[Hit]]:
-        result: list[list[Hit]] = await self._call(
-            "search", worker.search_many, list(questions), k, mode)
-        return result
+    async def search_many(self, questions: Sequence[str], k: int, mode: Mode,
+                          stop: Callable[[], bool] | None = None) -> list[list[Hit]]:
+        """Hits for each question, DATASET_BATCH questions per call to the search worker, so
+        other searches are served between batches; `stop()` true (the client went away)
+        ends the work before the next batch with Cancelled."""
+        found: list[list[Hit]] = []
+        for start in range(0, len(questions), DATASET_BATCH):
+            if stop is not None and stop():
+                raise Cancelled()
+            batch = list(questions[start:start + DATASET_BATCH])
+            found += await self._call("search", worker.search_many, batch, k, mode)
+        return found
 
     async def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -351,7 +363,9 @@ class RagdbService:
         """Answer from the hits in the answer worker, one at a time; pieces reach `on_token` as
         they are made, and a set `cancelled` stops the generation."""
         if self._manager is None:
-            self._manager = multiprocessing.get_context("spawn").Manager()
+            manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
+            manager.start(worker.die_with_parent, (os.getpid(),))  # no orphan on kill -9
+            self._manager = manager
         tokens = self._manager.Queue() if on_token is not None else None
         cancel = self._manager.Event()
 

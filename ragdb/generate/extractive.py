@@ -35,12 +35,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ragdb.tokenize import STOPWORDS, analyse_terms
 
-Embed = Callable[[list[str]], np.ndarray]
+if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
+    import numpy as np
+
+Embed = Callable[[list[str]], "np.ndarray"]
 
 
 @dataclass(frozen=True)
@@ -585,6 +587,8 @@ def terms(text: str) -> list[str]:
 
 def _bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.ndarray:
     """BM25 of each unit with IDF over the units: a word in every source counts little."""
+    import numpy as np
+
     n = len(docs)
     if not n or not query:
         return np.zeros(n)
@@ -607,6 +611,8 @@ def _scaled(values: np.ndarray) -> np.ndarray:
         return values
     low, high = float(values.min()), float(values.max())
     if high - low < 1e-9:
+        import numpy as np
+
         return np.zeros_like(values)
     return (values - low) / (high - low)
 
@@ -738,6 +744,8 @@ def select_passages(
     Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
     in the order they are returned, so a caller can stream them.
     """
+    import numpy as np
+
     candidates = _candidates(sources, settings)
     chosen: list[tuple[_Candidate, float]] = []
     if candidates:
