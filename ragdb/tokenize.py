@@ -13,7 +13,9 @@ import re
 # Bump when analysis changes: the index records it and a different version forces a rebuild.
 # split-2: the context column also holds the joined names of the Python definitions a chunk holds.
 # split-3: and of the functions, classes and types of the tree-sitter languages.
-TOKENIZER_VERSION = "ragdb-split-3"
+# split-4: and of their constants, variables, aliases, macros and impl blocks (every construct
+# that defines a name), and files of every type are indexed.
+TOKENIZER_VERSION = "ragdb-split-4"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
