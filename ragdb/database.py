@@ -343,9 +343,17 @@ class RagDB:
         if not extractive_wanted(Style(style), self.resolved_model):
             return self.generator()
         if self._extractive is None:
-            self._extractive = ExtractiveAnswerer(self._embed_passages,
-                                                  lambda path: language_of(path) or "text")
+            self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
         return self._extractive
+
+    def _language_of(self, path: str) -> str:
+        """A source's language: by its name, else as indexed (an extension-less script is
+        known by its #! line, which only the index run read)."""
+        known = language_of(path)
+        if known is not None:
+            return known
+        stored = scalar(self.conn, sql("file_language"), {"path": path})
+        return str(stored) if stored else "text"
 
     def _embed_passages(self, texts: list[str]) -> Any:
         return self.embedder.embed(texts)

@@ -30,6 +30,8 @@ LANGUAGES = {
                      "    return total0;\n  }\n}\n", "    int total{i} = total{j} + {i};"),
     "shell": ("sh", "busy_work() {\n  total0=0\n{body}\n  echo \"$total0\"\n}\n",
               "  total{i}=$((total{j} + {i}))"),
+    "python": ("py", "def busy_work():\n    total0 = 0\n{body}\n    return total0\n",
+               "    total{i} = total{j} + {i}"),
 }
 
 # (language, construct, name, the definition, a use of the name: each of the three using
@@ -141,6 +143,15 @@ CASES = [
     ("shell", "function", "deploy_cluster",
      "deploy_cluster() {\n  echo \"deploying $1\"\n}\n",
      "use{n}() {\n  deploy_cluster staging\n}\n"),
+    ("python", "function", "load_adapter",
+     "def load_adapter(path):\n    return open(path)\n",
+     "def use{n}(p):\n    return load_adapter(p)\n"),
+    ("python", "class", "BlockAllocator",
+     "class BlockAllocator:\n    size = 16\n",
+     "def use{n}(a: BlockAllocator):\n    return a.size\n"),
+    ("python", "module constant", "DEFAULT_MAX_TOKENS",
+     "DEFAULT_MAX_TOKENS: int = 512\n",
+     "def use{n}():\n    return limits.DEFAULT_MAX_TOKENS\n"),
 ]
 
 

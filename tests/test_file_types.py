@@ -15,6 +15,7 @@ from ragdb import RagDB
 from ragdb.chunking import chunk_text
 from ragdb.errors import RagdbError
 from ragdb.generate.extractive import SourceText, split_passages
+from ragdb.generate.styles import Style
 from ragdb.indexing import WalkOptions
 from ragdb.retrieve import Mode
 from tests.conftest import run_cli
@@ -125,6 +126,9 @@ def test_every_file_the_walk_sees_is_counted_by_outcome(mixed: Path) -> None:
                            ("marmalade report", "repo/man/tool.1"),
                            ("run_pipeline", "repo/bin/run")):
         assert rag.search(question, k=1, mode=Mode.lexical)[0].file_path == path
+    # The extractive answerer reads a script known by its #! line as code, not prose.
+    kind_of = rag.answerer(Style.extractive).kind_of  # type: ignore[union-attr]
+    assert (kind_of("repo/bin/run"), kind_of("repo/LICENSE")) == ("shell", "text")
     again = run_cli("index", "repo", "--db", "rag.db", "--no-vectors", cwd=mixed)
     assert _counts(again.stdout) == (len(MIXED), 0, len(MIXED) - 4, 0, 4)
     assert "by language: markdown 3, text 3, python 2" in again.stdout  # unchanged count too
