@@ -65,8 +65,8 @@ def index(
     include: list[str] = typer.Option(
         list(DEFAULT_INCLUDE), "--include",
         help="Also index files this glob names, even those the default rule leaves out "
-        "(lockfiles, generated, minified; repeatable). A glob with a '/' matches the path "
-        "under the root, else the file name.",
+        "(lockfiles, generated, minified, .env and keys; repeatable). A glob with a '/' "
+        "matches the path under the root, else the file name.",
     ),
     exclude: list[str] = typer.Option(
         list(DEFAULT_EXCLUDE), "--exclude",

@@ -59,6 +59,11 @@ BINARY_SUFFIXES = frozenset("""
     .npy .npz .pt .pth .ckpt .safetensors .onnx .gguf .pb .tflite .h5 .hdf5 .pkl .pickle
     .parquet .arrow .feather .db .sqlite .sqlite3 .mdb
 """.split())
+#: Files that hold credentials by convention (.env, private keys): never indexed unless an
+#: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
+_SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
+                      r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
+                      r"|keystore|jks|env)")
 #: A file whose first line names one of these interpreters is in that language.
 _SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
                       r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")
@@ -145,8 +150,10 @@ class WalkOptions:
     def from_json(cls, text: str) -> "WalkOptions":
         raw = json.loads(text or "{}")
         include = tuple(raw.get("include", DEFAULT_INCLUDE))
-        # Recorded before --exclude existed, --include replaced the rule: the same file set.
-        exclude = tuple(raw.get("exclude", EVERYTHING if include else DEFAULT_EXCLUDE))
+        # Recorded before --exclude existed, --include replaced the rule: the same file set
+        # (an --include '*' was every file already).
+        legacy = EVERYTHING if include and "*" not in include else DEFAULT_EXCLUDE
+        exclude = tuple(raw.get("exclude", legacy))
         return cls(include=include, exclude=exclude,
                    ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)),
                    follow_symlinks=bool(raw.get("follow_symlinks", False)))
@@ -176,7 +183,7 @@ class IndexStats:
     full_rebuild: bool = False
     skipped: dict[str, int] = field(default_factory=dict)
     #: (stored path, reason) of every file or folder skipped, in walk order, but those left
-    #: out by name alone (EXCLUDED, BINARY_SUFFIXES): they are only counted.
+    #: out by name alone (EXCLUDED, BINARY, IGNORE_RULES, SECRETS): they are only counted.
     skipped_paths: list[tuple[str, str]] = field(default_factory=list)
     parse_fallbacks: int = 0  # source files whose tree was mostly errors: cut as text
     #: Stored paths of those files.
@@ -198,6 +205,7 @@ class IndexStats:
 EXCLUDED = "excluded"
 BINARY = "binary"
 IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
+SECRETS = "may hold secrets"  # _SECRETS
 
 
 @dataclass
@@ -390,6 +398,9 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
                 continue
             elif name == ".gitignore":
                 scan.left_out.append((out / name, IGNORE_RULES))
+                continue
+            elif _SECRETS.fullmatch(name):
+                scan.left_out.append((out / name, SECRETS))
                 continue
             if os.path.islink(full) and not options.follow_symlinks:
                 target = _link_target(Path(full))

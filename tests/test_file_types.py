@@ -46,7 +46,10 @@ MIXED: dict[str, str | bytes] = {
     "logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
     "docs/broken.md": b"# Broken\n\x00\x01\x02 not text at all\n",
     ".gitignore": "*.log\n",
+    ".env": "API_TOKEN=hunter2\n",
+    ".env.example": "API_TOKEN=\n",
 }
+SKIPPED = 5  # docs/broken.md and logo.png (binary), .gitignore, yarn.lock, .env
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -101,15 +104,16 @@ def test_every_file_the_walk_sees_is_counted_by_outcome(mixed: Path) -> None:
     done = run_cli("index", "repo", "--db", "rag.db", "--no-vectors", cwd=mixed)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     seen, indexed, unchanged, removed, skipped = _counts(done.stdout)
-    assert (seen, indexed, unchanged, removed) == (len(MIXED), len(MIXED) - 4, 0, 0)
-    assert "4 skipped (2 binary, 1 ignore rules, 1 lockfile)" in done.stdout, done.stdout
+    assert (seen, indexed, unchanged, removed) == (len(MIXED), len(MIXED) - SKIPPED, 0, 0)
+    assert "5 skipped (2 binary, 1 ignore rules, 1 lockfile, 1 may hold secrets)" in done.stdout
     _adds_up(done.stdout)
     # Indexed files are counted by language in the summary.
-    assert ("by language: markdown 3, text 3, python 2, fish 1, gomod 1, json 1, lua 1, "
+    assert ("by language: text 4, markdown 3, python 2, fish 1, gomod 1, json 1, lua 1, "
             "shell 1, toml 1;") in done.stdout
     # A binary file with a text suffix is named; a .png (known by name) is only counted.
     assert "ragdb: skipped repo/docs/broken.md: binary" in done.stderr
-    assert "logo.png" not in done.stderr
+    assert "logo.png" not in done.stderr and "hunter2" not in (mixed / "rag.db").read_text(
+        errors="replace")
     langs = dict(sqlite3.connect(mixed / "rag.db").execute(
         "SELECT path, language FROM files").fetchall())
     assert langs == {
@@ -118,10 +122,10 @@ def test_every_file_the_walk_sees_is_counted_by_outcome(mixed: Path) -> None:
         "repo/man/tool.1": "text", "repo/LICENSE": "text", "repo/go.mod": "gomod",
         "repo/Cargo.toml": "toml", "repo/package.json": "json", "repo/bin/run": "shell",
         "repo/bin/tool": "python", "repo/conf/prompt.fish": "fish",
-        "repo/scripts/init.lua": "lua", "repo/Procfile": "text",
+        "repo/scripts/init.lua": "lua", "repo/Procfile": "text", "repo/.env.example": "text",
     }
     rag = RagDB(mixed / "rag.db")
-    for question, path in (("quokkaflux package", "repo/docs/intro.mdx"),
+    for question, path in (("install quokkaflux", "repo/docs/intro.mdx"),
                            ("zanzibar scheduler", "repo/docs/guide.markdown"),
                            ("marmalade report", "repo/man/tool.1"),
                            ("run_pipeline", "repo/bin/run")):
@@ -130,8 +134,8 @@ def test_every_file_the_walk_sees_is_counted_by_outcome(mixed: Path) -> None:
     kind_of = rag.answerer(Style.extractive).kind_of  # type: ignore[union-attr]
     assert (kind_of("repo/bin/run"), kind_of("repo/LICENSE")) == ("shell", "text")
     again = run_cli("index", "repo", "--db", "rag.db", "--no-vectors", cwd=mixed)
-    assert _counts(again.stdout) == (len(MIXED), 0, len(MIXED) - 4, 0, 4)
-    assert "by language: markdown 3, text 3, python 2" in again.stdout  # unchanged count too
+    assert _counts(again.stdout) == (len(MIXED), 0, len(MIXED) - SKIPPED, 0, SKIPPED)
+    assert "by language: text 4, markdown 3, python 2" in again.stdout  # unchanged count too
 
 
 def test_mdx_import_export_and_jsx_are_not_headings_or_prose() -> None:
@@ -182,6 +186,10 @@ def test_a_root_recorded_before_exclude_existed_keeps_its_file_set(
     result = rag.index(vectors=False)
     assert [str(p) for (p,) in rag.conn.execute("SELECT path FROM files")] == ["repo/src/app.py"]
     assert result.stats.files_unchanged == 1 and not result.stats.files_removed
+    # `--include '*'` was every file already; an explicit exclude is taken as recorded.
+    assert WalkOptions.from_json('{"include": ["*"]}') == WalkOptions(include=("*",))
+    assert WalkOptions.from_json('{"include": ["*.py"], "exclude": []}') == WalkOptions(
+        include=("*.py",))
 
 
 def test_an_exclude_that_excludes_everything_is_refused(mixed: Path) -> None:
