@@ -177,7 +177,8 @@ class RagDB:
 
         Every file the walk reaches is indexed in its language, any other UTF-8 text as
         text (indexing.WalkOptions); `include` globs add files the default rule leaves out
-        (lockfiles, generated, minified), `exclude` globs take files out (an `include` wins);
+        (lockfiles, generated, minified, credentials), `exclude` globs take files out (an
+        `include` wins);
         `ignore` honours .gitignore files, .git/info/exclude and their negations; `hidden`
         walks into folders whose name starts with a dot. No roots: every root recorded in
         rag.db, each walked with the options of its own last run (`include`, `exclude`,
