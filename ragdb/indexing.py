@@ -92,6 +92,14 @@ def file_language(name: str, text: str) -> str:
     return "text"
 
 
+#: Reasons a file is left out by its name alone (counted, not named one by one).
+EXCLUDED = "excluded"
+BINARY = "binary"
+IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
+SECRETS = "may hold secrets"  # _SECRETS
+INCLUDED = "included"  # WalkOptions.verdict: an --include names the file
+
+
 def _glob_matcher(globs: Sequence[str]) -> Callable[[str, str], bool]:
     """Whether a file matches any glob: a glob with a '/' is matched against the path under
     the root (`*` crosses '/'), any other against the file name. Case-sensitive."""
@@ -133,13 +141,21 @@ class WalkOptions:
             raise RagdbError(f"--include and --exclude both name {', '.join(map(repr, both))}: "
                              "give it to one of them")
 
-    @property
-    def included(self) -> Callable[[str, str], bool]:
-        return _matchers(self.include)
-
-    @property
-    def excluded(self) -> Callable[[str, str], bool]:
-        return _matchers(self.exclude)
+    def verdict(self, name: str, rel: str) -> str:
+        """The file-type rule by name alone, for a file the walk reached (`rel`: its path under
+        the root, needed only when a glob has a '/'): INCLUDED when an --include names it,
+        else the reason it is left out unread, else "" (read, and judged by its content)."""
+        if self.include and _matchers(self.include)(name, rel):
+            return INCLUDED
+        if self.exclude and _matchers(self.exclude)(name, rel):
+            return EXCLUDED
+        if os.path.splitext(name)[1].lower() in BINARY_SUFFIXES:
+            return BINARY
+        if name == ".gitignore":
+            return IGNORE_RULES
+        if _SECRETS.fullmatch(name):
+            return SECRETS
+        return ""
 
     def to_json(self) -> str:
         return json.dumps({"include": list(self.include), "exclude": list(self.exclude),
@@ -159,12 +175,9 @@ class WalkOptions:
                    follow_symlinks=bool(raw.get("follow_symlinks", False)))
 
 
-_NO_MATCH: Callable[[str, str], bool] = lambda name, rel: False  # noqa: E731
-
-
 @lru_cache(maxsize=64)
 def _matchers(globs: tuple[str, ...]) -> Callable[[str, str], bool]:
-    return _glob_matcher(globs) if globs else _NO_MATCH
+    return _glob_matcher(globs)
 
 
 @dataclass
@@ -199,13 +212,6 @@ class IndexStats:
     @property
     def files_skipped(self) -> int:
         return sum(self.skipped.values())
-
-
-#: Reasons a file is left out by its name alone (counted, not named one by one).
-EXCLUDED = "excluded"
-BINARY = "binary"
-IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
-SECRETS = "may hold secrets"  # _SECRETS
 
 
 @dataclass
@@ -345,7 +351,6 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
     visited = {top}
     inherited = _ancestor_rules(base) if options.ignore else []
     rules_at: dict[str, _Rules] = {}
-    included, excluded = options.included, options.excluded
     use_paths = any("/" in g for g in options.include + options.exclude)
 
     def unreadable(exc: OSError) -> None:
@@ -387,20 +392,11 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
             full = os.path.join(dirpath, name)
             if rules and _ignored(rules, full, is_dir=False):
                 continue
-            rel = full[len(str(base)) + 1:] if use_paths else ""
-            if included(name, rel):
+            verdict = options.verdict(name, full[len(str(base)) + 1:] if use_paths else "")
+            if verdict == INCLUDED:
                 scan.included.add(out / name)
-            elif excluded(name, rel):
-                scan.left_out.append((out / name, EXCLUDED))
-                continue
-            elif os.path.splitext(name)[1].lower() in BINARY_SUFFIXES:
-                scan.left_out.append((out / name, BINARY))
-                continue
-            elif name == ".gitignore":
-                scan.left_out.append((out / name, IGNORE_RULES))
-                continue
-            elif _SECRETS.fullmatch(name):
-                scan.left_out.append((out / name, SECRETS))
+            elif verdict:
+                scan.left_out.append((out / name, verdict))
                 continue
             if os.path.islink(full) and not options.follow_symlinks:
                 target = _link_target(Path(full))
