@@ -47,9 +47,10 @@ MAX_GLOB_CHARS = 1000  # a longer --include/--exclude glob is refused, not compi
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".venv", ".tox"})
 
 # --- the file-type rule -----------------------------------------------------------------------
-# Every file the walk reaches is indexed, each in its language (language_of), any other UTF-8
-# text as "text"; binary content, non-UTF-8, huge, lockfiles, generated and minified files are
-# left out when read. Files in a binary format are known by name and never opened.
+# Every file the walk reaches is indexed, each in its language (file_language), any other
+# UTF-8 text as "text"; binary content, non-UTF-8, huge, lockfiles, generated and minified
+# files are left out when read. Files in a binary format, .gitignore files and credentials are
+# known by name and never opened (WalkOptions.verdict).
 BINARY_SUFFIXES = frozenset("""
     .png .jpg .jpeg .gif .bmp .ico .icns .webp .tif .tiff .psd .xcf .heic .avif
     .pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub
