@@ -17,7 +17,7 @@ from ragdb import evaluate as evaluation
 from ragdb.db import default_db_path
 from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_INCLUDE, MAX_CHUNK_SIZE
+from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, MAX_CHUNK_SIZE
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 
@@ -63,7 +63,14 @@ def index(
     ),
     include: list[str] = typer.Option(
         list(DEFAULT_INCLUDE), "--include",
-        help="File name globs to index instead of every known language (repeatable).",
+        help="Also index files this glob names, even those the default rule leaves out "
+        "(lockfiles, generated, minified, .env and keys; repeatable). A glob with a '/' "
+        "matches the path under the root, else the file name.",
+    ),
+    exclude: list[str] = typer.Option(
+        list(DEFAULT_EXCLUDE), "--exclude",
+        help="Leave out files this glob names, unless an --include names them too "
+        "(repeatable; --exclude '*' --include '*.go': only Go).",
     ),
     no_ignore: bool = typer.Option(
         False, "--no-ignore", help="Index files that .gitignore or .git/info/exclude leave out."
@@ -96,7 +103,7 @@ def index(
     """Index files into rag.db: only new or changed files are re-chunked."""
     rag = _rag(db)
     roots: list[Path] = list(paths or [])
-    walk_given = bool(include) or no_ignore or hidden or follow_symlinks
+    walk_given = bool(include) or bool(exclude) or no_ignore or hidden or follow_symlinks
     recorded: list[Path] = []
     if not roots:
         try:
@@ -105,7 +112,8 @@ def index(
             recorded = []
         roots = recorded or [Path("data/raw")]
     options: dict[str, Any] = dict(
-        max_chunk_size=max_chunk_size, include=include, ignore=not no_ignore, hidden=hidden,
+        max_chunk_size=max_chunk_size, include=include, exclude=exclude, ignore=not no_ignore,
+        hidden=hidden,
         follow_symlinks=follow_symlinks, vectors=vectors, embedder_name=embedder,
         into_existing=into_existing,
     )
@@ -153,12 +161,19 @@ def _index_summary(result: Any) -> str:
         _err(f"skipped {_shown(path)}: {why}")
     if len(stats.skipped_paths) > MAX_SKIPPED_SHOWN:
         _err(f"... and {len(stats.skipped_paths) - MAX_SKIPPED_SHOWN} more skipped")
+    for path in stats.fallback_paths[:MAX_SKIPPED_SHOWN]:
+        _err(f"parse fallback {_shown(path)}: its syntax tree was mostly errors, cut as text")
+    if len(stats.fallback_paths) > MAX_SKIPPED_SHOWN:
+        _err(f"... and {len(stats.fallback_paths) - MAX_SKIPPED_SHOWN} more parse fallbacks")
     fallbacks = (f"; {stats.parse_fallbacks} parse fallbacks (cut as text)"
                  if stats.parse_fallbacks else "")
+    languages = ", ".join(f"{lang} {n}" for lang, n in sorted(
+        stats.languages.items(), key=lambda item: (-item[1], item[0])))
     return (
         f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
         f"unchanged, {stats.files_removed} removed, {stats.files_skipped} skipped"
         + (f" ({skipped})" if skipped else "")
+        + (f"; by language: {languages}" if languages else "")
         + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
         + (" (full rebuild)" if stats.full_rebuild else "")
         + fallbacks

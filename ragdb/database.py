@@ -44,6 +44,7 @@ from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.styles import ExtractiveAnswerer, Style, extractive_wanted
 from ragdb.indexing import (
+    DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     MAX_CHUNK_SIZE,
     IndexStats,
@@ -164,6 +165,7 @@ class RagDB:
         *,
         max_chunk_size: int = MAX_CHUNK_SIZE,
         include: Sequence[str] = DEFAULT_INCLUDE,
+        exclude: Sequence[str] = DEFAULT_EXCLUDE,
         ignore: bool = True,
         hidden: bool = False,
         vectors: bool = True,
@@ -179,11 +181,14 @@ class RagDB:
     ) -> IndexResult:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
-        `include` (file name globs) replaces the default, every language ragdb knows; `ignore`
-        honours .gitignore files, .git/info/exclude and their negations; `hidden` walks into
-        folders whose name starts with a dot. No roots: every root recorded in rag.db, each
-        walked with the options of its own last run (`include`, `ignore` and `hidden` are then
-        not used), for re-indexing every repository.
+        Every file the walk reaches is indexed in its language, any other UTF-8 text as
+        text (indexing.WalkOptions); `include` globs add files the default rule leaves out
+        (lockfiles, generated, minified, credentials), `exclude` globs take files out (an
+        `include` wins);
+        `ignore` honours .gitignore files, .git/info/exclude and their negations; `hidden`
+        walks into folders whose name starts with a dot. No roots: every root recorded in
+        rag.db, each walked with the options of its own last run (`include`, `exclude`,
+        `ignore` and `hidden` are then not used), for re-indexing every repository.
 
         One run at a time per rag.db, whatever the door: while another runs, this one is
         refused with IndexRunningError ("another index run is in progress"), or with `wait`
@@ -199,8 +204,8 @@ class RagDB:
             raise RagdbError(
                 f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
             )
-        options = WalkOptions(include=tuple(include), ignore=ignore, hidden=hidden,
-                              follow_symlinks=follow_symlinks)
+        options = WalkOptions(include=tuple(include), exclude=tuple(exclude), ignore=ignore,
+                              hidden=hidden, follow_symlinks=follow_symlinks)
         check_roots(paths)  # fail on a bad root before creating rag.db
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
@@ -221,9 +226,9 @@ class RagDB:
             groups.setdefault(WalkOptions.from_json(json.dumps(root.options)), []).append(root.path)
         result: IndexResult | None = None
         for options, paths in groups.items():
-            done = self.index(paths, include=options.include, ignore=options.ignore,
-                              hidden=options.hidden, follow_symlinks=options.follow_symlinks,
-                              **kwargs)
+            done = self.index(paths, include=options.include, exclude=options.exclude,
+                              ignore=options.ignore, hidden=options.hidden,
+                              follow_symlinks=options.follow_symlinks, **kwargs)
             if result is not None:
                 done.stats = _add_stats(result.stats, done.stats)
                 done.roots = result.roots + done.roots
@@ -356,9 +361,17 @@ class RagDB:
         if not extractive_wanted(Style(style), self.resolved_model):
             return self.generator()
         if self._extractive is None:
-            self._extractive = ExtractiveAnswerer(self._embed_passages,
-                                                  lambda path: language_of(path) or "text")
+            self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
         return self._extractive
+
+    def _language_of(self, path: str) -> str:
+        """A source's language: by its name, else as indexed (an extension-less script is
+        known by its #! line, which only the index run read)."""
+        known = language_of(path)
+        if known is not None:
+            return known
+        stored = scalar(self.conn, sql("file_language"), {"path": path})
+        return str(stored) if stored else "text"
 
     def _embed_passages(self, texts: list[str]) -> Any:
         return self.embedder.embed(texts)
@@ -443,13 +456,18 @@ def _add_stats(a: IndexStats, b: IndexStats) -> IndexStats:
     skipped = dict(a.skipped)
     for why, n in b.skipped.items():
         skipped[why] = skipped.get(why, 0) + n
+    languages = dict(a.languages)
+    for lang, n in b.languages.items():
+        languages[lang] = languages.get(lang, 0) + n
     return IndexStats(
         files_seen=a.files_seen + b.files_seen, files_indexed=a.files_indexed + b.files_indexed,
         files_unchanged=a.files_unchanged + b.files_unchanged,
         files_removed=a.files_removed + b.files_removed,
         chunks_written=a.chunks_written + b.chunks_written, chunks_total=b.chunks_total,
         seconds=a.seconds + b.seconds, full_rebuild=a.full_rebuild or b.full_rebuild,
-        skipped=skipped, parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks)
+        skipped=skipped, skipped_paths=a.skipped_paths + b.skipped_paths,
+        parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks,
+        fallback_paths=a.fallback_paths + b.fallback_paths, languages=languages)
 
 
 def _mode(mode: Mode | str) -> Mode:

@@ -13,12 +13,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 import apsw
 import pathspec
 
-from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind
+from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind, is_mdx
 from ragdb.db import (
     Setting,
     bump_generation,
@@ -34,6 +35,7 @@ from ragdb.resources import sql
 from ragdb.syntax_chunking import (
     SYNTAX_LANGUAGES,
     chunk_source,
+    is_build_metadata,
     is_generated_or_minified,
     is_vendored_dir,
     language_for,
@@ -41,43 +43,158 @@ from ragdb.syntax_chunking import (
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 
-DEFAULT_INCLUDE: tuple[str, ...] = ()  # empty: every language ragdb knows (language_of)
-#: What `--include` used to default to: Python and prose only (the benchmarks compare with it).
+DEFAULT_INCLUDE: tuple[str, ...] = ()  # globs --include adds to the default file-type rule
+DEFAULT_EXCLUDE: tuple[str, ...] = ()  # globs --exclude takes out of it
+#: Python and prose only, what `--include` used to select (the benchmarks compare with it):
+#: WalkOptions(include=PYTHON_AND_DOCS, exclude=EVERYTHING).
 PYTHON_AND_DOCS = ("*.py", "*.md", "*.txt", "*.rst")
+EVERYTHING = ("*",)
 MAX_CHUNK_SIZE = 2000
 MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_GLOB_CHARS = 1000  # a longer --include/--exclude glob is refused, not compiled
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".venv", ".tox"})
+
+# --- the file-type rule -----------------------------------------------------------------------
+# Every file the walk reaches is indexed, each in its language (file_language), any other
+# UTF-8 text as "text"; binary content, non-UTF-8, huge, lockfiles, generated and minified
+# files are left out when read. Files in a binary format, .gitignore files and credentials are
+# known by name and never opened (WalkOptions.verdict).
+BINARY_SUFFIXES = frozenset("""
+    .png .jpg .jpeg .gif .bmp .ico .icns .webp .tif .tiff .psd .xcf .heic .avif
+    .pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub
+    .zip .gz .tgz .bz2 .xz .zst .lz4 .7z .rar .tar .jar .war .whl .egg .deb .rpm .dmg .iso .apk
+    .so .dll .dylib .a .o .obj .lib .exe .bin .elf .wasm .pyc .pyo .pyd .class
+    .woff .woff2 .ttf .otf .eot .mp3 .mp4 .m4a .wav .ogg .flac .avi .mov .mkv .webm
+    .npy .npz .pt .pth .ckpt .safetensors .onnx .gguf .pb .tflite .h5 .hdf5 .pkl .pickle
+    .parquet .arrow .feather .db .sqlite .sqlite3 .mdb
+""".split())
+#: Files that hold credentials by convention (.env, private keys): never indexed unless an
+#: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
+_SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
+                      r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
+                      r"|keystore|jks|env)")
+#: A file whose first line names one of these interpreters is in that language.
+_SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
+                      r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")
+_SHEBANG_LANGUAGES = {"sh": "shell", "bash": "shell", "dash": "shell", "ksh": "shell",
+                      "zsh": "shell", "node": "javascript", "nodejs": "javascript",
+                      "ruby": "ruby", "perl": "perl", "lua": "lua"}
 
 
 def language_of(path: str) -> str | None:
-    """The language a file is indexed as (stored in files.kind): Python and prose by
-    ragdb.chunking, every other language by ragdb.syntax_chunking; None for unknown files."""
+    """The language a file is indexed as (stored in files.kind), by name: Python and prose by
+    ragdb.chunking, every other language by ragdb.syntax_chunking; None for a file whose name
+    says nothing (file_language then reads its first line, else it is "text")."""
     return language_for(path) or file_kind(path)
+
+
+def file_language(name: str, text: str) -> str:
+    """The language of a file read as `text`: by name, else by its #! line, else "text"."""
+    known = language_of(name)
+    if known is not None:
+        return known
+    if text.startswith("#!"):
+        m = _SHEBANG.match(text)
+        if m is not None:
+            interpreter = m.group(1)
+            return "python" if interpreter.startswith("python") else _SHEBANG_LANGUAGES[interpreter]
+    return "text"
+
+
+#: Reasons a file is left out by its name alone (counted, not named one by one).
+EXCLUDED = "excluded"
+BINARY = "binary"
+IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
+SECRETS = "may hold secrets"  # _SECRETS
+INCLUDED = "included"  # WalkOptions.verdict: an --include names the file
+
+
+def _glob_matcher(globs: Sequence[str]) -> Callable[[str, str], bool]:
+    """Whether a file matches any glob: a glob with a '/' is matched against the path under
+    the root (`*` crosses '/'), any other against the file name. Case-sensitive."""
+    names = [re.compile(fnmatch.translate(g)) for g in globs if "/" not in g]
+    paths = [re.compile(fnmatch.translate(g.lstrip("/") + ("*" if g.endswith("/") else "")))
+             for g in globs if "/" in g]
+    name_re = re.compile("|".join(f"(?:{r.pattern})" for r in names)) if names else None
+    path_re = re.compile("|".join(f"(?:{r.pattern})" for r in paths)) if paths else None
+
+    def matches(name: str, rel: str) -> bool:
+        return bool((name_re is not None and name_re.match(name))
+                    or (path_re is not None and path_re.match(rel)))
+    return matches
 
 
 @dataclass(frozen=True)
 class WalkOptions:
-    """Which files a walk yields besides the language rule."""
+    """Which files a walk yields: the default file-type rule, plus the files `include` names
+    and minus those `exclude` names (a file both name is included)."""
 
-    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs on the file name; empty: known languages
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs: indexed even where the rule says no
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # globs: left out, unless include names them
     ignore: bool = True  # honour .gitignore files, .git/info/exclude and their ! negations
     hidden: bool = False  # walk into folders whose name starts with a dot
     follow_symlinks: bool = False  # follow links whose target lies outside the root
 
+    def __post_init__(self) -> None:
+        for option, globs in (("--include", self.include), ("--exclude", self.exclude)):
+            for glob in globs:
+                if not glob.strip():
+                    raise RagdbError(f"{option} needs a glob, not an empty string")
+                if len(glob) > MAX_GLOB_CHARS:
+                    raise RagdbError(f"{option} glob is {len(glob)} characters long; at most "
+                                     f"{MAX_GLOB_CHARS} are accepted")
+                if not glob.isprintable():
+                    raise RagdbError(f"{option} glob {json.dumps(glob)} holds control characters")
+        both = sorted(set(self.include) & set(self.exclude))
+        if both:
+            raise RagdbError(f"--include and --exclude both name {', '.join(map(repr, both))}: "
+                             "give it to one of them")
+
+    def verdict(self, name: str, rel: str) -> str:
+        """The file-type rule by name alone, for a file the walk reached (`rel`: its path under
+        the root, needed only when a glob has a '/'): INCLUDED when an --include names it,
+        else the reason it is left out unread, else "" (read, and judged by its content)."""
+        if self.include and _matchers(self.include)(name, rel):
+            return INCLUDED
+        if self.exclude and _matchers(self.exclude)(name, rel):
+            return EXCLUDED
+        if os.path.splitext(name)[1].lower() in BINARY_SUFFIXES:
+            return BINARY
+        if name == ".gitignore":
+            return IGNORE_RULES
+        if _SECRETS.fullmatch(name):
+            return SECRETS
+        return ""
+
     def to_json(self) -> str:
-        return json.dumps({"include": list(self.include), "ignore": self.ignore,
-                           "hidden": self.hidden, "follow_symlinks": self.follow_symlinks})
+        return json.dumps({"include": list(self.include), "exclude": list(self.exclude),
+                           "ignore": self.ignore, "hidden": self.hidden,
+                           "follow_symlinks": self.follow_symlinks})
 
     @classmethod
     def from_json(cls, text: str) -> "WalkOptions":
         raw = json.loads(text or "{}")
-        return cls(include=tuple(raw.get("include", DEFAULT_INCLUDE)),
+        include = tuple(raw.get("include", DEFAULT_INCLUDE))
+        # Recorded before --exclude existed, --include replaced the rule: the same file set
+        # (an --include '*' was every file already).
+        legacy = EVERYTHING if include and "*" not in include else DEFAULT_EXCLUDE
+        exclude = tuple(raw.get("exclude", legacy))
+        return cls(include=include, exclude=exclude,
                    ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)),
                    follow_symlinks=bool(raw.get("follow_symlinks", False)))
 
 
+@lru_cache(maxsize=64)
+def _matchers(globs: tuple[str, ...]) -> Callable[[str, str], bool]:
+    return _glob_matcher(globs)
+
+
 @dataclass
 class IndexStats:
+    """What an index run did. Every file (or unreadable folder) the walk reached is counted
+    once: files_seen == files_indexed + files_unchanged + files_skipped. files_removed counts
+    rows: files gone from disk, or now skipped, whose rows were deleted."""
+
     files_seen: int = 0
     files_indexed: int = 0
     files_unchanged: int = 0
@@ -87,13 +204,19 @@ class IndexStats:
     seconds: float = 0.0
     full_rebuild: bool = False
     skipped: dict[str, int] = field(default_factory=dict)
-    #: (stored path, reason) of every file or folder skipped, in walk order.
+    #: (stored path, reason) of every file or folder skipped, in walk order, but those left
+    #: out by name alone (EXCLUDED, BINARY, IGNORE_RULES, SECRETS): they are only counted.
     skipped_paths: list[tuple[str, str]] = field(default_factory=list)
-
-    def skip(self, path: str, reason: str) -> None:
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
-        self.skipped_paths.append((path, reason))
     parse_fallbacks: int = 0  # source files whose tree was mostly errors: cut as text
+    #: Stored paths of those files.
+    fallback_paths: list[str] = field(default_factory=list)
+    #: Files indexed or unchanged, by language (files.kind).
+    languages: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, path: str, reason: str, named: bool = True) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if named:
+            self.skipped_paths.append((path, reason))
 
     @property
     def files_skipped(self) -> int:
@@ -106,6 +229,11 @@ class Scan:
 
     files: list[Path] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: Files left out by name (--exclude, a binary format): counted, not named.
+    left_out: list[tuple[Path, str]] = field(default_factory=list)
+    #: Files an --include glob names: the rule's lockfile, generated and minified checks spare
+    #: them (they are still left out when binary, not UTF-8 or too large).
+    included: set[Path] = field(default_factory=set)
     #: Folders that exist but cannot be listed: their files keep the rows they had.
     unreadable_dirs: list[Path] = field(default_factory=list)
 
@@ -232,6 +360,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
     visited = {top}
     inherited = _ancestor_rules(base) if options.ignore else []
     rules_at: dict[str, _Rules] = {}
+    use_paths = any("/" in g for g in options.include + options.exclude)
 
     def unreadable(exc: OSError) -> None:
         scan.unreadable_dirs.append(Path(exc.filename) if exc.filename else root)
@@ -269,13 +398,14 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
             rules_at[full] = rules
         dirnames[:] = kept
         for name in sorted(filenames):
-            if options.include:
-                if not any(fnmatch.fnmatch(name, pattern) for pattern in options.include):
-                    continue
-            elif language_of(name) is None:
-                continue
             full = os.path.join(dirpath, name)
             if rules and _ignored(rules, full, is_dir=False):
+                continue
+            verdict = options.verdict(name, full[len(str(base)) + 1:] if use_paths else "")
+            if verdict == INCLUDED:
+                scan.included.add(out / name)
+            elif verdict:
+                scan.left_out.append((out / name, verdict))
                 continue
             if os.path.islink(full) and not options.follow_symlinks:
                 target = _link_target(Path(full))
@@ -308,7 +438,14 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> S
     check_roots(roots)
     scan = Scan()
     for root in roots:
+        found, left_out = len(scan.files), len(scan.left_out)
         _walk(root, options, scan)
+        excluded = sum(1 for _, why in scan.left_out[left_out:] if why == EXCLUDED)
+        if excluded and len(scan.files) == found:
+            # Its rows would all be deleted: refused before anything is written.
+            raise RagdbError(
+                f"--exclude {' '.join(map(repr, options.exclude))} leaves no file to index "
+                f"under {root} ({excluded} excluded); nothing was changed")
     scan.files = sorted(set(scan.files))
     return scan
 
@@ -401,9 +538,12 @@ def index_paths(
     files = scan.files
     if on_files:
         on_files(len(files))
-    stats = IndexStats(files_seen=len(files))
+    stats = IndexStats(files_seen=len(files) + len(scan.skipped) + len(scan.left_out))
     for path, reason in scan.skipped:
         stats.skip(_relative(path), reason)
+    for path, reason in scan.left_out:
+        stats.skip(_relative(path), reason, named=False)
+    languages = stats.languages
     prefixes = _root_prefixes(roots)
     kept = [_relative(d).rstrip("/") + "/" for d in scan.unreadable_dirs]
     with write_transaction(conn):
@@ -421,29 +561,34 @@ def index_paths(
             text, raw, reason = _read_text(path)
             digest = hashlib.sha256(raw).hexdigest() if text is not None else ""
             old = known.get(rel)
-            if text is not None and (old is None or old[1] != digest):
+            if (text is not None and (old is None or old[1] != digest)
+                    and path not in scan.included):
                 # Machine-written files crowd out the code people ask about. Judged by name and
                 # content (new or changed files only): vendored folders were left out by the walk.
-                reason = is_generated_or_minified(path.name, text) or ""
+                reason = (is_generated_or_minified(path.name, text)
+                          or ("generated" if is_build_metadata(rel) else ""))
                 if reason:
                     text = None
             if text is None:
-                if reason != VANISHED:
-                    stats.skip(rel, reason)
+                stats.skip(rel, reason, named=reason != VANISHED)
                 if rel in known and reason != UNREADABLE:  # unreadable: keep what it had
                     conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
                     stats.files_removed += 1
             else:
+                kind = file_language(path.name, text)
+                languages[kind] = languages.get(kind, 0) + 1
                 if old is not None and old[1] == digest:
                     stats.files_unchanged += 1
                 else:
                     if old is not None:
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
                     written, fell_back = _write_file(
-                        conn, rel, path, text, len(raw), digest, max_chunk_size, fts
+                        conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind
                     )
                     stats.chunks_written += written
-                    stats.parse_fallbacks += fell_back
+                    if fell_back:
+                        stats.parse_fallbacks += 1
+                        stats.fallback_paths.append(rel)
                     stats.files_indexed += 1
             if progress:
                 progress(1)
@@ -510,13 +655,13 @@ def _write_file(
     digest: str,
     max_chunk_size: int,
     fts: "_FullText",
+    kind: str,
 ) -> tuple[int, bool]:
     """Write one file's rows; (chunks written, whether its parse failed so it was cut as text).
 
-    files.kind is the file's language: Python and prose are cut by ragdb.chunking, the rest
-    by ragdb.syntax_chunking (whole code cap for languages with a syntax tree, the prose share
-    for configuration and other text)."""
-    kind = language_of(path.name) or "text"
+    files.kind is the file's language (file_language): Python and prose are cut by
+    ragdb.chunking, the rest by ragdb.syntax_chunking (whole code cap for languages with a
+    syntax tree, the prose share for configuration and other text)."""
     file_id = conn.execute(
         sql("index_file_insert"),
         {
@@ -530,7 +675,8 @@ def _write_file(
     ).fetchall()[0][0]
     fell_back = False
     if kind in _CHUNKING_KINDS:
-        chunks = chunk_text(text, kind, chunk_cap(kind, max_chunk_size))
+        chunks = chunk_text(text, kind, chunk_cap(kind, max_chunk_size),
+                            mdx=kind == "markdown" and is_mdx(rel))
     else:
         cap = max_chunk_size if kind in SYNTAX_LANGUAGES else chunk_cap(kind, max_chunk_size)
         chunks, fell_back = chunk_source(text, kind, cap)

@@ -95,7 +95,10 @@ class IndexRunResult(BaseModel):
     files_unchanged: int
     files_removed: int
     files_skipped: int
+    skipped: dict[str, int]  # reason -> files
+    languages: dict[str, int]  # language -> files indexed or unchanged
     parse_fallbacks: int
+    fallback_paths: list[str]  # the source files cut as text: their syntax tree was mostly errors
     chunks_total: int
     seconds: float
 
@@ -214,7 +217,8 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
                 roots=done.roots, generation=done.generation, files_seen=s.files_seen,
                 files_indexed=s.files_indexed, files_unchanged=s.files_unchanged,
                 files_removed=s.files_removed, files_skipped=s.files_skipped,
-                parse_fallbacks=s.parse_fallbacks, chunks_total=s.chunks_total,
+                skipped=s.skipped, languages=s.languages, parse_fallbacks=s.parse_fallbacks,
+                fallback_paths=s.fallback_paths, chunks_total=s.chunks_total,
                 seconds=round(s.seconds, 3))
 
         result: IndexRunResult = call(run)

@@ -57,6 +57,18 @@ TEXT_LANGUAGES: dict[str, str] = {
     ".html": "html", ".htm": "html", ".css": "css", ".scss": "css",
     ".zsh": "shell", ".ps1": "powershell",
     ".jinja": "jinja", ".j2": "jinja",
+    # Languages with no grammar here, named so `--lang` and the index summary can say what
+    # they are (any other text file is indexed too, as "text").
+    ".pyi": "python", ".pyx": "cython", ".pxd": "cython",
+    ".lua": "lua", ".fish": "fish", ".rb": "ruby", ".pl": "perl", ".pm": "perl",
+    ".php": "php", ".swift": "swift", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
+    ".cs": "csharp", ".fs": "fsharp", ".dart": "dart", ".r": "r", ".jl": "julia",
+    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml",
+    ".clj": "clojure", ".el": "elisp", ".vim": "vim", ".zig": "zig", ".nim": "nim",
+    ".groovy": "groovy", ".gradle": "groovy", ".tf": "hcl", ".hcl": "hcl", ".nix": "nix",
+    ".bzl": "starlark", ".bazel": "starlark", ".bat": "batch", ".cmd": "batch",
+    ".xml": "xml", ".graphql": "graphql", ".vue": "html", ".svelte": "html",
+    ".jsonl": "json", ".ipynb": "json", ".patch": "diff", ".diff": "diff",
 }
 
 # Whole file names, for files known by name rather than suffix.
@@ -65,6 +77,10 @@ FILE_NAMES: dict[str, str] = {
     "CMakeLists.txt": "cmake",
     "Makefile": "make", "makefile": "make", "GNUmakefile": "make",
     ".bashrc": "shell", ".profile": "shell",
+    # Manifests without a telling suffix (Cargo.toml and package.json have one).
+    "go.mod": "gomod", "go.work": "gomod", "Pipfile": "toml", "Gemfile": "ruby",
+    "Rakefile": "ruby", "Vagrantfile": "ruby", "Jenkinsfile": "groovy", "BUILD": "starlark",
+    "WORKSPACE": "starlark",
 }
 
 SYNTAX_LANGUAGES = frozenset(LANGUAGES.values())
@@ -118,6 +134,16 @@ def is_vendored_path(path: str) -> bool:
     return any(part in VENDORED_DIRS for part in parts)
 
 
+# What packaging tools write: PKG-INFO (the project's metadata with its README pasted in) and
+# the files of *.egg-info / *.dist-info folders, copies of what the project already holds.
+_BUILD_METADATA = re.compile(r"(?:^|/)(?:PKG-INFO$|[^/]+\.(?:egg|dist)-info/)")
+
+
+def is_build_metadata(path: str) -> bool:
+    """Whether a file is packaging metadata written by a build tool (see _BUILD_METADATA)."""
+    return _BUILD_METADATA.search(path.replace("\\", "/")) is not None
+
+
 def is_generated_or_minified(path: str, text: str) -> str | None:
     """Why a file should stay out of the index, or None: machine-written text crowds out the
     code people ask about, and its chunks are noise for both BM25 and the vectors."""
@@ -128,6 +154,8 @@ def is_generated_or_minified(path: str, text: str) -> str | None:
         return "lockfile"
     if is_vendored_path(path):
         return "vendored"
+    if is_build_metadata(path):
+        return "generated"
     if _MINIFIED_NAME.search(name):
         return "minified"
     if _GENERATED_NAME.search(name):
@@ -263,50 +291,102 @@ def _parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
 
 # --- definition names -------------------------------------------------------------------------
 
-# What each grammar calls the name of a function, method, class or type it defines. Indexed in
-# the context column (ragdb.tokenize.analyse_names), they rank the definition of an identifier
-# a question names above its call sites, as for Python (ragdb.tokenize.defined_names).
-_C_FUNCTIONS = """
+# What each grammar calls the name of everything it defines: functions, methods, classes,
+# types, constants, macros. Indexed in the context column (ragdb.tokenize.analyse_names), they
+# rank the definition of an identifier a question names above its uses, as for Python
+# (ragdb.tokenize.defined_names). Variables count where they are a module's own names (top
+# level, exported, or holding a function); a function's local variables are not definitions.
+_C_DEFINITIONS = """
 (function_definition declarator: (function_declarator declarator: (_) @name))
 (function_definition declarator: (pointer_declarator
     declarator: (function_declarator declarator: (_) @name)))
+(function_definition declarator: (pointer_declarator declarator: (pointer_declarator
+    declarator: (function_declarator declarator: (_) @name))))
 (struct_specifier name: (_) @name body: (_))
 (union_specifier name: (_) @name body: (_))
 (enum_specifier name: (_) @name body: (_))
+(type_definition declarator: (type_identifier) @name)
+(type_definition declarator: (pointer_declarator declarator: (type_identifier) @name))
+(type_definition declarator: (function_declarator declarator: (parenthesized_declarator
+    (pointer_declarator declarator: (type_identifier) @name))))
+(preproc_def name: (_) @name)
+(preproc_function_def name: (_) @name)
 """
 _JS_DEFINITIONS = """
 (function_declaration name: (_) @name)
 (generator_function_declaration name: (_) @name)
 (class_declaration name: (_) @name)
 (method_definition name: (_) @name)
-(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)])
+(variable_declarator name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function) (class)])
+(program (lexical_declaration (variable_declarator name: (identifier) @name)))
+(program (variable_declaration (variable_declarator name: (identifier) @name)))
+(program (export_statement declaration: [
+    (lexical_declaration (variable_declarator name: (identifier) @name))
+    (variable_declaration (variable_declarator name: (identifier) @name))]))
+(pair key: [(property_identifier) (string)] @name
+    value: [(arrow_function) (function_expression) (generator_function)])
+(assignment_expression left: (member_expression property: (property_identifier) @name)
+    right: [(arrow_function) (function_expression) (generator_function) (class)])
 """
-_NAME_QUERIES: dict[str, str] = {
-    "c": _C_FUNCTIONS,
-    "cpp": _C_FUNCTIONS + "(class_specifier name: (_) @name body: (_))\n",
-    "javascript": _JS_DEFINITIONS,
-    "typescript": _JS_DEFINITIONS + """
+_TS_DEFINITIONS = _JS_DEFINITIONS + """
 (abstract_class_declaration name: (_) @name)
 (interface_declaration name: (_) @name)
+(type_alias_declaration name: (_) @name)
 (enum_declaration name: (_) @name)
+(function_signature name: (_) @name)
+(abstract_method_signature name: (_) @name)
+(method_signature name: (_) @name)
+(internal_module name: (identifier) @name)
+(public_field_definition name: (property_identifier) @name
+    value: [(arrow_function) (function_expression)])
+(internal_module body: (statement_block (export_statement
+    declaration: (lexical_declaration (variable_declarator name: (identifier) @name)))))
+(ambient_declaration (lexical_declaration (variable_declarator name: (identifier) @name)))
+"""
+_NAME_QUERIES: dict[str, str] = {
+    "c": _C_DEFINITIONS,
+    "cpp": _C_DEFINITIONS + """
+(class_specifier name: (_) @name body: (_))
+(alias_declaration name: (_) @name)
+(namespace_definition name: (_) @name)
 """,
+    "javascript": _JS_DEFINITIONS + """
+(field_definition property: (property_identifier) @name
+    value: [(arrow_function) (function_expression)])
+""",
+    "typescript": _TS_DEFINITIONS,
     "go": """
 (function_declaration name: (_) @name)
 (method_declaration name: (_) @name)
 (type_spec name: (_) @name)
+(type_alias name: (_) @name)
+(source_file (const_declaration (const_spec (identifier) @name)))
+(source_file (var_declaration (var_spec (identifier) @name)))
+(source_file (var_declaration (var_spec_list (var_spec (identifier) @name))))
 """,
     "rust": """
 (function_item name: (_) @name)
+(function_signature_item name: (_) @name)
 (struct_item name: (_) @name)
 (enum_item name: (_) @name)
 (union_item name: (_) @name)
 (trait_item name: (_) @name)
+(type_item name: (_) @name)
+(mod_item name: (_) @name body: (_))
+(macro_definition name: (_) @name)
+(const_item name: (_) @name)
+(static_item name: (_) @name)
+(impl_item type: (type_identifier) @name)
+(impl_item type: (generic_type type: (type_identifier) @name))
+(impl_item type: (scoped_type_identifier name: (type_identifier) @name))
 """,
     "java": """
 (class_declaration name: (_) @name)
 (interface_declaration name: (_) @name)
 (enum_declaration name: (_) @name)
 (record_declaration name: (_) @name)
+(annotation_type_declaration name: (_) @name)
 (method_declaration name: (_) @name)
 (constructor_declaration name: (_) @name)
 """,
@@ -334,7 +414,7 @@ def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
     found = cursor.captures(tree.root_node).get("name", [])
     out = []
     for node in found:
-        name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip()
+        name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip("'\" ")
         if name.isidentifier():
             out.append((node.start_byte, name))
     out.sort()

@@ -13,7 +13,9 @@ import re
 # Bump when analysis changes: the index records it and a different version forces a rebuild.
 # split-2: the context column also holds the joined names of the Python definitions a chunk holds.
 # split-3: and of the functions, classes and types of the tree-sitter languages.
-TOKENIZER_VERSION = "ragdb-split-3"
+# split-4: and of their constants, variables, aliases, macros and impl blocks (every construct
+# that defines a name; Python's module constants), and files of every type are indexed.
+TOKENIZER_VERSION = "ragdb-split-4"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
@@ -96,17 +98,20 @@ class Analyser(dict[str, str]):
 
 
 _PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)
+# A module's constants: an UPPER_CASE name assigned at the start of a line (not a local).
+_PY_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 
 
 def defined_names(text: str, kind: str) -> list[str]:
-    """Names of the functions and classes a chunk defines (Python; [] for other kinds), once each.
+    """Names of the functions, classes and module constants a chunk defines (Python; [] for
+    other kinds), once each.
 
     Where a name is defined says more than where it is used: indexed in the context column,
     these rank the definition of an identifier a question names above its call sites.
     """
     if kind != "python":
         return []
-    return list(dict.fromkeys(_PY_DEFINITION.findall(text)))
+    return list(dict.fromkeys(_PY_DEFINITION.findall(text) + _PY_CONSTANT.findall(text)))
 
 
 def analyse_names(names: list[str]) -> str:

@@ -17,7 +17,7 @@ from ragdb.errors import RagdbError
 DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
 
 
-_WALK_OPTIONS = ("include", "ignore", "hidden", "follow_symlinks", "into_existing")
+_WALK_OPTIONS = ("include", "exclude", "ignore", "hidden", "follow_symlinks", "into_existing")
 
 
 def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],

@@ -27,7 +27,7 @@ from ragdb.db import Setting, check_is_ragdb, get_setting
 from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_INCLUDE
+from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 #: A file path: while that file exists, an index run pauses after each file (at most 30 s).
@@ -151,7 +151,7 @@ def answer(question: str, hits: list[Hit], k: int, mode: Mode, search_ms: float,
 
 
 def index(roots: list[str] | None, include: list[str] | None, vectors: bool,
-          embedder_name: str | None) -> dict[str, Any]:
+          embedder_name: str | None, exclude: list[str] | None = None) -> dict[str, Any]:
     """The same steps as `ragdb index`, on a RagDB of its own; the embedder is kept."""
     db_path: Path = _state["db_path"]
     if db_path.exists() and db_path.stat().st_size:
@@ -165,13 +165,14 @@ def index(roots: list[str] | None, include: list[str] | None, vectors: bool,
 
     def run() -> dict[str, Any]:
         with RagDB(db_path, warn=_warn) as rag:
-            if not roots and not include and rag.roots():
+            if not roots and not include and not exclude and rag.roots():
                 chosen: list[Path] = []  # every recorded root, each walked as its last run
             else:
                 chosen = [Path(r) for r in roots] if roots else _last_roots(rag)
             result = rag.index(
                 chosen, max_chunk_size=rag.stored_max_chunk_size(),
-                include=include or list(DEFAULT_INCLUDE), vectors=vectors,
+                include=include or list(DEFAULT_INCLUDE),
+                exclude=exclude or list(DEFAULT_EXCLUDE), vectors=vectors,
                 embedder_name=embedder_name,
                 embedder=_embedder(embedder_name, rag) if vectors else None,
                 progress=progress if hold else None,

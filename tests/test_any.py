@@ -62,7 +62,9 @@ def test_ignored_generated_vendored_and_hidden_files_are_absent(poly: Path) -> N
         assert all(word not in h.text for h in rag.search(word, k=5, mode=Mode.lexical))
     run = rag.conn.execute(
         "SELECT files_skipped FROM index_runs ORDER BY id DESC LIMIT 1").fetchall()[0][0]
-    assert run == 1  # zz_gen.go: "Code generated ... DO NOT EDIT" (the rest is never walked)
+    # zz_gen.go ("Code generated ... DO NOT EDIT") and the two .gitignore files (the walk's
+    # rules); the rest is never walked
+    assert run == 3
 
 
 def test_no_ignore_and_hidden_bring_files_back(poly: Path) -> None:
@@ -72,7 +74,8 @@ def test_no_ignore_and_hidden_bring_files_back(poly: Path) -> None:
             "repo/generated/api.go", "repo/local_notes.go",
             "repo/.github/workflows/ci.yml"} <= paths
     assert "repo/vendor/lib/dep.go" not in paths  # vendored folders stay out
-    assert "repo/debug.log" not in paths  # no language: not indexed without --include
+    # no language of its own: indexed as text once the ignore rules let it in
+    assert "repo/debug.log" in paths
     # Back to the defaults: the ignored files leave the index again.
     rag.index(["repo"], vectors=False)
     assert "repo/server/secret_token.go" not in _paths(rag)
@@ -104,8 +107,9 @@ def test_a_root_the_outer_repository_ignores_is_still_indexed(tmp_path: Path,
     assert "data/raw/repo/server/secret_token.go" not in _paths(rag)
 
 
-def test_include_replaces_the_language_rule(poly: Path) -> None:
-    rag = _index(poly / "rag.db", "repo", include=["*.go", "*.log"], ignore=False)
+def test_exclude_everything_but_what_include_names(poly: Path) -> None:
+    rag = _index(poly / "rag.db", "repo", include=["*.go", "*.log"], exclude=["*"],
+                 ignore=False)
     assert {p.rsplit(".", 1)[1] for p in _paths(rag)} == {"go", "log"}
     assert rag.conn.execute(
         "SELECT language FROM files WHERE path = 'repo/debug.log'").fetchall()[0][0] == "text"
@@ -230,11 +234,12 @@ def test_a_reindex_of_every_root_walks_each_as_its_last_run(tmp_path: Path,
     write_repo(tmp_path / "repo")
     write_corpus(tmp_path / "docs")
     monkeypatch.chdir(tmp_path)
-    rag = _index(tmp_path / "rag.db", "repo", include=["*.go"])
+    rag = _index(tmp_path / "rag.db", "repo", include=["*.go"], exclude=["*"])
     rag.index(["docs"], vectors=False, ignore=False)
     before = _paths(rag)
     assert {p.rsplit(".", 1)[1] for p in before if p.startswith("repo/")} == {"go"}
-    assert {r.path: r.options["include"] for r in rag.roots()} == {"repo": ["*.go"], "docs": []}
+    assert {r.path: (r.options["include"], r.options["exclude"]) for r in rag.roots()} == {
+        "repo": (["*.go"], ["*"]), "docs": ([], [])}
     result = rag.index(vectors=False)
     assert _paths(rag) == before and sorted(result.roots) == ["docs", "repo"]
     assert result.stats.files_unchanged == len(before) and result.stats.files_removed == 0

@@ -71,14 +71,15 @@ def test_watch_indexes_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 
 def test_watch_of_the_recorded_roots_keeps_each_roots_own_walk_options(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ragdb index --watch` with no folder: a root indexed with `--include '*.go'` stays
-    Go-only while watched (each run re-walks it with its recorded options, not the defaults)."""
+    """`ragdb index --watch` with no folder: a root indexed with `--exclude '*' --include
+    '*.go'` stays Go-only while watched (each run re-walks it with its recorded options, not
+    the defaults)."""
     from ragdb.watch import watch_roots
 
     write_repo(tmp_path / "repo")
     monkeypatch.chdir(tmp_path)
     rag = RagDB(tmp_path / "rag.db")
-    rag.index(["repo"], include=["*.go"], vectors=False)
+    rag.index(["repo"], include=["*.go"], exclude=["*"], vectors=False)
     stop = threading.Event()
     reports: "queue.Queue[str]" = queue.Queue()
 

@@ -8,7 +8,8 @@ Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
     model           --model of `ragdb answer` [Qwen3-0.6B, else the offline SmolLM2]
     vectors         whether an index run also embeds new chunks [true]
     embedder        embedding model for index runs [the one the index was built with]
-    include         file name globs for index runs [every language ragdb knows]
+    include         globs index runs add to the default file rule [none]
+    exclude         globs index runs take out of it (an include wins) [none]
     max_body_bytes  the largest request body accepted [5 MB]
     allowed_hosts   Host header names accepted besides loopback ones ["*": any]
 """
@@ -40,6 +41,7 @@ from ragdb.errors import (
     UnavailableError,
 )
 from ragdb.generate.styles import Style
+from ragdb.indexing import WalkOptions
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 PLUGIN = "ragdb"
@@ -71,6 +73,7 @@ class PluginConfig:
     vectors: bool = True
     embedder: str | None = None
     include: list[str] | None = None
+    exclude: list[str] | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     allowed_hosts: list[str] | None = None
 
@@ -97,7 +100,8 @@ class PluginConfig:
             return list(value)
 
         db, model, embedder = text("db"), text("model"), text("embedder")
-        roots, include = texts("corpus_roots"), texts("include")
+        roots, include, exclude = texts("corpus_roots"), texts("include"), texts("exclude")
+        WalkOptions(include=tuple(include or ()), exclude=tuple(exclude or ()))  # checks them
         allowed_hosts = texts("allowed_hosts")
         vectors = raw.get("vectors", True)
         limit = raw.get("max_body_bytes", MAX_BODY_BYTES)
@@ -112,6 +116,7 @@ class PluginConfig:
             vectors=vectors,
             embedder=embedder,
             include=include,
+            exclude=exclude,
             max_body_bytes=limit,
             allowed_hosts=allowed_hosts,
         )
@@ -329,7 +334,8 @@ class RagdbService:
         try:
             roots = [str(r) for r in self.config.corpus_roots or []] or None
             found = await self._call("index", worker.index, roots, self.config.include,
-                                     self.config.vectors, self.config.embedder)
+                                     self.config.vectors, self.config.embedder,
+                                     self.config.exclude)
         except IndexRunningError as exc:  # a `ragdb index` (or --watch, MCP) run elsewhere
             raise ApiError(409, str(exc)) from None
         except DatabaseBusyError:

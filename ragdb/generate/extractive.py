@@ -196,8 +196,36 @@ def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
     return fences[0] + 1
 
 
-def _prose_units(text: str) -> list[_Unit]:
-    """Sentences, list items, table rows and fenced blocks, with introductions joined."""
+# MDX: ES module statements (a block to the next blank line), lines that hold only JSX tags
+# or an {expression}, and a tag whose attributes run over several lines: markup, not prose.
+_MDX_ESM = re.compile(r"(?:import|export)(?:[ \t{*'\"]|$)")
+_JSX_LINE = re.compile(r"[ \t]*(?:(?:</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>|<>|</>)[ \t]*)+$"
+                       r"|[ \t]*\{.*\}[ \t]*$")
+_JSX_OPEN = re.compile(r"[ \t]*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")
+
+
+def _mdx_markup_end(text: str, lines: list[tuple[int, int]], i: int) -> int:
+    """The line after the MDX markup starting at line i; i when line i is prose."""
+    line = text[lines[i][0]:lines[i][1]]
+    if _MDX_ESM.match(line):
+        while i < len(lines) and text[lines[i][0]:lines[i][1]].strip():
+            i += 1
+        return i
+    if _JSX_LINE.match(line):
+        return i + 1
+    if _JSX_OPEN.match(line):
+        for j in range(i + 1, min(len(lines), i + 50)):
+            rest = text[lines[j][0]:lines[j][1]].rstrip()
+            if not rest:
+                break
+            if rest.endswith(">"):
+                return j + 1
+    return i
+
+
+def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
+    """Sentences, list items, table rows and fenced blocks, with introductions joined.
+    `mdx`: MDX's import/export blocks and JSX tag lines are skipped, as markup."""
     lines = _lines(text)
     units: list[_Unit] = []
     # Each element: (unit index range start, end, structural kind) in document order.
@@ -250,6 +278,13 @@ def _prose_units(text: str) -> list[_Unit]:
             flush()
             i += 1
             continue
+        if mdx:
+            after = _mdx_markup_end(text, lines, i)
+            if after > i:
+                flush()
+                last_prose = -1
+                i = after
+                continue
         underlined = i + 1 < len(lines) and _UNDERLINE.match(
             text[lines[i + 1][0]:lines[i + 1][1]]) and not para and line.strip()
         if _HEADING.match(line) or underlined:
@@ -460,7 +495,7 @@ def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
     text = _HTML_COMMENT.sub(lambda m: " " * len(m.group()), source.text)
     if is_code(source):
         return _code_units(text, max_code_chars)
-    return _prose_units(text)
+    return _prose_units(text, mdx=source.file_path.lower().endswith(".mdx"))
 
 
 def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
