@@ -41,6 +41,7 @@ class Setting:
     EMBEDDER = "embedder"  # identity of the model that made the vectors: re-embed on change
     EMBEDDER_NAME = "embedder_name"  # what the user asked for (a name, folder or hub id)
     EMBED_POLICY = "embed_policy"  # which chunks get vectors and how: re-embed on change
+    BASE_DIR = "base_dir"  # the folder index runs ran in: stored paths are relative to it
 
 
 #: Files this process must not open with apsw: `ragdb serve` reads them through Datasette's
