@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -230,15 +231,18 @@ def _segments(line: str) -> tuple[list[str], bool]:
     return segs, is_dir
 
 
-def _pattern_tests(segs: list[str], is_dir: bool) -> tuple[tuple[str, int], ...]:
-    """The regexes of one pattern, each with where its match counts, best first.
+def _pattern_tests(segs: list[str], is_dir: bool) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """The regexes of one pattern: one that matches wherever any of them does (for the
+    combined search), and each with where its match counts, best first.
 
     Matching pathspec's regex `^(?:.+/)?a(?:/.+)?/a(?:/.+)?/a...` backtracks through every way
     of spreading the "**"s over the path: fourteen of them over a 30-deep tree did not finish in
-    45 s. Here every group of segments between two "**" is placed at the first folder where it
-    fits and kept there (an atomic group): what follows begins with a "**", which takes any
-    folders the group left, so the first place is never worse than a later one. The cost is
-    linear in the path for each group.
+    45 s. Here, where a pattern has two "**" or more, every group of segments between two of
+    them is placed at the first folder where it fits and kept there (an atomic group): what
+    follows begins with a "**", which takes any folders the group left, so the first place is
+    never worse than a later one. The cost is linear in the path for each group. With one "**"
+    (most patterns: "*.so" is "**/*.so") there is nothing to spread, and pathspec's greedy
+    form is the faster one.
     """
     lead = segs[0] == "**"
     trail = len(segs) > 1 and segs[-1] == "**"
@@ -252,17 +256,22 @@ def _pattern_tests(segs: list[str], is_dir: bool) -> tuple[tuple[str, int], ...]
     if not all(groups):
         raise ValueError("an empty group")
     head = "^"
-    for n, group in enumerate(groups):
-        skip = "(?:[^/]+/)*?" if (lead or n) else ""
-        step = ("/" if n else "") + skip + "/".join(group)
-        if n < len(groups) - 1:
-            head += f"(?>{step}(?=/|$))"
-        else:
-            head += step
+    if lead + len(groups) - 1 <= 1:
+        for n, group in enumerate(groups):
+            head += ("(?:.+/)?" if lead else "") if n == 0 else "(?:/.+)?/"
+            head += "/".join(group)
+    else:
+        for n, group in enumerate(groups):
+            skip = "(?:[^/]+/)*?" if (lead or n) else ""
+            step = ("/" if n else "") + skip + "/".join(group)
+            if n < len(groups) - 1:
+                head += f"(?>{step}(?=/|$))"
+            else:
+                head += step
     if not trail:  # "a/b": the path itself, or a folder above it (pathspec's directory mark)
-        return ((head + "$", _WHOLE), (head + "/", _FOLDER))
+        return head + "(?:/|$)", ((head + "$", _WHOLE), (head + "/", _FOLDER))
     # "a/**": whatever lies inside a; "a/": the same, as a folder match
-    return ((head + "/", _FOLDER if is_dir else _WHOLE),)
+    return head + "/", ((head + "/", _FOLDER if is_dir else _WHOLE),)
 
 
 @dataclass(frozen=True)
@@ -271,18 +280,19 @@ class _Pattern:
     path, and its regexes with where each match counts."""
 
     include: bool
+    anywhere: str  # matches where any test does: its part of _Spec's combined regex
     tests: tuple[tuple[re.Pattern[str], int], ...]
     fallback: re.Pattern[str] | None = None  # pathspec's own regex, where it could not be cut
 
     @classmethod
     def of(cls, line: str, include: bool, regex: re.Pattern[str]) -> "_Pattern":
         if regex.pattern in _OVERRIDES:
-            return cls(include, ((regex, _OVERRIDES[regex.pattern]),))
+            return cls(include, regex.pattern, ((regex, _OVERRIDES[regex.pattern]),))
         try:
-            tests = _pattern_tests(*_segments(line))
-            return cls(include, tuple((re.compile(r), where) for r, where in tests))
+            anywhere, tests = _pattern_tests(*_segments(line))
+            return cls(include, anywhere, tuple((re.compile(r), where) for r, where in tests))
         except (ValueError, re.error):
-            return cls(include, (), regex)
+            return cls(include, regex.pattern, (), regex)
 
     def where(self, rel: str) -> int:
         if self.fallback is not None:
@@ -316,7 +326,7 @@ class _Spec:
             return cls(patterns, re.compile("(?!)"), negations)
         if any(p.fallback is not None for p in patterns):
             return cls(patterns, None, negations)
-        combined = "|".join(f"(?:{r.pattern})" for p in patterns for r, _ in p.tests)
+        combined = "|".join(f"(?:{p.anywhere})" for p in patterns)
         try:
             return cls(patterns, re.compile(re.sub(r"\(\?P<\w+>", "(", combined)), negations)
         except re.error:
@@ -348,9 +358,11 @@ def _spec_from(path: Path, shown: Path, top: Path, skip: _Skip) -> _Spec | None:
     """An ignore file, read as any file ragdb reads: a regular file (a FIFO would block the
     run for ever, a link to /dev/zero never ends), within the size cap, and a symlink only
     where its target lies within `top` (a cloned repository can carry any link)."""
-    if not os.path.lexists(path):
+    try:
+        is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:  # none here (most folders), or not a folder (.git as a file)
         return None
-    if os.path.islink(path):
+    if is_link:
         target = _link_target(path)
         if target is None or not _inside(target, top):
             skip(shown, "broken symlink" if target is None else "symlink outside the root")
@@ -479,11 +491,12 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
         scan.skipped.append((path, reason))
 
     inherited = _ancestor_rules(base, skip) if options.ignore else []
-    stack: list[tuple[str, _Rules]] = [(str(base), inherited)]
+    # (folder, the folder as the root spells it, the rules above it); a child is made with
+    # `/`, which parses only its name: deep trees cost no more per folder than shallow ones
+    stack: list[tuple[Path, Path, _Rules]] = [(base, root, inherited)]
     while stack:
-        dirpath, rules = stack.pop()
-        folder = Path(dirpath)
-        out = root / folder.relative_to(base)
+        folder, out, rules = stack.pop()
+        dirpath = str(folder)
         try:
             dirnames, filenames = _entries(dirpath)
         except OSError as exc:
@@ -516,8 +529,8 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
                 if target in visited:
                     continue  # a loop, or a folder reached twice
                 visited.add(target)
-            kept.append(full)
-        stack.extend((full, rules) for full in reversed(kept))
+            kept.append(d)
+        stack.extend((folder / d, out / d, rules) for d in reversed(kept))
         for name in sorted(filenames):
             if options.include:
                 if not any(fnmatch.fnmatch(name, pattern) for pattern in options.include):
@@ -574,11 +587,29 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> S
     scan = Scan()
     for root in roots:
         _walk(root, options, scan)
-    unique: dict[str, Path] = {}
-    for path in scan.files:
-        unique.setdefault(_relative(path), path)
-    scan.files = sorted(unique.values())
+    scan.files = _unique_files(scan.files)
     return scan
+
+
+def _unique_files(files: Sequence[Path]) -> list[Path]:
+    """Each stored path once (`a/x.md` and `$PWD/a/x.md` are one file), sorted."""
+    unique: dict[str, Path] = {}
+    for path in files:
+        unique.setdefault(_relative(path), path)
+    return sorted(unique.values())
+
+
+def _scan_also(scan: Scan, paths: Sequence[str], recorded: dict[str, str]) -> None:
+    """Add recorded roots to a scan, each walked with the options of its last run."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise RagdbError(
+                f"this run rebuilds the whole index (a different chunk size or ragdb version) "
+                f"and the recorded root {path} is gone (no such file or directory): "
+                f"`ragdb roots --remove {shlex.quote(path)}` forgets it and its rows")
+        check_roots([Path(path)])
+        _walk(Path(path), WalkOptions.from_json(recorded[path]), scan)
+    scan.files = _unique_files(scan.files)
 
 
 def check_roots(roots: Sequence[Path]) -> None:
@@ -634,7 +665,7 @@ def check_working_folder(conn: apsw.Connection, roots: Sequence[Path]) -> None:
     refuse = f"this index was built from {built}, and its paths are relative to that folder"
     hint = f"run `ragdb index` from {built}, or use another --db"
     there = {str(r): os.path.normpath(os.path.join(built, str(r)))
-             for (r,) in conn.execute(sql("index_roots_known"))}
+             for r, _walk_options in conn.execute(sql("index_roots_known"))}
     there = {r: path for r, path in there.items() if os.path.exists(path)}  # gone: no double
     for root in roots:
         mine = Path(os.path.realpath(root))
@@ -720,18 +751,25 @@ def index_paths(
     started_at = _now()
     roots = distinct_roots(roots)
     scan = scan_roots(roots, options)
-    files = scan.files
-    if on_files:
-        on_files(len(files))
-    stats = IndexStats(files_seen=len(files))
-    for path, reason in scan.skipped:
-        stats.skip(_relative(path), reason)
     mine = [_relative(root) for root in roots]
-    kept = [_relative(d) for d in scan.unreadable_dirs]
     with write_transaction(conn):
         check_working_folder(conn, roots)
-        others = [str(r) for (r,) in conn.execute(sql("index_roots_known")) if r not in mine]
-        stats.full_rebuild = _needs_rebuild(conn, max_chunk_size)
+        recorded = {str(path): str(walk) for path, walk in conn.execute(sql("index_roots_known"))}
+        others = [path for path in recorded if path not in mine]
+        full_rebuild = _needs_rebuild(conn, max_chunk_size)
+        rebuilt = others if full_rebuild else []
+        if rebuilt:
+            # A rebuild clears every row: the other recorded roots are walked again too, each
+            # with the options of its last run, or their rows would be gone.
+            _scan_also(scan, rebuilt, recorded)
+            mine, others = mine + rebuilt, []
+        files = scan.files
+        if on_files:
+            on_files(len(files))
+        stats = IndexStats(files_seen=len(files), full_rebuild=full_rebuild)
+        for path, reason in scan.skipped:
+            stats.skip(_relative(path), reason)
+        kept = [_relative(d) for d in scan.unreadable_dirs]
         if stats.full_rebuild:
             conn.execute(sql("index_clear"))
         known = {
@@ -790,6 +828,9 @@ def index_paths(
         for root in roots:
             conn.execute(sql("roots_touch"), {"path": _relative(root), "now": now,
                                               "options": options.to_json()})
+        for other in rebuilt:
+            conn.execute(sql("roots_touch"), {"path": other, "now": now,
+                                              "options": recorded[other]})
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
