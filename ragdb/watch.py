@@ -75,5 +75,7 @@ def _batches(roots: list[Path], relevant: Callable[[Any, str], bool], debounce_m
             yield from watch(*roots, watch_filter=relevant, debounce=debounce_ms,
                              stop_event=stop, raise_interrupt=False, yield_on_timeout=False)
             return
-        except WatchfilesRustInternalError:
+        except WatchfilesRustInternalError as exc:
+            if "decode path" not in str(exc):
+                raise RagdbError(f"watching stopped: {exc}") from None
             yield set()
