@@ -8,8 +8,10 @@ written outside the index, and no process left running.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.request import Request, urlopen
 
 import anyio
 import pytest
@@ -83,6 +86,23 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     return lines[0]
+
+
+def end_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server started in a session of its own, with every process in it (its index
+    workers): none may outlive the test."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    for tick in range(100):  # ten seconds at most (a zombie nobody reaps stays in the group)
+        try:
+            os.killpg(process.pid, signal.SIGKILL if tick == 50 else 0)  # anyone left?
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
 
 
 def listing(folder: Path) -> set[str]:
@@ -299,6 +319,49 @@ def test_watch_survives_a_name_that_is_not_utf8(tmp_path: Path) -> None:
     assert "bad\\xff.md: name not UTF-8" in err, err
     assert rows(tmp_path / "rag.db") == clean(tmp_path, {"proj/a.md": DOC_A,
                                                          "proj/c.md": DOC_C}, ["proj"])
+
+
+def test_http_index_runs_return_over_a_fifo_gitignore_and_an_odd_name(tmp_path: Path) -> None:
+    """Over HTTP a FIFO .gitignore kept `POST /-/ragdb/index` from ever returning (every
+    later POST got 409), and a name that is not UTF-8 made it a 500. A real `ragdb serve`."""
+    files = {"proj/a.md": DOC_A, "proj/sub/b.md": DOC_B}
+    write_corpus(tmp_path, files)
+    build(tmp_path, Path("rag.db"), ["proj"])
+    os.mkfifo(tmp_path / "proj" / "sub" / ".gitignore")
+    with open(os.fsencode(tmp_path / "proj") + b"/bad\xff.md", "w") as handle:
+        handle.write(DOC_C)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "serve", "--db", "rag.db", "--port", str(port)],
+        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "RAGDB_MODELS_DIR": str(REPO / "data" / "models")})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "server.log").read_text(errors="replace")
+            try:
+                with urlopen(base + "/-/ragdb/status", timeout=5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        for _ in range(2):  # the second is not 409: the first one ended
+            request = Request(base + "/-/ragdb/index", data=b"{}", method="POST",
+                              headers={"Content-Type": "application/json"})
+            with urlopen(request, timeout=60) as reply:
+                assert reply.status == 200
+                stats = json.loads(reply.read())["stats"]
+            assert stats["files_unchanged"] == 2, stats
+            assert ["proj/bad\\xff.md", "name not UTF-8"] in stats["skipped_paths"], stats
+            assert ["proj/sub/.gitignore", "not a regular file"] in stats["skipped_paths"]
+    finally:
+        end_group(server)
+        log.close()
+    assert rows(tmp_path / "rag.db") == clean(tmp_path, files, ["proj"])
 
 
 # -- 7. a deep tree ---------------------------------------------------------------------------
