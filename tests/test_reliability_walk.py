@@ -109,6 +109,11 @@ def listing(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
+def besides_the_index(folder: Path) -> set[str]:
+    """Everything in the test's folder but rag.db and its -wal/-shm: what a run must leave."""
+    return {path for path in listing(folder) if not path.startswith("rag.db")}
+
+
 # -- 1. re-indexing one root leaves the others' rows -----------------------------------------
 
 def test_reindexing_dot_keeps_the_rows_of_a_root_outside_it(tmp_path: Path) -> None:
@@ -133,8 +138,10 @@ def test_a_file_root_holds_only_itself(tmp_path: Path) -> None:
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["docs", "docs/a.md"])
+    before = besides_the_index(tmp_path)
     again = index(tmp_path, "docs/a.md", db=db)
     assert again.returncode == 0, again.stderr
+    assert besides_the_index(tmp_path) == before
     assert "0 removed" in again.stdout, again.stdout
     assert root_files(db) == {"docs": 2, "docs/a.md": 1}
     assert rows(db) == clean(tmp_path, files, ["docs", "docs/a.md"])
@@ -206,10 +213,11 @@ def test_the_same_folder_from_another_working_directory_is_refused(tmp_path: Pat
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["proj/docs"])
-    before = rows(db)
+    before, there = rows(db), besides_the_index(tmp_path)
     for args in (["docs"], []):
         line = one_line_error(index(tmp_path / "proj", *args, db=db))
         assert f"built from {tmp_path}" in line and "ragdb index" in line, line
+    assert besides_the_index(tmp_path) == there
     assert rows(db) == before == clean(tmp_path, files, ["proj/docs"])
 
 
@@ -247,8 +255,10 @@ def test_special_and_outside_ignore_files_are_skipped_and_named(tmp_path: Path) 
     (repo / "out" / ".gitignore").symlink_to(tmp_path / "outside.txt")
     (repo / "link" / ".gitignore").symlink_to("../fifo/.gitignore")
     db = tmp_path / "rag.db"
+    before = besides_the_index(tmp_path)
     done = index(tmp_path, "repo", db=db, timeout=60)
     assert done.returncode == 0, done.stderr
+    assert besides_the_index(tmp_path) == before
     for path, why in [(".git/info/exclude", "not a regular file"),
                       ("fifo/.gitignore", "not a regular file"),
                       ("link/.gitignore", "not a regular file"),
@@ -273,8 +283,10 @@ def test_names_that_are_not_utf8_are_skipped_and_named(tmp_path: Path) -> None:
     with open(proj + b"/dir\xfe/c.md", "w", encoding="utf-8") as handle:
         handle.write(DOC_C)
     db = tmp_path / "rag.db"
+    before = besides_the_index(tmp_path)
     done = index(tmp_path, "proj", db=db)
     assert done.returncode == 0, done.stderr
+    assert besides_the_index(tmp_path) == before
     assert "Traceback" not in done.stderr
     assert "skipped proj/bad\\xffname.md: name not UTF-8" in done.stderr, done.stderr
     assert "skipped proj/dir\\xfe: name not UTF-8" in done.stderr, done.stderr
@@ -432,8 +444,10 @@ def test_a_pathological_gitignore_pattern_costs_little(tmp_path: Path) -> None:
         files["repo/" + "a/" * depth + "z/g.md"] = DOC_C
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
+    before = besides_the_index(tmp_path)
     done = index(tmp_path, "repo", db=db, timeout=60)
     assert done.returncode == 0, done.stderr
+    assert besides_the_index(tmp_path) == before
     ignored = "repo/" + "a/" * 20 + "z/g.md"
     expected = {path for path in files if path.endswith(".md") and path != ignored}
     assert {path for path, _sha, _size in rows(db)["files"]} == expected
