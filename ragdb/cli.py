@@ -55,11 +55,13 @@ def index(
         None, help="Files or folders to index [default: the roots rag.db records, else data/raw]."
     ),
     db: Optional[Path] = DbOption,
-    max_chunk_size: int = typer.Option(
-        MAX_CHUNK_SIZE,
+    max_chunk_size: Optional[int] = typer.Option(
+        None,
         "--max_chunk_size",
         "--max-chunk-size",
-        help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}).",
+        help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}) [default: the size "
+        f"rag.db was built with, else {MAX_CHUNK_SIZE}].",
+        show_default=False,
     ),
     include: list[str] = typer.Option(
         list(DEFAULT_INCLUDE), "--include",

@@ -14,6 +14,7 @@ nothing else with the lower layers: they parse, call one method, and present the
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import threading
 import time
@@ -50,6 +51,8 @@ from ragdb.indexing import (
     IndexStats,
     WalkOptions,
     check_roots,
+    check_working_folder,
+    distinct_roots,
     language_of,
     stored_path,
     update_index,
@@ -163,7 +166,7 @@ class RagDB:
         self,
         roots: Sequence[Path | str] = (),
         *,
-        max_chunk_size: int = MAX_CHUNK_SIZE,
+        max_chunk_size: int | None = None,
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = DEFAULT_EXCLUDE,
         ignore: bool = True,
@@ -189,6 +192,9 @@ class RagDB:
         walks into folders whose name starts with a dot. No roots: every root recorded in
         rag.db, each walked with the options of its own last run (`include`, `exclude`,
         `ignore` and `hidden` are then not used), for re-indexing every repository.
+        `max_chunk_size` None: the size rag.db was built with (a different one rebuilds every
+        root), else the maximum. A root given twice in two spellings (`a`, `$PWD/a`) is
+        indexed once.
 
         One run at a time per rag.db, whatever the door: while another runs, this one is
         refused with IndexRunningError ("another index run is in progress"), or with `wait`
@@ -199,8 +205,8 @@ class RagDB:
                 max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
                 embedder=embedder, progress=progress, on_files=on_files,
                 on_embedded=on_embedded, wait=wait, on_wait=on_wait)
-        paths = [Path(r) for r in roots]
-        if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
+        paths = distinct_roots([Path(r) for r in roots])
+        if max_chunk_size is not None and not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
             raise RagdbError(
                 f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
             )
@@ -209,6 +215,8 @@ class RagDB:
         check_roots(paths)  # fail on a bad root before creating rag.db
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
+        if max_chunk_size is None:
+            max_chunk_size = self.stored_max_chunk_size()
         stats, vstats = update_index(
             self._conn, paths, max_chunk_size=max_chunk_size, options=options, vectors=vectors,
             embedder_name=embedder_name, embedder=embedder, progress=progress,
@@ -221,6 +229,12 @@ class RagDB:
         recorded = self.roots() if self.path.exists() else []
         if not recorded:
             raise RagdbError("nothing to index: give a folder, e.g. `ragdb index data/raw`")
+        check_working_folder(self.conn, [Path(root.path) for root in recorded])
+        for root in recorded:
+            if not Path(root.path).exists():
+                raise RagdbError(
+                    f"the recorded root {root.path} is gone (no such file or directory): "
+                    f"`ragdb roots --remove {shlex.quote(root.path)}` forgets it and its rows")
         groups: dict[WalkOptions, list[str]] = {}
         for root in recorded:
             groups.setdefault(WalkOptions.from_json(json.dumps(root.options)), []).append(root.path)
@@ -270,6 +284,8 @@ class RagDB:
         return [str(r) for r in roots]
 
     def stored_max_chunk_size(self) -> int:
+        """The chunk size rag.db was built with (the maximum for a new index): runs that are
+        not given one keep it."""
         stored = get_setting(self.conn, Setting.MAX_CHUNK_SIZE)
         return int(stored) if stored else MAX_CHUNK_SIZE
 

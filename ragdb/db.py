@@ -53,6 +53,7 @@ class Setting:
     #: Bumped by every commit that changes chunk_vectors (each embedded batch, a reset): what
     #: a dense or hybrid search read, so cached results of an earlier state are not reused.
     VECTORS_VERSION = "vectors_version"
+    BASE_DIR = "base_dir"  # the folder index runs ran in: stored paths are relative to it
 
 
 #: Files this process must not open with apsw: `ragdb serve` reads them through Datasette's

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
     """
     if recorded:
         options = {k: v for k, v in options.items() if k not in _WALK_OPTIONS}
-    from watchfiles import DefaultFilter, watch
+    from watchfiles import DefaultFilter
 
     own = {os.path.abspath(f"{rag.path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
     own.add(str(index_lock_path(rag.path)))
@@ -50,8 +50,7 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
     print(f"ragdb: watching {', '.join(str(r) for r in roots)} (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     runs = 0
-    for _changes in watch(*roots, watch_filter=relevant, debounce=debounce_ms,
-                          stop_event=stop, raise_interrupt=False, yield_on_timeout=False):
+    for _changes in _batches(roots, relevant, debounce_ms, stop):
         existing = [r for r in roots if r.exists()]
         if not existing:
             print("ragdb: every watched root is gone; stopping", file=sys.stderr, flush=True)
@@ -66,3 +65,25 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
         runs += 1
         print(report(result), flush=True)
     return runs
+
+
+def _batches(roots: list[Path], relevant: Callable[[Any, str], bool], debounce_ms: int,
+             stop: threading.Event | None) -> Iterator[object]:
+    """watchfiles' batches of changes until Ctrl-C or `stop`.
+
+    Its Rust side gives up on a name that is not UTF-8 ("Unable to decode path", raised from
+    the iterator, which then ends): that batch is lost, so it is taken as a change (the index
+    run skips and names the file) and watching starts again.
+    """
+    from watchfiles import watch
+    from watchfiles._rust_notify import WatchfilesRustInternalError
+
+    while stop is None or not stop.is_set():
+        try:
+            yield from watch(*roots, watch_filter=relevant, debounce=debounce_ms,
+                             stop_event=stop, raise_interrupt=False, yield_on_timeout=False)
+            return
+        except WatchfilesRustInternalError as exc:
+            if "decode path" not in str(exc):
+                raise RagdbError(f"watching stopped: {exc}") from None
+            yield set()

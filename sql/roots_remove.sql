@@ -1,15 +1,24 @@
 -- Remove a root: its files, their chunks, full-text rows and vectors, and the root itself.
--- Files that another recorded root also holds (a parent folder indexed too) stay.
+-- Files that another recorded root also holds (a parent folder indexed too) stay. Which
+-- root holds which file: the rule of sql/roots_list.sql (whole components, substr).
 CREATE TEMP TABLE IF NOT EXISTS removed_files (id INTEGER PRIMARY KEY);
 DELETE FROM removed_files;
+WITH held AS MATERIALIZED (
+    SELECT r.path AS root, f.id AS file_id
+    FROM roots AS r
+    JOIN files AS f
+      ON CASE
+             WHEN r.path = '.' THEN substr(f.path, 1, 3) <> '../'
+             WHEN replace(r.path || '/', '../', '') = ''
+                 THEN substr(f.path, 1, length(r.path) + 4) <> r.path || '/../'
+             ELSE f.path = r.path
+                  OR substr(f.path, 1, length(r.path) + 1) = r.path || '/'
+         END
+)
 INSERT INTO removed_files (id)
-SELECT f.id FROM files AS f
-WHERE (:path = '.' OR f.path = :path OR substr(f.path, 1, length(:path) + 1) = :path || '/')
-  AND NOT EXISTS (
-      SELECT 1 FROM roots AS o
-      WHERE o.path <> :path
-        AND (o.path = '.' OR f.path = o.path
-             OR substr(f.path, 1, length(o.path) + 1) = o.path || '/'));
+SELECT file_id FROM held
+WHERE root = :path
+  AND file_id NOT IN (SELECT file_id FROM held WHERE root <> :path);
 DELETE FROM chunks_fts WHERE rowid IN (
     SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM removed_files));
 DELETE FROM chunks WHERE file_id IN (SELECT id FROM removed_files);
