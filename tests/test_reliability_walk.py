@@ -195,10 +195,11 @@ def test_a_full_rebuild_from_one_root_rebuilds_the_other_roots(tmp_path: Path) -
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["docs"])
-    build(tmp_path, db, ["notes"], include=["*.md"])
+    build(tmp_path, db, ["notes"], exclude=["*.txt"])
     done = index(tmp_path, "docs", "--max_chunk_size", "500", db=db)
     assert done.returncode == 0, done.stderr
-    assert "2 files: 2 indexed" in done.stdout and "full rebuild" in done.stdout, done.stdout
+    assert "3 files: 2 indexed" in done.stdout and "1 excluded" in done.stdout, done.stdout
+    assert "full rebuild" in done.stdout, done.stdout
     assert root_files(db) == {"docs": 1, "notes": 1}
     md = {k: v for k, v in files.items() if k.endswith(".md")}
     assert rows(db) == clean(tmp_path, md, ["docs", "notes"], max_chunk_size=500)
