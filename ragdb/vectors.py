@@ -93,12 +93,58 @@ def embedding_text(path: str, kind: str, context: str, text: str, *, head: str =
     return " | ".join(head_lines) + "\n" + body if head_lines else body
 
 
+_COMMENT = re.compile(r"^\s*(?:#(?![\[!]|include|define|if|endif|else|pragma|import)|//+!?|/\*+!?|\*(?!/)|--)\s?")
+_DEF_LINE = re.compile(
+    r"^\s*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+|static\s+|inline\s+|unsafe\s+"
+    r"|const\s+|extern\s+|default\s+|abstract\s+)*"
+    r"(?:def|class|fn|function|struct|enum|trait|impl|interface|type|union|macro_rules!|"
+    r"#define|func|module|namespace)\b"
+)
+_C_FUNC = re.compile(r"^[A-Za-z_][\w\s\*]*\b[A-Za-z_]\w*\s*\([^;]*$")
+_LEGAL = re.compile(r"SPDX|[Cc]opyright|License|LICENSE")
+_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def code_summary(path: str, context: str, text: str, style: str) -> str:
+    """A short text for a code chunk: where it is, what it defines, and what its comments and
+    docstrings say, without the statements (identifiers are BM25's job).
+
+    "sig": path, context, definition lines and comment / docstring lines, in order.
+    """
+    lines = [_short_path(path)] + [" ".join(l.split()) for l in context.splitlines() if l.strip()]
+    in_doc = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        quotes = line.count('"""') + line.count("'''")
+        if in_doc or quotes:
+            body = line.replace('"""', "").replace("'''", "").strip()
+            if body:
+                lines.append(body)
+            if quotes % 2:
+                in_doc = not in_doc
+            continue
+        comment = _COMMENT.match(raw)
+        if comment:
+            body = raw[comment.end():].strip().rstrip("*/").strip()
+            if body and not _SKIP_LINE.search(body) and not _LEGAL.search(body):
+                lines.append(body)
+        elif _DEF_LINE.match(raw) or (not raw[:1].isspace() and _C_FUNC.match(raw)):
+            lines.append(" ".join(line.split()))
+    return "\n".join(dict.fromkeys(lines))
+
+
 @lru_cache(maxsize=8)
 def _skip_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
     """One regex for the fnmatch patterns (fnmatchcase semantics: case matters)."""
     if not patterns:
         return lambda path: None
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
+#: The file kinds the default policies embed as prose.
+DOC_KINDS = frozenset({"markdown", "rst", "text"})
 
 
 @dataclass(frozen=True)
@@ -114,7 +160,7 @@ class VectorPolicy:
     """
 
     name: str = "docs-lean"
-    doc_kinds: frozenset[str] = frozenset({"markdown", "rst", "text"})
+    doc_kinds: frozenset[str] = DOC_KINDS
     code_chunk_kinds: frozenset[str] = frozenset()
     doc_max_tokens: int = 64
     code_max_tokens: int = 64
@@ -131,14 +177,21 @@ class VectorPolicy:
     dedupe: bool = True
     #: fnmatch patterns on the file path (as stored): files matching one get no vectors.
     skip_paths: tuple[str, ...] = ("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*")
+    #: The file languages whose chunks of code_chunk_kinds get a vector.
+    code_languages: frozenset[str] = frozenset({"python"})
+    #: What a code chunk is embedded as (CODE_TEXTS): "full" is embedding_text's code treatment.
+    code_text: str = "full"
+    #: fnmatch patterns: code files matching one get no vectors (docs keep theirs).
+    code_skip_paths: tuple[str, ...] = ()
 
     def wants_vector(self, file_kind: str, chunk_kind: str, path: str = "") -> bool:
         # The kinds first: a no-op index run asks this of every chunk without a vector (18,000
         # on vLLM, most of them code), and the path patterns cost ten times more.
-        if not (file_kind in self.doc_kinds
-                or (file_kind == "python" and chunk_kind in self.code_chunk_kinds)):
+        if file_kind in self.doc_kinds:
+            return not (path and _skip_matcher(self.skip_paths)(path))
+        if not (file_kind in self.code_languages and chunk_kind in self.code_chunk_kinds):
             return False
-        return not (path and _skip_matcher(self.skip_paths)(path))
+        return not (path and _skip_matcher(self.skip_paths + self.code_skip_paths)(path))
 
     def windows(self, file_kind: str, text: str) -> list[tuple[int, str]]:
         """(window number, window text) of a chunk that get a vector under this policy."""
@@ -170,7 +223,10 @@ class VectorPolicy:
         # Knobs added later enter the key only when set, so existing indexes keep their key.
         extra = {"doc_head": (self.doc_head, "full"), "max_windows": (self.max_windows, 0),
                  "min_window_chars": (self.min_window_chars, 0),
-                 "skip_paths": (list(self.skip_paths), [])}
+                 "skip_paths": (list(self.skip_paths), []),
+                 "code_languages": (sorted(self.code_languages), ["python"]),
+                 "code_text": (self.code_text, "full"),
+                 "code_skip_paths": (list(self.code_skip_paths), [])}
         key.update({name: value for name, (value, default) in extra.items() if value != default})
         return json.dumps(key, sort_keys=True)  # dedupe changes no vector: not in the key
 
@@ -232,6 +288,21 @@ def vector_count(conn: apsw.Connection) -> int:
 
 def has_vectors(conn: apsw.Connection) -> bool:
     return bool(conn.execute(sql("vectors_any")).fetchall())
+
+
+def vector_kinds(conn: apsw.Connection) -> frozenset[str] | None:
+    """The file kinds (languages) whose chunks the index's vector policy embeds, read from the
+    policy key stored with the vectors; None when that key is missing or unreadable."""
+    try:
+        key = json.loads(get_setting(conn, Setting.EMBED_POLICY) or "")
+    except ValueError:
+        return None
+    if not isinstance(key, dict) or not isinstance(key.get("docs"), list):
+        return None
+    kinds = set(map(str, key["docs"]))
+    if key.get("code"):
+        kinds.update(map(str, key.get("code_languages", ["python"])))
+    return frozenset(kinds)
 
 
 @dataclass
@@ -343,11 +414,15 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
     texts: list[str] = []
     rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()
     for chunk_id, path, file_kind, _chunk_kind, context, text in rows:
-        head = policy.doc_head if str(file_kind) in policy.doc_kinds else "full"
+        is_doc = str(file_kind) in policy.doc_kinds
+        head = policy.doc_head if is_doc else "full"
         for number, window in policy.windows(str(file_kind), str(text)):
             keys.append((cast(int, chunk_id), number))
-            texts.append(embedding_text(str(path), str(file_kind), str(context), window,
-                                        head=head))
+            if is_doc or policy.code_text == "full":
+                texts.append(embedding_text(str(path), str(file_kind), str(context), window,
+                                            head=head))
+            else:
+                texts.append(code_summary(str(path), str(context), window, policy.code_text))
     if memo is None:
         vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
     else:
