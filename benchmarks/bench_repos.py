@@ -110,7 +110,7 @@ def cell(ranks: Sequence[int | None]) -> str:
 
 
 def table(questions: Sequence[Question], ranks: Sequence[int | None],
-          groups: Sequence[tuple[str, Callable[[Question], bool]]]) -> None:
+          groups: Sequence[Group]) -> None:
     print("| group | n | half A R@1/5/10 | half B R@1/5/10 | pooled R@1/5/10 |")
     print("|---|---|---|---|---|")
     for label, keep in groups:
@@ -120,20 +120,23 @@ def table(questions: Sequence[Question], ranks: Sequence[int | None],
               f"{cell([r for _, r in picked])} |")
 
 
-def repo_groups() -> list[tuple[str, Callable[[Question], bool]]]:
-    groups: list[tuple[str, Callable[[Question], bool]]] = []
-    for kind in KINDS:
-        groups.append((kind, lambda q, kind=kind: q.kind == kind))
-    for kind in KINDS:
-        for diff in DIFFICULTIES:
-            groups.append((f"{kind} / {diff}",
-                           lambda q, kind=kind, diff=diff: q.kind == kind and q.difficulty == diff))
-    for name in REPOS:
-        for kind in KINDS:
-            groups.append((f"{name} {kind}",
-                           lambda q, name=name, kind=kind: q.set_name == name and q.kind == kind))
-    groups.append(("all", lambda q: True))
-    return groups
+Group = tuple[str, Callable[[Question], bool]]
+
+
+def _group(label: str, set_name: str = "", kind: str = "", difficulty: str = "") -> Group:
+    """Questions of a set (repository), a kind and a difficulty; '' matches any."""
+    def keep(q: Question) -> bool:
+        return ((not set_name or q.set_name == set_name) and (not kind or q.kind == kind)
+                and (not difficulty or q.difficulty == difficulty))
+    return label, keep
+
+
+def repo_groups() -> list[Group]:
+    groups = [_group(kind, kind=kind) for kind in KINDS]
+    groups += [_group(f"{kind} / {diff}", kind=kind, difficulty=diff)
+               for kind in KINDS for diff in DIFFICULTIES]
+    groups += [_group(f"{name} {kind}", name, kind) for name in REPOS for kind in KINDS]
+    return groups + [_group("all")]
 
 
 def fetch() -> None:
@@ -191,7 +194,7 @@ def main() -> None:
     with RagDB(VLLM_DB, use_cache=False) as rag:
         vranks, vfound = run(rag, public, mode)
     print("\nvLLM public (data/bench/rag.db)\n")
-    table(public, vranks, [(kind, lambda q, kind=kind: q.kind == kind) for kind in KINDS])
+    table(public, vranks, [_group(kind, kind=kind) for kind in KINDS])
     if args.misses:
         misses(public, vranks, vfound)
 

@@ -189,8 +189,9 @@ class Hit:
     @classmethod
     def of_row(cls, row: Sequence[Any]) -> "Hit":
         """A hit from a row of sql/search_*.sql or sql/cache_hits.sql."""
-        *head, duplicates = row
-        return cls(*head, duplicates=tuple(json.loads(duplicates)) if duplicates else ())
+        cid, path, first, last, start, end, kind, score, text, language, duplicates = row
+        return cls(cid, path, first, last, start, end, kind, score, text, language,
+                   tuple(json.loads(duplicates)) if duplicates else ())
 
     @property
     def source(self) -> MinimalSource:
@@ -306,6 +307,12 @@ class Searcher:
             made_by = get_setting(self.conn, Setting.EMBEDDER)
             if self._embedder is not None and made_by and made_by != self._embedder.identity:
                 self._embedder = None  # re-indexed with another model: embed queries with it
+
+    @property
+    def code_has_vectors(self) -> bool:
+        """Whether the index embeds code chunks (a policy with code kinds), as of now."""
+        self._refresh()
+        return self._code_vectors
 
     @property
     def loaded_embedder(self) -> str | None:

@@ -24,6 +24,7 @@ from ragdb.db import Setting, get_setting, set_setting, write_transaction
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
+from ragdb.syntax_chunking import SYNTAX_LANGUAGES
 
 # --- What represents a chunk, and which chunks get a vector ---------------------------------
 
@@ -93,7 +94,8 @@ def embedding_text(path: str, kind: str, context: str, text: str, *, head: str =
     return " | ".join(head_lines) + "\n" + body if head_lines else body
 
 
-_COMMENT = re.compile(r"^\s*(?:#(?![\[!]|include|define|if|endif|else|pragma|import)|//+!?|/\*+!?|\*(?!/)|--)\s?")
+_COMMENT = re.compile(
+    r"^\s*(?:#(?![\[!]|include|define|if|endif|else|pragma|import)|//+!?|/\*+!?|\*(?!/)|--)\s?")
 _DEF_LINE = re.compile(
     r"^\s*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+|static\s+|inline\s+|unsafe\s+"
     r"|const\s+|extern\s+|default\s+|abstract\s+)*"
@@ -102,23 +104,23 @@ _DEF_LINE = re.compile(
 )
 _C_FUNC = re.compile(r"^[A-Za-z_][\w\s\*]*\b[A-Za-z_]\w*\s*\([^;]*$")
 _LEGAL = re.compile(r"SPDX|[Cc]opyright|License|LICENSE")
-_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
+CODE_TEXTS = ("full", "sig")
 
 
-def code_summary(path: str, context: str, text: str, style: str) -> str:
-    """A short text for a code chunk: where it is, what it defines, and what its comments and
-    docstrings say, without the statements (identifiers are BM25's job).
-
-    "sig": path, context, definition lines and comment / docstring lines, in order.
+def code_summary(path: str, context: str, text: str) -> str:
+    """A code chunk's text in the "sig" style (VectorPolicy.code_text): where it is (path,
+    enclosing signatures), its definition lines and what its comments and docstrings say,
+    without the statements, in any language. Measured (README, Performance): it did not lift
+    code questions, so no default policy uses it.
     """
-    lines = [_short_path(path)] + [" ".join(l.split()) for l in context.splitlines() if l.strip()]
+    lines = [_short_path(path)] + [" ".join(c.split()) for c in context.splitlines() if c.strip()]
     in_doc = False
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
         quotes = line.count('"""') + line.count("'''")
-        if in_doc or quotes:
+        if in_doc or quotes:  # a Python docstring
             body = line.replace('"""', "").replace("'''", "").strip()
             if body:
                 lines.append(body)
@@ -179,10 +181,9 @@ class VectorPolicy:
     skip_paths: tuple[str, ...] = ("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*")
     #: The file languages whose chunks of code_chunk_kinds get a vector.
     code_languages: frozenset[str] = frozenset({"python"})
-    #: What a code chunk is embedded as (CODE_TEXTS): "full" is embedding_text's code treatment.
+    #: What a code chunk is embedded as (CODE_TEXTS): "full" is embedding_text's code
+    #: treatment, "sig" code_summary's.
     code_text: str = "full"
-    #: fnmatch patterns: code files matching one get no vectors (docs keep theirs).
-    code_skip_paths: tuple[str, ...] = ()
 
     def wants_vector(self, file_kind: str, chunk_kind: str, path: str = "") -> bool:
         # The kinds first: a no-op index run asks this of every chunk without a vector (18,000
@@ -191,7 +192,7 @@ class VectorPolicy:
             return not (path and _skip_matcher(self.skip_paths)(path))
         if not (file_kind in self.code_languages and chunk_kind in self.code_chunk_kinds):
             return False
-        return not (path and _skip_matcher(self.skip_paths + self.code_skip_paths)(path))
+        return not (path and _skip_matcher(self.skip_paths)(path))
 
     def windows(self, file_kind: str, text: str) -> list[tuple[int, str]]:
         """(window number, window text) of a chunk that get a vector under this policy."""
@@ -225,8 +226,7 @@ class VectorPolicy:
                  "min_window_chars": (self.min_window_chars, 0),
                  "skip_paths": (list(self.skip_paths), []),
                  "code_languages": (sorted(self.code_languages), ["python"]),
-                 "code_text": (self.code_text, "full"),
-                 "code_skip_paths": (list(self.code_skip_paths), [])}
+                 "code_text": (self.code_text, "full")}
         key.update({name: value for name, (value, default) in extra.items() if value != default})
         return json.dumps(key, sort_keys=True)  # dedupe changes no vector: not in the key
 
@@ -251,6 +251,16 @@ POLICIES = {
     "all": VectorPolicy(
         name="all", code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
         code_max_tokens=DEFAULT_MAX_LENGTH, **_EVERY_WINDOW,  # type: ignore[arg-type]
+    ),
+    # "docs-lean" plus one 64-token vector per code chunk of every language, embedded as its
+    # signatures and doc comments (code_summary). Measured on the repos benchmark: no better
+    # than no code vectors, at several times the index time (README, Performance).
+    "docs+code-sig": VectorPolicy(
+        name="docs+code-sig",
+        code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
+        code_languages=frozenset({"python"}) | SYNTAX_LANGUAGES, code_text="sig",
+        code_max_tokens=64, doc_max_tokens=64, max_windows=3, min_window_chars=80,
+        dedupe=True, skip_paths=("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*"),
     ),
 }
 DEFAULT_POLICY = POLICIES["docs-lean"]
@@ -422,7 +432,7 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
                 texts.append(embedding_text(str(path), str(file_kind), str(context), window,
                                             head=head))
             else:
-                texts.append(code_summary(str(path), str(context), window, policy.code_text))
+                texts.append(code_summary(str(path), str(context), window))
     if memo is None:
         vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
     else:

@@ -270,16 +270,17 @@ class RagdbService:
             warn(f"could not open the index ahead of the first request: {exc}")
 
     async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS
-                     ) -> tuple[list[Hit], int, float | None]:
-        """Hits, the index generation they came from and how complete the dense leg is."""
-        result: tuple[list[Hit], int, float | None] = await self._call(
+                     ) -> tuple[list[Hit], int, float | None, str | None]:
+        """Hits, the index generation they came from, how complete the dense leg is and what
+        the mode cannot find in this index (RagDB.mode_warning)."""
+        result: tuple[list[Hit], int, float | None, str | None] = await self._call(
             "search", worker.search, question, k, mode, filters)
         return result
 
-    async def search_many(self, questions: Sequence[str], k: int,
-                          mode: Mode) -> list[list[Hit]]:
+    async def search_many(self, questions: Sequence[str], k: int, mode: Mode,
+                          filters: Filters = NO_FILTERS) -> list[list[Hit]]:
         result: list[list[Hit]] = await self._call(
-            "search", worker.search_many, list(questions), k, mode)
+            "search", worker.search_many, list(questions), k, mode, filters)
         return result
 
     async def status(self) -> dict[str, Any]:
