@@ -8,11 +8,12 @@ pooled, then the public vLLM sets on data/bench/rag.db (built by `make bench`, e
 
 The halves never look at a question's content: within each repository's docs and code
 questions (10 each) the question ids are sorted and taken alternately (A: 1st, 3rd, ...; B:
-2nd, 4th, ...), so each half holds 5 docs and 5 code questions of every repository. Settings were chosen on half A with vLLM
-public; half B is the report.
+2nd, 4th, ...), so each half holds 5 docs and 5 code questions of every repository. Settings
+were chosen on half A with vLLM public; half B is the report.
 
-    uv run --frozen python -m benchmarks.bench_repos            # fetch, index, measure
-    uv run --frozen python -m benchmarks.bench_repos --misses   # also list each missed question
+    uv run --frozen python -m benchmarks.bench_repos              # fetch, index, measure
+    uv run --frozen python -m benchmarks.bench_repos --variants   # and each ranking rule off
+    uv run --frozen python -m benchmarks.bench_repos --misses     # and every question not at 1
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.common import BENCH_DIR, CORPUS, dataset, ensure_corpus, host_line
 from ragdb import RagDB
 from ragdb.evaluate import IOU_THRESHOLD, iou
-from ragdb.retrieve import Hit, Mode
+from ragdb.retrieve import Hit, Mode, Searcher, SearchParams
 from ragdb.schemas import RagDataset
 
 REPOS_SET = Path("../shared/datasets/repos")
@@ -94,10 +95,43 @@ def first_rank(question: Question, hits: Sequence[Hit]) -> int | None:
     return None
 
 
-def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid,
-        k: int = 10) -> tuple[list[int | None], list[list[Hit]]]:
-    found = rag.search_many([q.question for q in questions], k, mode)
+def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: int = 10,
+        params: SearchParams = SearchParams()) -> tuple[list[int | None], list[list[Hit]]]:
+    """The first matching rank of every question (None: not in the k), and the hits."""
+    searcher = Searcher(rag.conn, params, use_cache=False)
+    found = searcher.search_many([q.question for q in questions], k, mode)
     return [first_rank(q, hits) for q, hits in zip(questions, found)], found
+
+
+#: The ranking rules of issue 18, each turned off in turn (`--variants`; README, Performance).
+DEFAULTS = SearchParams()
+VARIANTS = {
+    "defaults": DEFAULTS,
+    "no path prior (prior 1)": replace(DEFAULTS, prior=1.0),
+    "no repository prior (root_prior 1)": replace(DEFAULTS, root_prior=1.0),
+    "no lift for code (w_absent 0)": replace(DEFAULTS, w_absent=0.0),
+    "lift gated by distance only": replace(DEFAULTS, gate_low=0.0, gate_high=0.0),
+    "lift gated by BM25 only": replace(DEFAULTS, gate_near=0.0, gate_far=0.0),
+    "lift always (no gate)": replace(DEFAULTS, gate_low=0.0, gate_high=0.0, gate_near=0.0,
+                                     gate_far=0.0),
+    "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0),
+}
+
+
+def variants_table(repos: RagDB, vllm: RagDB, questions: Sequence[Question],
+                   public: Sequence[Question]) -> None:
+    """One row per variant: R@1/5/10 of docs and code per half, pooled, and vLLM public."""
+    print("\n| variant | A docs | A code | B docs | B code | pooled docs | pooled code "
+          "| vLLM docs | vLLM code |\n|---|---|---|---|---|---|---|---|---|")
+    for label, params in VARIANTS.items():
+        ranks, _ = run(repos, questions, params=params)
+        vranks, _ = run(vllm, public, params=params)
+        cells = [cell([r for q, r in zip(questions, ranks)
+                       if (not half or q.half == half) and q.kind == kind])
+                 for half in ("A", "B", "") for kind in KINDS]
+        cells += [cell([r for q, r in zip(public, vranks) if q.kind == kind]) for kind in KINDS]
+        print(f"| {label} | " + " | ".join(c.replace(" ", "") for c in cells) + " |",
+              flush=True)
 
 
 def recall(ranks: Iterable[int | None], cut: int) -> float:
@@ -171,6 +205,8 @@ def main() -> None:
                         help="reuse data/bench/repos.db and data/bench/rag.db as they are")
     parser.add_argument("--misses", action="store_true", help="list every question not at rank 1")
     parser.add_argument("--mode", default="hybrid", choices=[m.value for m in Mode])
+    parser.add_argument("--variants", action="store_true",
+                        help="also each ranking rule of issue 18 turned off (hybrid)")
     args = parser.parse_args()
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(host_line())
@@ -183,20 +219,23 @@ def main() -> None:
             seconds = build(VLLM_DB, [CORPUS.parent])
             print(f"vLLM index (defaults, with vectors): {seconds:.1f} s")
     mode = Mode(args.mode)
-    questions = repo_questions()
-    with RagDB(REPOS_DB, use_cache=False) as rag:
-        ranks, found = run(rag, questions, mode)
-    print(f"\n{mode.value}, k = 10, {len(questions)} questions, one rag.db\n")
-    table(questions, ranks, repo_groups())
-    if args.misses:
-        misses(questions, ranks, found)
-    public = vllm_questions()
-    with RagDB(VLLM_DB, use_cache=False) as rag:
-        vranks, vfound = run(rag, public, mode)
-    print("\nvLLM public (data/bench/rag.db)\n")
-    table(public, vranks, [_group(kind, kind=kind) for kind in KINDS])
-    if args.misses:
-        misses(public, vranks, vfound)
+    questions, public = repo_questions(), vllm_questions()
+    with RagDB(REPOS_DB, use_cache=False) as repos, RagDB(VLLM_DB, use_cache=False) as vllm:
+        ranks, found = run(repos, questions, mode)
+        print(f"\n{mode.value}, k = 10, {len(questions)} questions, one rag.db "
+              f"({', '.join(r.path for r in repos.roots())})\n")
+        table(questions, ranks, repo_groups())
+        vranks, vfound = run(vllm, public, mode)
+        print(f"\nvLLM public ({VLLM_DB}), {mode.value}, k = 10\n")
+        print("| set | n | R@1/5/10 |\n|---|---|---|")
+        for kind in KINDS:
+            picked = [r for q, r in zip(public, vranks) if q.kind == kind]
+            print(f"| {kind} | {len(picked)} | {cell(picked)} |")
+        if args.misses:
+            misses(questions, ranks, found)
+            misses(public, vranks, vfound)
+        if args.variants:
+            variants_table(repos, vllm, questions, public)
 
 
 if __name__ == "__main__":
