@@ -6,7 +6,7 @@ CORPUS_TGZ ?= ../shared/corpus/vllm-0.10.1.tar.gz
 CORPUS := data/raw/vllm-0.10.1
 Q ?= How do I serve several LoRA adapters at once?
 
-.PHONY: install run debug clean fclean lint test bench bench-answer index corpus
+.PHONY: install run debug clean fclean lint test bench bench-answer bench-repos index corpus
 
 install:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -37,6 +37,9 @@ test:
 
 bench: corpus
 	$(RUN) python -m benchmarks.bench
+
+bench-repos: corpus
+	$(RUN) python -m benchmarks.bench_repos --variants
 
 bench-answer: corpus
 	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick

@@ -261,6 +261,17 @@ PathOption = typer.Option(
 LangOption = typer.Option(
     None, "--lang", help="Only files in this language, e.g. go, rust, python (repeatable)."
 )
+ExcludeOption = typer.Option(
+    None, "--exclude",
+    help="Leave out files whose path matches this GLOB, whole or after a '/' (repeatable).",
+)
+
+
+def _mode_warning(rag: "RagDB", mode: Mode) -> None:
+    """On stderr, what this mode cannot find in this index (dense search without code vectors)."""
+    warning = rag.mode_warning(mode)
+    if warning:
+        _err(f"warning: {warning}")
 
 
 @app.command("search")
@@ -270,6 +281,7 @@ def search_command(
     mode: Mode = ModeOption,
     path: Optional[list[str]] = PathOption,
     lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
     as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
     with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
     db: Optional[Path] = DbOption,
@@ -279,7 +291,8 @@ def search_command(
 
     check_k(k)
     rag = _rag(db)
-    hits = rag.search(question, k, mode, Filters.of(path, lang))
+    hits = rag.search(question, k, mode, Filters.of(path, lang, exclude))
+    _mode_warning(rag, mode)
     coverage = rag.dense_coverage() if mode is not Mode.lexical else None
     if coverage is not None and coverage < 1:  # stderr: --json output stays one document
         if rag.index_running():
@@ -296,6 +309,11 @@ def search_command(
         return
     for rank, hit in enumerate(hits, 1):
         typer.echo(f"{rank:2}. {_shown(hit.file_path)} [{hit.first}:{hit.last}]  {hit.preview}")
+        if hit.duplicates:
+            typer.echo(f"    also in {len(hit.duplicates)} identical "
+                       f"file{'s' if len(hit.duplicates) > 1 else ''}: "
+                       + ", ".join(_shown(p) for p in hit.duplicates[:3])
+                       + (", ..." if len(hit.duplicates) > 3 else ""))
 
 
 def _source(hit: Any, with_text: bool) -> dict[str, Any]:
@@ -309,6 +327,7 @@ def _source(hit: Any, with_text: bool) -> dict[str, Any]:
         "language": hit.language,
         "kind": hit.kind,
         "score": hit.score,
+        "duplicates": list(hit.duplicates),
     }
     if with_text:
         out["text"] = hit.text
@@ -334,16 +353,22 @@ def _search_dataset(
         help="Where D/<dataset file name> is written.",
     ),
     mode: Mode = ModeOption,
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Search every question of a dataset and save the results in the assignment's format."""
     from ragdb.schemas import RagDataset
+    from ragdb.retrieve import Filters
 
     check_k(k, high=evaluation.MAX_K)
+    filters = Filters.of(path, lang, exclude)
     dataset = load_json(dataset_path, RagDataset, "dataset")
     rag = _rag(db)
     started = time.perf_counter()
-    results = rag.search_dataset(dataset, k, mode)
+    results = rag.search_dataset(dataset, k, mode, filters)
+    _mode_warning(rag, mode)
     out = save_directory / dataset_path.name
     check_writable(out)
     write_json_atomic(out, results)
@@ -408,6 +433,7 @@ def answer_command(
     mode: Mode = ModeOption,
     path: Optional[list[str]] = PathOption,
     lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
     model: Optional[str] = ModelOption,
     style: Style = StyleOption,
     save_directory: Path = typer.Option(
@@ -425,12 +451,16 @@ def answer_command(
     out = save_directory / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
-    answer = _rag(db, model).answer(
+    filters = Filters.of(path, lang, exclude)
+    rag = _rag(db, model)
+    answer = rag.answer(
         question, k, mode,
         on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
         style=style,
-        filters=Filters.of(path, lang),
+        filters=filters,
     )
+    if k:
+        _mode_warning(rag, mode)
     if not answer.hits:
         typer.echo(answer.text)
     else:

@@ -322,16 +322,28 @@ class RagDB:
         return self.searcher.search_many(questions, k, mode, filters)
 
     def search_dataset(self, dataset: RagDataset, k: int = 10,
-                       mode: Mode | str = Mode.hybrid) -> StudentSearchResults:
+                       mode: Mode | str = Mode.hybrid,
+                       filters: Filters = NO_FILTERS) -> StudentSearchResults:
         """Every question of a dataset, in the assignment's results format."""
         check_k(k, high=DATASET_MAX_K)
         questions = dataset.rag_questions
-        found = self.search_many(check_dataset_questions(questions), k, mode)
+        found = self.search_many(check_dataset_questions(questions), k, mode, filters)
         return search_results(questions, found, k)
 
     def index_running(self) -> bool:
         """Whether an index run (any process, any door) is working on this rag.db now."""
         return index_running(self.path)
+
+    def mode_warning(self, mode: Mode | str) -> str | None:
+        """What a search in this mode cannot find here, in one line; None when nothing is
+        missing. Dense search on an index whose code has no vectors (the default policy
+        embeds docs only) returns docs alone."""
+        if _mode(mode) is not Mode.dense or not has_vectors(self.conn):
+            return None
+        if self.searcher.code_has_vectors:
+            return None
+        return ("code has no vectors in this index (only docs are embedded): --mode dense "
+                "searches the docs alone; use hybrid or lexical to find code")
 
     def dense_coverage(self) -> float | None:
         """How complete the dense leg is (1.0 once every wanted chunk has its vector; less

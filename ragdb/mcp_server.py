@@ -51,6 +51,8 @@ class Source(BaseModel):
     kind: str
     score: float
     text: str
+    duplicates: list[str] = Field(default_factory=list,
+                                  description="other files with the same bytes as this one")
 
 
 class SearchResult(BaseModel):
@@ -59,6 +61,8 @@ class SearchResult(BaseModel):
     mode: str
     generation: int
     sources: list[Source]
+    warnings: list[str] = Field(default_factory=list,
+                                description="what this mode cannot find in this index")
 
 
 class AnswerResult(BaseModel):
@@ -106,7 +110,8 @@ class IndexRunResult(BaseModel):
 def _sources(hits: list[Hit]) -> list[Source]:
     return [Source(rank=n, file_path=h.file_path, start_line=h.start_line, end_line=h.end_line,
                    first_character_index=h.first, last_character_index=h.last,
-                   language=h.language, kind=h.kind, score=h.score, text=h.text)
+                   language=h.language, kind=h.kind, score=h.score, text=h.text,
+                   duplicates=list(h.duplicates))
             for n, h in enumerate(hits, 1)]
 
 
@@ -166,26 +171,31 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
 
     @server.tool()
     def search(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
-               mode: str = "hybrid") -> Annotated[CallToolResult, SearchResult]:
+               mode: str = "hybrid",
+               exclude: FilterArg = None) -> Annotated[CallToolResult, SearchResult]:
         """The k places in the indexed code and docs most relevant to a query.
 
         path: GLOB pattern(s) on file paths (e.g. "*.go", "src/*"); lang: language(s), e.g.
-        "python", "go", "rust", "typescript", "markdown"; mode: hybrid, lexical or dense.
+        "python", "go", "rust", "typescript", "markdown"; exclude: GLOB pattern(s) of files
+        to leave out (e.g. "tests/*"); mode: hybrid, lexical or dense.
         """
         k = _k(k)
 
         def run() -> SearchResult:
-            hits = rag.search(query, k, mode, Filters.of(path, lang))
+            hits = rag.search(query, k, mode, Filters.of(path, lang, exclude))
+            warning = rag.mode_warning(mode)
             return SearchResult(query=query, k=k, mode=Mode(mode).value,
-                                generation=rag.generation, sources=_sources(hits))
+                                generation=rag.generation, sources=_sources(hits),
+                                warnings=[warning] if warning else [])
 
         result: SearchResult = call(run)
-        return _result(result, _sources_text(result.sources))
+        text = _sources_text(result.sources)
+        return _result(result, "".join(f"warning: {w}\n\n" for w in result.warnings) + text)
 
     @server.tool()
     def answer(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
-               mode: str = "hybrid",
-               style: str = "auto") -> Annotated[CallToolResult, AnswerResult]:
+               mode: str = "hybrid", style: str = "auto",
+               exclude: FilterArg = None) -> Annotated[CallToolResult, AnswerResult]:
         """Answer a question from the k most relevant sources, citing them as [n]: passages
         of the sources (style extractive, the default where only the small offline model
         exists) or written by the local model (generate). Same filters as search."""
@@ -197,7 +207,8 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
             except ValueError:
                 raise RagdbError(f"style must be one of auto, extractive, generate, "
                                  f"got {style!r}") from None
-            found = rag.answer(query, k, mode, filters=Filters.of(path, lang), style=chosen)
+            found = rag.answer(query, k, mode, filters=Filters.of(path, lang, exclude),
+                               style=chosen)
             return AnswerResult(query=query, answer=found.text, cited=list(found.cited),
                                 model=found.model, style=found.style,
                                 sources=_sources(found.hits))

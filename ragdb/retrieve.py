@@ -27,7 +27,7 @@ from ragdb.resources import sql
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import analyse_terms, fts_query, query_terms
-from ragdb.vectors import has_vectors, to_int8
+from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
 MAX_K = 100
 
@@ -36,6 +36,15 @@ class Mode(str, Enum):
     lexical = "lexical"
     dense = "dense"
     hybrid = "hybrid"
+
+
+#: Paths (lower-cased, GLOB) that answer few questions about how the code behaves: tests,
+#: examples and release histories (SearchParams.prior). Measured: README, Performance.
+PRIOR_PATHS = (
+    "*/tests/*", "*/test/*", "*/__tests__/*", "*/test_*.py", "*_test.py", "*_test.go",
+    "*.test.*", "*.spec.*", "*/conftest.py", "*/examples/*", "*/example/*",
+    "*/changelog*", "*/changes.*", "*/changes", "*/history.*", "*/news.*", "*/news",
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,25 @@ class SearchParams:
     max_distance: float = 0.6
     # Dense weight for a question with no identifier, path, flag or backticks (None: w_dense).
     w_dense_plain: float | None = None
+    # A leg with no vectors for a kind cannot outvote the other leg on it: a chunk of a kind
+    # the index does not embed (code, by default) gets w_absent on its lexical rank in place of
+    # the dense term it cannot have, times the code gate (0 to 1; sql/search_hybrid.sql): the
+    # product of the nearest window's distance going from gate_near to gate_far and of the best
+    # code chunk's BM25 over the best doc chunk's going from gate_low to gate_high.
+    w_absent: float = 0.8
+    gate_near: float = 0.25
+    gate_far: float = 0.45
+    gate_low: float = 0.8
+    gate_high: float = 1.2
+    # Implementation first: chunks of files whose lower-cased path GLOBs one of prior_paths
+    # have their score multiplied by `prior`. Tests, examples and changelogs repeat the code's
+    # identifiers everywhere yet rarely answer how it behaves.
+    prior_paths: tuple[str, ...] = PRIOR_PATHS
+    prior: float = 0.3
+    # Several repositories in one index: when a question names a project (a root's folder
+    # name, or a first-level folder of a root that holds only folders), chunks outside the
+    # named projects have their score multiplied by this.
+    root_prior: float = 0.5
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters, with w_dense_plain as w_dense when the question is plain words."""
@@ -65,12 +93,19 @@ class SearchParams:
             return self
         return replace(self, w_dense=self.w_dense_plain, w_dense_plain=None)
 
-    def as_sql(self) -> dict[str, float | int | None]:
+    def as_sql(self) -> dict[str, float | int | str | None]:
         return {
             "w_path": self.w_path, "w_context": self.w_context, "w_body": self.w_body,
             "depth": self.depth, "c": float(self.rrf_c), "w_lex": float(self.w_lex),
             "w_dense": float(self.w_dense), "knn_depth": self.depth * self.windows_per_chunk,
-            "max_distance": float(self.max_distance),
+            "max_distance": float(self.max_distance), "w_absent": float(self.w_absent),
+            "gate_near": float(self.gate_near), "gate_far": float(self.gate_far),
+            "gate_low": float(self.gate_low), "gate_high": float(self.gate_high),
+            "prior_paths": (json.dumps(list(self.prior_paths))
+                            if self.prior_paths and self.prior != 1.0 else None),
+            "prior": float(self.prior), "root_prior": float(self.root_prior),
+            # Set per index and per question by Searcher._run: off when run as is.
+            "dense_kinds": None, "named_roots": None,
             **({"w_dense_plain": float(self.w_dense_plain)}
                if self.w_dense_plain is not None else {}),
         }
@@ -94,14 +129,17 @@ def names_code(question: str) -> bool:
 @dataclass(frozen=True)
 class Filters:
     """Which files a search may return: path GLOBs and languages (files.kind), each OR-ed
-    within its sort and AND-ed together; empty means everything. Applied inside the SQL."""
+    within its sort and AND-ed together, minus files matching an exclude GLOB; empty means
+    everything. Applied inside the SQL."""
 
     paths: tuple[str, ...] = ()
     langs: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, paths: Sequence[str] | str | None = None,
-           langs: Sequence[str] | str | None = None) -> "Filters":
+           langs: Sequence[str] | str | None = None,
+           excludes: Sequence[str] | str | None = None) -> "Filters":
         """Filters from user input: one string or a list of them; blanks are dropped."""
         def clean(values: Sequence[str] | str | None, lower: bool) -> tuple[str, ...]:
             if values is None:
@@ -118,17 +156,18 @@ class Filters:
                 if value:
                     out.append(value.lower() if lower else value)
             return tuple(sorted(set(out)))
-        return cls(clean(paths, False), clean(langs, True))
+        return cls(clean(paths, False), clean(langs, True), clean(excludes, False))
 
     @property
     def active(self) -> bool:
-        return bool(self.paths or self.langs)
+        return bool(self.paths or self.langs or self.excludes)
 
     def as_sql(self) -> dict[str, Any]:
         return {
             "filtered": int(self.active),
             "paths": json.dumps(list(self.paths)) if self.paths else None,
             "langs": json.dumps(list(self.langs)) if self.langs else None,
+            "excludes": json.dumps(list(self.excludes)) if self.excludes else None,
         }
 
 
@@ -147,6 +186,15 @@ class Hit:
     score: float
     text: str
     language: str = ""  # the file's language (files.kind)
+    #: Other files with the same bytes (sha256): they share this hit's result slot.
+    duplicates: tuple[str, ...] = ()
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> "Hit":
+        """A hit from a row of sql/search_*.sql or sql/cache_hits.sql."""
+        cid, path, first, last, start, end, kind, score, text, language, duplicates = row
+        return cls(cid, path, first, last, start, end, kind, score, text, language,
+                   tuple(json.loads(duplicates)) if duplicates else ())
 
     @property
     def source(self) -> MinimalSource:
@@ -180,6 +228,7 @@ def source_json(rank: int, hit: Hit, url: str | None = None) -> dict[str, Any]:
         "score": hit.score,
         "preview": hit.preview,
         "url": url,
+        "duplicates": list(hit.duplicates),
     }
 
 
@@ -292,6 +341,9 @@ class Searcher:
         self._state = (-1, -1)  # (generation, vectors version) _has_vectors was read at
         self._vectors_version = 0
         self._made_by: str | None = None  # identity of the model that made the vectors
+        self._projects: list[tuple[str, str]] = []  # (folder name, stored path prefix)
+        self._dense_kinds: str | None = None  # JSON: the file kinds the index embeds
+        self._code_vectors = False
         self._embedder: Embedder | None = None
         self._loaded_for: str | None = None  # _made_by when the embedder was loaded
         self._mismatch = False  # the loaded embedder is not the one that made the vectors
@@ -307,14 +359,25 @@ class Searcher:
         if current != self._generation:
             rows = self.conn.execute(sql("common_terms")).fetchall()
             self._common = frozenset(str(row[0]) for row in rows)
+            self._projects = [(str(name).lower(), str(path))
+                              for name, path in self.conn.execute(sql("search_projects"))]
             self._generation = current
         if (current, version) != self._state:
             self._has_vectors = has_vectors(self.conn)
+            kinds = vector_kinds(self.conn) if self._has_vectors else None
+            self._dense_kinds = json.dumps(sorted(kinds)) if kinds is not None else None
+            self._code_vectors = self._has_vectors and (kinds is None or bool(kinds - DOC_KINDS))
             self._state = (current, version)
         self._vectors_version = version
         self._made_by = get_setting(self.conn, Setting.EMBEDDER)
         if self._embedder is not None and self._made_by != self._loaded_for:
             self._embedder = None  # another model made the vectors now: embed queries with it
+
+    @property
+    def code_has_vectors(self) -> bool:
+        """Whether the index embeds code chunks (a policy with code kinds), as of now."""
+        self._refresh()
+        return self._code_vectors
 
     @property
     def loaded_embedder(self) -> str | None:
@@ -409,37 +472,29 @@ class Searcher:
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> list[Hit]:
         match = fts_query(self.informative_terms(question)) if mode is not Mode.dense else ""
+        params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
+                                  **filters.as_sql(), "k": k, "match": match,
+                                  "query_vector": vector, "dense_kinds": self._dense_kinds,
+                                  "named_roots": self._named_roots(question)}
         if vector is None:  # lexical, or hybrid on an index without vectors
-            return self._lexical(match, k, filters) if match else []
+            return self._rows("search_lexical", params) if match else []
         if mode is Mode.dense or not match:
-            rows = self.conn.execute(sql("search_dense"), {
-                "query_vector": vector, "k": k,
-                "knn_depth": max(k, self.params.depth) * self.params.windows_per_chunk,
-                "max_distance": self.params.max_distance, **filters.as_sql(),
-            })
-        else:
-            params = self.params.for_question(question).as_sql()
-            params.pop("w_dense_plain", None)
-            rows = self.conn.execute(
-                sql("search_hybrid"),
-                {"match": match, "query_vector": vector, "k": k, **params,
-                 **filters.as_sql()},
-            )
-        return [Hit(*row) for row in rows]
+            params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
+            return self._rows("search_dense", params)
+        return self._rows("search_hybrid", params)
 
-    def _lexical(self, match: str, k: int, filters: Filters = NO_FILTERS) -> list[Hit]:
-        rows = self.conn.execute(
-            sql("search_lexical"),
-            {
-                "match": match,
-                "k": k,
-                "w_path": self.params.w_path,
-                "w_context": self.params.w_context,
-                "w_body": self.params.w_body,
-                **filters.as_sql(),
-            },
-        )
-        return [Hit(*row) for row in rows]
+    def _named_roots(self, question: str) -> str | None:
+        """The projects (see SearchParams.root_prior) the question names, as JSON; None if none
+        or if the prior is off."""
+        if self.params.root_prior == 1.0 or not self._projects:
+            return None
+        text = question.lower()
+        named = sorted(path for name, path in self._projects
+                       if name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text))
+        return json.dumps(named) if named else None
+
+    def _rows(self, statement: str, params: dict[str, Any]) -> list[Hit]:
+        return [Hit.of_row(row) for row in self.conn.execute(sql(statement), params)]
 
     # -- the query cache ---------------------------------------------------------------------
 
@@ -451,7 +506,7 @@ class Searcher:
         ranking parameter, and for the dense leg which model made the vectors and which
         commit of them this is (an index run commits them batch by batch)."""
         key: list[Any] = [question, k, mode.value, asdict(self.params),
-                          [list(filters.paths), list(filters.langs)]]
+                          [list(filters.paths), list(filters.langs), list(filters.excludes)]]
         if mode is not Mode.lexical:
             key += [self._made_by, self._vectors_version, self._has_vectors]
         blob = json.dumps(key, sort_keys=True)
@@ -463,7 +518,8 @@ class Searcher:
         ).fetchall()
         if not rows:
             return None
-        return [Hit(*row) for row in self.conn.execute(sql("cache_hits"), {"hits": rows[0][0]})]
+        return [Hit.of_row(row)
+                for row in self.conn.execute(sql("cache_hits"), {"hits": rows[0][0]})]
 
     def _remember(self, key: str, hits: list[Hit]) -> None:
         payload = json.dumps([[h.chunk_id, h.score] for h in hits])

@@ -29,6 +29,7 @@ from ragdb.db import (
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
+from ragdb.syntax_chunking import SYNTAX_LANGUAGES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made: a no-op index run needs none
     import numpy as np
@@ -101,12 +102,59 @@ def embedding_text(path: str, kind: str, context: str, text: str, *, head: str =
     return " | ".join(head_lines) + "\n" + body if head_lines else body
 
 
+_COMMENT = re.compile(
+    r"^\s*(?:#(?![\[!]|include|define|if|endif|else|pragma|import)|//+!?|/\*+!?|\*(?!/)|--)\s?")
+_DEF_LINE = re.compile(
+    r"^\s*(?:export\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+|static\s+|inline\s+|unsafe\s+"
+    r"|const\s+|extern\s+|default\s+|abstract\s+)*"
+    r"(?:def|class|fn|function|struct|enum|trait|impl|interface|type|union|macro_rules!|"
+    r"#define|func|module|namespace)\b"
+)
+_C_FUNC = re.compile(r"^[A-Za-z_][\w\s\*]*\b[A-Za-z_]\w*\s*\([^;]*$")
+_LEGAL = re.compile(r"SPDX|[Cc]opyright|License|LICENSE")
+CODE_TEXTS = ("full", "sig")
+
+
+def code_summary(path: str, context: str, text: str) -> str:
+    """A code chunk's text in the "sig" style (VectorPolicy.code_text): where it is (path,
+    enclosing signatures), its definition lines and what its comments and docstrings say,
+    without the statements, in any language. Measured (README, Performance): it did not lift
+    code questions, so no default policy uses it.
+    """
+    lines = [_short_path(path)] + [" ".join(c.split()) for c in context.splitlines() if c.strip()]
+    in_doc = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        quotes = line.count('"""') + line.count("'''")
+        if in_doc or quotes:  # a Python docstring
+            body = line.replace('"""', "").replace("'''", "").strip()
+            if body:
+                lines.append(body)
+            if quotes % 2:
+                in_doc = not in_doc
+            continue
+        comment = _COMMENT.match(raw)
+        if comment:
+            body = raw[comment.end():].strip().rstrip("*/").strip()
+            if body and not _SKIP_LINE.search(body) and not _LEGAL.search(body):
+                lines.append(body)
+        elif _DEF_LINE.match(raw) or (not raw[:1].isspace() and _C_FUNC.match(raw)):
+            lines.append(" ".join(line.split()))
+    return "\n".join(dict.fromkeys(lines))
+
+
 @lru_cache(maxsize=8)
 def _skip_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
     """One regex for the fnmatch patterns (fnmatchcase semantics: case matters)."""
     if not patterns:
         return lambda path: None
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
+#: The file kinds the default policies embed as prose.
+DOC_KINDS = frozenset({"markdown", "rst", "text"})
 
 
 @dataclass(frozen=True)
@@ -122,7 +170,7 @@ class VectorPolicy:
     """
 
     name: str = "docs-lean"
-    doc_kinds: frozenset[str] = frozenset({"markdown", "rst", "text"})
+    doc_kinds: frozenset[str] = DOC_KINDS
     code_chunk_kinds: frozenset[str] = frozenset()
     doc_max_tokens: int = 64
     code_max_tokens: int = 64
@@ -139,12 +187,18 @@ class VectorPolicy:
     dedupe: bool = True
     #: fnmatch patterns on the file path (as stored): files matching one get no vectors.
     skip_paths: tuple[str, ...] = ("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*")
+    #: The file languages whose chunks of code_chunk_kinds get a vector.
+    code_languages: frozenset[str] = frozenset({"python"})
+    #: What a code chunk is embedded as (CODE_TEXTS): "full" is embedding_text's code
+    #: treatment, "sig" code_summary's.
+    code_text: str = "full"
 
     def wants_vector(self, file_kind: str, chunk_kind: str, path: str = "") -> bool:
         # The kinds first: a no-op index run asks this of every chunk without a vector (18,000
         # on vLLM, most of them code), and the path patterns cost ten times more.
-        if not (file_kind in self.doc_kinds
-                or (file_kind == "python" and chunk_kind in self.code_chunk_kinds)):
+        if file_kind in self.doc_kinds:
+            return not (path and _skip_matcher(self.skip_paths)(path))
+        if not (file_kind in self.code_languages and chunk_kind in self.code_chunk_kinds):
             return False
         return not (path and _skip_matcher(self.skip_paths)(path))
 
@@ -178,7 +232,9 @@ class VectorPolicy:
         # Knobs added later enter the key only when set, so existing indexes keep their key.
         extra = {"doc_head": (self.doc_head, "full"), "max_windows": (self.max_windows, 0),
                  "min_window_chars": (self.min_window_chars, 0),
-                 "skip_paths": (list(self.skip_paths), [])}
+                 "skip_paths": (list(self.skip_paths), []),
+                 "code_languages": (sorted(self.code_languages), ["python"]),
+                 "code_text": (self.code_text, "full")}
         key.update({name: value for name, (value, default) in extra.items() if value != default})
         return json.dumps(key, sort_keys=True)  # dedupe changes no vector: not in the key
 
@@ -203,6 +259,16 @@ POLICIES = {
     "all": VectorPolicy(
         name="all", code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
         code_max_tokens=DEFAULT_MAX_LENGTH, **_EVERY_WINDOW,  # type: ignore[arg-type]
+    ),
+    # "docs-lean" plus one 64-token vector per code chunk of every language, embedded as its
+    # signatures and doc comments (code_summary). Measured on the repos benchmark: no better
+    # than no code vectors, at several times the index time (README, Performance).
+    "docs+code-sig": VectorPolicy(
+        name="docs+code-sig",
+        code_chunk_kinds=frozenset({"module", "function", "class", "statements"}),
+        code_languages=frozenset({"python"}) | SYNTAX_LANGUAGES, code_text="sig",
+        code_max_tokens=64, doc_max_tokens=64, max_windows=3, min_window_chars=80,
+        dedupe=True, skip_paths=("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*"),
     ),
 }
 DEFAULT_POLICY = POLICIES["docs-lean"]
@@ -242,6 +308,21 @@ def vector_count(conn: apsw.Connection) -> int:
 
 def has_vectors(conn: apsw.Connection) -> bool:
     return bool(conn.execute(sql("vectors_any")).fetchall())
+
+
+def vector_kinds(conn: apsw.Connection) -> frozenset[str] | None:
+    """The file kinds (languages) whose chunks the index's vector policy embeds, read from the
+    policy key stored with the vectors; None when that key is missing or unreadable."""
+    try:
+        key = json.loads(get_setting(conn, Setting.EMBED_POLICY) or "")
+    except ValueError:
+        return None
+    if not isinstance(key, dict) or not isinstance(key.get("docs"), list):
+        return None
+    kinds = set(map(str, key["docs"]))
+    if key.get("code"):
+        kinds.update(map(str, key.get("code_languages", ["python"])))
+    return frozenset(kinds)
 
 
 @dataclass
@@ -366,11 +447,15 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
     texts: list[str] = []
     rows = conn.execute(sql("vectors_chunks"), {"ids": json.dumps(chunk_ids)}).fetchall()
     for chunk_id, path, file_kind, _chunk_kind, context, text in rows:
-        head = policy.doc_head if str(file_kind) in policy.doc_kinds else "full"
+        is_doc = str(file_kind) in policy.doc_kinds
+        head = policy.doc_head if is_doc else "full"
         for number, window in policy.windows(str(file_kind), str(text)):
             keys.append((cast(int, chunk_id), number))
-            texts.append(embedding_text(str(path), str(file_kind), str(context), window,
-                                        head=head))
+            if is_doc or policy.code_text == "full":
+                texts.append(embedding_text(str(path), str(file_kind), str(context), window,
+                                            head=head))
+            else:
+                texts.append(code_summary(str(path), str(context), window))
     if memo is None:
         vectors = to_int8(embedder.embed(texts, max_length=max_tokens, batch_size=batch_size))
     else:

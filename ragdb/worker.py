@@ -111,17 +111,19 @@ def warm_up() -> None:
 
 
 def search(question: str, k: int, mode: Mode,
-           filters: Filters = NO_FILTERS) -> tuple[list[Hit], int, float | None]:
-    def run() -> tuple[list[Hit], int, float | None]:
+           filters: Filters = NO_FILTERS) -> tuple[list[Hit], int, float | None, str | None]:
+    """Hits, the generation, the dense leg's coverage and what the mode cannot find here."""
+    def run() -> tuple[list[Hit], int, float | None, str | None]:
         rag = _rag()
         hits = rag.search(question, k, mode, filters)
-        return hits, rag.generation, rag.dense_coverage()
-    result: tuple[list[Hit], int, float | None] = _busy(run)
+        return hits, rag.generation, rag.dense_coverage(), rag.mode_warning(mode)
+    result: tuple[list[Hit], int, float | None, str | None] = _busy(run)
     return result
 
 
-def search_many(questions: list[str], k: int, mode: Mode) -> list[list[Hit]]:
-    result: list[list[Hit]] = _busy(lambda: _rag().search_many(questions, k, mode))
+def search_many(questions: list[str], k: int, mode: Mode,
+                filters: Filters = NO_FILTERS) -> list[list[Hit]]:
+    result: list[list[Hit]] = _busy(lambda: _rag().search_many(questions, k, mode, filters))
     return result
 
 

@@ -1,22 +1,48 @@
 -- Hybrid search: weighted Reciprocal Rank Fusion of BM25 (FTS5) and vector KNN (sqlite-vec).
 --
---   score(chunk) = :w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)) * priors
 --
--- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows) with row_number(); the legs are joined on chunk id,
--- and a chunk missing from one leg gets nothing from it. Ranks, not ids or raw scores, are
--- fused: BM25 and cosine distance are on unrelated scales.
+-- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows) with
+-- row_number(); the legs are joined on chunk id, and a chunk missing from one leg gets nothing
+-- from it. Ranks, not ids or raw scores, are fused: BM25 and cosine distance are on unrelated
+-- scales.
 --
--- Filters (:filtered = 1): :paths, a JSON array of GLOB patterns matched against the stored path
--- or any tail of it after a '/', and :langs, a JSON array of languages (files.kind); NULL means
--- no filter of that sort. Both legs apply them inside their search: the lexical leg keeps only
+-- A leg with no vectors for a kind cannot outvote the other leg on it. A chunk of a file kind
+-- outside :dense_kinds (a JSON array of the kinds this index embeds, docs by default; NULL:
+-- unknown, the rule is off) can never be in the dense leg, so in place of the dense term it
+-- cannot have it gets :w_absent / (:c + rank_lex), scaled by how much the question looks like
+-- one about code (the code gate, 0 to 1): the product of
+--   * the nearest window's distance, from 0 at :gate_near to 1 at :gate_far (docs that match
+--     the question closely earn their dense lift), and
+--   * the best code chunk's BM25 over the best doc chunk's, from 0 at :gate_low to 1 at
+--     :gate_high (BM25 scores of one query are comparable; their ranks hide the margin).
+-- A range whose ends are equal or reversed counts 1 throughout.
+--
+-- Filters (:filtered = 1): :paths and :excludes, JSON arrays of GLOB patterns matched against
+-- the stored path or any tail of it after a '/' (a file must match a :paths pattern if any,
+-- and no :excludes one), and :langs, a JSON array of languages (files.kind); NULL means no
+-- filter of that sort. Both legs apply them inside their search: the lexical leg keeps only
 -- allowed chunks among its matches before ranking, the dense leg's KNN runs over the allowed
 -- chunks' windows only (sqlite-vec's IN constraint on the chunk_id metadata column).
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path GLOB and --lang NAME
+--
+-- Priors (multiply the fused score):
+--   * implementation first: a file whose lower-cased path GLOBs one of :prior_paths (a JSON
+--     array: tests, examples, changelogs; NULL: none) gets :prior;
+--   * the repository named: when the question names projects (:named_roots, a JSON array of
+--     stored path prefixes; NULL: none named), a file under none of them gets :root_prior.
+--
+-- Identical files share one slot: of the chunks with the same file sha256 and the same range,
+-- only the best ranked is kept, and `duplicates` lists the other files with those bytes (a
+-- JSON array of paths, NULL when there are none).
+WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE :filtered = 1
       AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
       AND (:paths IS NULL OR EXISTS (
               SELECT 1 FROM json_each(:paths) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+      AND (:excludes IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(:excludes) AS p
               WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
 ),
 allowed AS MATERIALIZED (
@@ -31,10 +57,14 @@ bm25_hits AS MATERIALIZED (
     ORDER BY score
     LIMIT :depth
 ),
-lexical AS (
-    SELECT chunk_id,
-           row_number() OVER (ORDER BY score, chunk_id) AS rank
-    FROM bm25_hits
+lexical AS MATERIALIZED (
+    SELECT h.chunk_id, h.score,
+           row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
+           :dense_kinds IS NOT NULL
+             AND f.kind NOT IN (SELECT value FROM json_each(:dense_kinds)) AS unembedded
+    FROM bm25_hits AS h
+    JOIN chunks AS c ON c.id = h.chunk_id
+    JOIN files AS f ON f.id = c.file_id
 ),
 knn AS MATERIALIZED (                  -- unfiltered, or only the allowed chunks' windows
     SELECT chunk_id, distance
@@ -50,8 +80,8 @@ knn AS MATERIALIZED (                  -- unfiltered, or only the allowed chunks
       AND chunk_id IN (SELECT id FROM allowed)
       AND :filtered = 1
 ),
-dense AS (                              -- a chunk ranks by its best window
-    SELECT chunk_id,
+dense AS MATERIALIZED (                 -- a chunk ranks by its best window
+    SELECT chunk_id, min(distance) AS distance,
            row_number() OVER (ORDER BY min(distance), chunk_id) AS rank
     FROM knn
     WHERE distance <= :max_distance     -- farther than this is noise, not a match
@@ -59,17 +89,63 @@ dense AS (                              -- a chunk ranks by its best window
     ORDER BY rank
     LIMIT :depth
 ),
-fused AS (
+gate AS (                               -- 0 to 1: how much the question looks like one on code
+    SELECT CASE WHEN :gate_far <= :gate_near THEN 1.0
+                ELSE max(0.0, min(1.0, (coalesce((SELECT min(distance) FROM dense),
+                                                 :max_distance) - :gate_near)
+                                       / (:gate_far - :gate_near))) END
+           * CASE WHEN :gate_high <= :gate_low THEN 1.0
+                  WHEN best.code IS NULL THEN 0.0
+                  WHEN best.docs IS NULL THEN 1.0
+                  ELSE max(0.0, min(1.0, (best.code / best.docs - :gate_low)
+                                         / (:gate_high - :gate_low))) END AS code
+    FROM (SELECT min(CASE WHEN unembedded THEN score END) AS code,   -- bm25: lower is better
+                 min(CASE WHEN NOT unembedded THEN score END) AS docs
+          FROM lexical) AS best
+),
+joined AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,
            coalesce(:w_lex / (:c + lexical.rank), 0.0)
-             + coalesce(:w_dense / (:c + dense.rank), 0.0) AS score
+             + CASE WHEN dense.rank IS NOT NULL THEN :w_dense / (:c + dense.rank)
+                    WHEN lexical.unembedded
+                    THEN :w_absent / (:c + lexical.rank) * (SELECT code FROM gate)
+                    ELSE 0.0 END AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
+),
+scored AS (
+    SELECT j.chunk_id,
+           j.score
+           * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
+                       SELECT 1 FROM json_each(:prior_paths) AS p
+                       WHERE lower(f.path) GLOB p.value)
+                  THEN :prior ELSE 1.0 END
+           * CASE WHEN :named_roots IS NOT NULL AND NOT EXISTS (
+                       SELECT 1 FROM json_each(:named_roots) AS r
+                       WHERE substr(f.path, 1, length(r.value) + 1) = r.value || '/')
+                  THEN :root_prior ELSE 1.0 END AS score,
+           CASE WHEN f.sha256 = '' THEN 'chunk ' || c.id      -- rows written without a hash
+                ELSE f.sha256 || ' ' || c.first_char || ' ' || c.last_char END AS copy_of
+    FROM joined AS j
+    JOIN chunks AS c ON c.id = j.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+),
+fused AS (                              -- one slot per distinct text range
+    SELECT chunk_id, score
+    FROM (SELECT chunk_id, score,
+                 row_number() OVER (PARTITION BY copy_of ORDER BY score DESC, chunk_id) AS nth
+          FROM scored)
+    WHERE nth = 1
     ORDER BY score DESC, chunk_id
     LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
-       fused.score, c.text, f.kind AS language
+       fused.score, c.text, f.kind AS language,
+       CASE WHEN f.sha256 = '' THEN NULL ELSE (
+           SELECT json_group_array(d.path) FROM (
+               SELECT d.path FROM files AS d WHERE d.sha256 = f.sha256 AND d.id <> f.id
+               ORDER BY d.path) AS d
+           HAVING count(*) > 0) END AS duplicates
 FROM fused
 JOIN chunks AS c ON c.id = fused.chunk_id
 JOIN files AS f ON f.id = c.file_id

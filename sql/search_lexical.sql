@@ -1,17 +1,31 @@
 -- Lexical search: BM25 over the analysed text (see ragdb/tokenize.py) with a weight per column.
--- :match is an FTS5 expression of quoted terms built from the question; lower bm25() is better.
+-- :match is an FTS5 expression of quoted terms built from the question; lower bm25() is better
+-- (it is negative: the prior's factor below 1 moves a score towards 0, i.e. down the ranking).
+-- The best :depth matches are re-ranked by the prior and duplicates, and the first :k kept.
 --
--- Filters (:filtered = 1): :paths, a JSON array of GLOB patterns matched against the stored path
--- or any tail of it after a '/', and :langs, a JSON array of languages (files.kind); NULL means
--- no filter of that sort. Both legs apply them inside their search: the lexical leg keeps only
--- allowed chunks among its matches before ranking, the dense leg's KNN runs over the allowed
--- chunks' windows only (sqlite-vec's IN constraint on the chunk_id metadata column).
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path GLOB and --lang NAME
+-- Filters (:filtered = 1): :paths and :excludes, JSON arrays of GLOB patterns matched against
+-- the stored path or any tail of it after a '/' (a file must match a :paths pattern if any,
+-- and no :excludes one), and :langs, a JSON array of languages (files.kind); NULL means no
+-- filter of that sort. Both legs apply them inside their search: the lexical leg keeps only allowed
+-- chunks among its matches before ranking, the dense leg's KNN runs over the allowed chunks'
+-- windows only (sqlite-vec's IN constraint on the chunk_id metadata column).
+--
+-- Priors (as in sql/search_hybrid.sql): a file whose lower-cased path GLOBs one of
+-- :prior_paths gets :prior; when the question names projects (:named_roots), a file under none
+-- of them gets :root_prior.
+--
+-- Identical files share one slot: of the chunks with the same file sha256 and the same range,
+-- only the best ranked is kept, and `duplicates` lists the other files with those bytes (a
+-- JSON array of paths, NULL when there are none).
+WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE :filtered = 1
       AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
       AND (:paths IS NULL OR EXISTS (
               SELECT 1 FROM json_each(:paths) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+      AND (:excludes IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(:excludes) AS p
               WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
 ),
 allowed AS MATERIALIZED (
@@ -24,11 +38,42 @@ lexical AS (
     WHERE chunks_fts MATCH :match
       AND (:filtered = 0 OR +rowid IN (SELECT id FROM allowed))
     ORDER BY score
+    LIMIT max(:k, :depth)
+),
+scored AS (
+    SELECT l.chunk_id,
+           l.score
+           * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
+                       SELECT 1 FROM json_each(:prior_paths) AS p
+                       WHERE lower(f.path) GLOB p.value)
+                  THEN :prior ELSE 1.0 END
+           * CASE WHEN :named_roots IS NOT NULL AND NOT EXISTS (
+                       SELECT 1 FROM json_each(:named_roots) AS r
+                       WHERE substr(f.path, 1, length(r.value) + 1) = r.value || '/')
+                  THEN :root_prior ELSE 1.0 END AS score,
+           CASE WHEN f.sha256 = '' THEN 'chunk ' || c.id      -- rows written without a hash
+                ELSE f.sha256 || ' ' || c.first_char || ' ' || c.last_char END AS copy_of
+    FROM lexical AS l
+    JOIN chunks AS c ON c.id = l.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+),
+ranked AS (                             -- one slot per distinct text range
+    SELECT chunk_id, score
+    FROM (SELECT chunk_id, score,
+                 row_number() OVER (PARTITION BY copy_of ORDER BY score, chunk_id) AS nth
+          FROM scored)
+    WHERE nth = 1
+    ORDER BY score, chunk_id
     LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
-       lexical.score, c.text, f.kind AS language
-FROM lexical
-JOIN chunks AS c ON c.id = lexical.chunk_id
+       ranked.score, c.text, f.kind AS language,
+       CASE WHEN f.sha256 = '' THEN NULL ELSE (
+           SELECT json_group_array(d.path) FROM (
+               SELECT d.path FROM files AS d WHERE d.sha256 = f.sha256 AND d.id <> f.id
+               ORDER BY d.path) AS d
+           HAVING count(*) > 0) END AS duplicates
+FROM ranked
+JOIN chunks AS c ON c.id = ranked.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY lexical.score;
+ORDER BY ranked.score, c.id;

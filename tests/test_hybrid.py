@@ -219,11 +219,13 @@ def test_filters_apply_inside_both_legs(tmp_path: Path) -> None:
         }).fetchall()
         assert [row[0] for row in rows] == [31, 32, 33, 34, 35], filters
         dense = conn.execute(sql("search_dense"), {
+            **SearchParams().as_sql(),
             "query_vector": _unit([1.0, 0.0]), "k": 3, "knn_depth": 3, "max_distance": 0.6,
             **filters.as_sql()}).fetchall()
         assert [row[0] for row in dense] == [31, 32, 33]
         assert {row[9] for row in dense} == {"go"}
     unfiltered = conn.execute(sql("search_dense"), {
+        **SearchParams().as_sql(),
         "query_vector": _unit([1.0, 0.0]), "k": 3, "knn_depth": 3, "max_distance": 0.6,
         **Filters().as_sql()}).fetchall()
     assert [row[0] for row in unfiltered] == [1, 2, 3]

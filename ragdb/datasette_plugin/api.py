@@ -166,15 +166,17 @@ def parse_k(raw: object, default: int, maximum: int = MAX_K) -> int:
         raise ApiError(400, str(exc)) from None
 
 
-LIST_PARAMS = ("path", "lang")
+LIST_PARAMS = ("path", "lang", "exclude")
 
 
 def parse_filters(params: dict[str, Any]) -> Filters:
-    """`path` (GLOBs) and `lang` (languages): a string, a list of strings, or repeated."""
+    """`path` and `exclude` (GLOBs) and `lang` (languages): a string, a list of strings, or
+    repeated."""
     try:
-        return Filters.of(params.get("path"), params.get("lang"))
+        return Filters.of(params.get("path"), params.get("lang"), params.get("exclude"))
     except RagdbError as exc:
-        raise ApiError(400, f"path and lang must be strings or lists of strings ({exc})") from None
+        raise ApiError(400, f"path, lang and exclude must be strings or lists of strings "
+                            f"({exc})") from None
 
 
 Choice = TypeVar("Choice", Mode, Style)
@@ -257,15 +259,17 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     mode = parse_mode(params.get("mode"))
     filters = parse_filters(params)
     started = time.perf_counter()
-    hits, generation, coverage = await service.search(question, k, mode, filters)
+    hits, generation, coverage, warning = await service.search(question, k, mode, filters)
     return Response.json({
         "q": question,
         "k": k,
         "mode": mode.value,
         "path": list(filters.paths),
         "lang": list(filters.langs),
+        "exclude": list(filters.excludes),
         "generation": generation,
         "dense_coverage": coverage,
+        "warnings": [warning] if warning else [],
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "sources": [source_json(rank, hit, service.chunk_url(hit.chunk_id))
                     for rank, hit in enumerate(hits, 1)],
@@ -276,6 +280,8 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
 async def search_dataset_view(service: RagdbService, request: Any, send: Any) -> Any:
     k = parse_k(request.args.get("k"), DEFAULT_DATASET_K, evaluation.MAX_K)
     mode = parse_mode(request.args.get("mode"))
+    filters = parse_filters({key: request.args.getlist(key) for key in LIST_PARAMS
+                             if key in request.args.keys()})
     body = await read_body(request, service.config.max_body_bytes)
     if not body.strip():
         raise ApiError(400, "send the dataset (RagDataset JSON) as the request body")
@@ -298,7 +304,7 @@ async def search_dataset_view(service: RagdbService, request: Any, send: Any) ->
 
     watcher = asyncio.create_task(watch_disconnect())
     try:
-        found = await service.search_many(texts, k, mode, stop=gone.is_set)
+        found = await service.search_many(texts, k, mode, filters, stop=gone.is_set)
     except Cancelled:  # nobody is left to read the results
         raise ApiError(400, "the client disconnected before the results were ready") from None
     finally:
@@ -342,7 +348,7 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     style = parse_style(params.get("style"))
     filters = parse_filters(params)
     started = time.perf_counter()
-    hits, _generation, _coverage = await service.search(question, k, mode, filters)
+    hits, _generation, _coverage, _warning = await service.search(question, k, mode, filters)
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
         answer = await service.answer(question, k, mode, hits, search_ms, style=style)

@@ -286,13 +286,15 @@ class RagdbService:
             warn(f"could not open the index ahead of the first request: {exc}")
 
     async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS
-                     ) -> tuple[list[Hit], int, float | None]:
-        """Hits, the index generation they came from and how complete the dense leg is."""
-        result: tuple[list[Hit], int, float | None] = await self._call(
+                     ) -> tuple[list[Hit], int, float | None, str | None]:
+        """Hits, the index generation they came from, how complete the dense leg is and what
+        the mode cannot find in this index (RagDB.mode_warning)."""
+        result: tuple[list[Hit], int, float | None, str | None] = await self._call(
             "search", worker.search, question, k, mode, filters)
         return result
 
     async def search_many(self, questions: Sequence[str], k: int, mode: Mode,
+                          filters: Filters = NO_FILTERS,
                           stop: Callable[[], bool] | None = None) -> list[list[Hit]]:
         """Hits for each question, DATASET_BATCH questions per call to the search worker, so
         other searches are served between batches; `stop()` true (the client went away)
@@ -302,7 +304,7 @@ class RagdbService:
             if stop is not None and stop():
                 raise Cancelled()
             batch = list(questions[start:start + DATASET_BATCH])
-            found += await self._call("search", worker.search_many, batch, k, mode)
+            found += await self._call("search", worker.search_many, batch, k, mode, filters)
         return found
 
     async def status(self) -> dict[str, Any]:

@@ -1,0 +1,242 @@
+"""`make bench-repos`: retrieval over four codebases other than vLLM, next to vLLM public.
+
+Fetches the corpora of `../shared/datasets/repos` (click, orjson, psutil, web-vitals) with its
+`fetch.sh`, indexes all four into one rag.db under data/bench/ with the defaults, runs the 80
+questions (hybrid, k = 10) and prints recall@1/5/10 per repository, per kind (docs / code) and
+per difficulty (identifier / paraphrase / conceptual), for two fixed halves of the questions and
+pooled, then the public vLLM sets on data/bench/rag.db (built by `make bench`, else here).
+
+The halves never look at a question's content: within each repository's docs and code
+questions (10 each) the question ids are sorted and taken alternately (A: 1st, 3rd, ...; B:
+2nd, 4th, ...), so each half holds 5 docs and 5 code questions of every repository. Settings
+were chosen on half A with vLLM public; half B is the report.
+
+    uv run --frozen python -m benchmarks.bench_repos              # fetch, index, measure
+    uv run --frozen python -m benchmarks.bench_repos --variants   # and each ranking rule off
+    uv run --frozen python -m benchmarks.bench_repos --misses     # and every question not at 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from benchmarks.common import BENCH_DIR, CORPUS, dataset, ensure_corpus, host_line
+from ragdb import RagDB
+from ragdb.evaluate import IOU_THRESHOLD, iou
+from ragdb.retrieve import Hit, Mode, Searcher, SearchParams
+from ragdb.schemas import RagDataset
+
+REPOS_SET = Path("../shared/datasets/repos")
+REPOS_ROOT = Path("data/raw-repos")
+REPOS = ("click", "orjson", "psutil", "web-vitals")
+REPOS_DB = BENCH_DIR / "repos.db"
+VLLM_DB = BENCH_DIR / "rag.db"
+KINDS = ("docs", "code")
+DIFFICULTIES = ("identifier", "paraphrase", "conceptual")
+CUTS = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One benchmark question with what the split and the tables group it by."""
+
+    set_name: str  # a repository, or "vllm-docs" / "vllm-code"
+    kind: str
+    difficulty: str
+    question_id: str
+    question: str
+    sources: tuple[tuple[str, int, int], ...]
+    half: str = ""
+
+
+def repo_questions() -> list[Question]:
+    """The 80 questions, each in half A or B by the rank of its id (content is not looked at)."""
+    raw: list[Question] = []
+    for name in REPOS:
+        path = REPOS_SET / "AnsweredQuestions" / f"dataset_{name}.json"
+        for q in json.loads(path.read_text())["rag_questions"]:
+            raw.append(Question(name, q["kind"], q["difficulty"], q["question_id"], q["question"],
+                                tuple((s["file_path"], s["first_character_index"],
+                                       s["last_character_index"]) for s in q["sources"])))
+    halves: dict[str, str] = {}
+    for group in {(q.set_name, q.kind) for q in raw}:  # 5 + 5 of each repository's 10
+        ordered = sorted(q.question_id for q in raw if (q.set_name, q.kind) == group)
+        halves.update({qid: "AB"[i % 2] for i, qid in enumerate(ordered)})
+    return [Question(**{**q.__dict__, "half": halves[q.question_id]}) for q in raw]
+
+
+def vllm_questions() -> list[Question]:
+    out = []
+    for kind in KINDS:
+        data = RagDataset.model_validate_json(dataset(kind).read_text())
+        out += [Question(f"vllm-{kind}", kind, "synthetic", q.question_id, q.question,
+                         tuple((s.file_path, s.first_character_index, s.last_character_index)
+                               for s in q.sources))
+                for q in data.rag_questions]
+    return out
+
+
+def first_rank(question: Question, hits: Sequence[Hit]) -> int | None:
+    """The 1-based rank of the first hit matching a reference (graders' rule), or None."""
+    from ragdb.schemas import MinimalSource
+
+    refs = [MinimalSource(file_path=p, first_character_index=a, last_character_index=b)
+            for p, a, b in question.sources]
+    for rank, hit in enumerate(hits, 1):
+        if any(iou(ref, hit.source) > IOU_THRESHOLD for ref in refs):
+            return rank
+    return None
+
+
+def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: int = 10,
+        params: SearchParams = SearchParams()) -> tuple[list[int | None], list[list[Hit]]]:
+    """The first matching rank of every question (None: not in the k), and the hits."""
+    searcher = Searcher(rag.conn, params, use_cache=False)
+    found = searcher.search_many([q.question for q in questions], k, mode)
+    return [first_rank(q, hits) for q, hits in zip(questions, found)], found
+
+
+#: The ranking rules of issue 18, each turned off in turn (`--variants`; README, Performance).
+DEFAULTS = SearchParams()
+VARIANTS = {
+    "defaults": DEFAULTS,
+    "no path prior (prior 1)": replace(DEFAULTS, prior=1.0),
+    "no repository prior (root_prior 1)": replace(DEFAULTS, root_prior=1.0),
+    "no lift for code (w_absent 0)": replace(DEFAULTS, w_absent=0.0),
+    "lift gated by distance only": replace(DEFAULTS, gate_low=0.0, gate_high=0.0),
+    "lift gated by BM25 only": replace(DEFAULTS, gate_near=0.0, gate_far=0.0),
+    "lift always (no gate)": replace(DEFAULTS, gate_low=0.0, gate_high=0.0, gate_near=0.0,
+                                     gate_far=0.0),
+    "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0),
+}
+
+
+def variants_table(repos: RagDB, vllm: RagDB, questions: Sequence[Question],
+                   public: Sequence[Question]) -> None:
+    """One row per variant: R@1/5/10 of docs and code per half, pooled, and vLLM public."""
+    print("\n| variant | A docs | A code | B docs | B code | pooled docs | pooled code "
+          "| vLLM docs | vLLM code |\n|---|---|---|---|---|---|---|---|---|")
+    for label, params in VARIANTS.items():
+        ranks, _ = run(repos, questions, params=params)
+        vranks, _ = run(vllm, public, params=params)
+        cells = [cell([r for q, r in zip(questions, ranks)
+                       if (not half or q.half == half) and q.kind == kind])
+                 for half in ("A", "B", "") for kind in KINDS]
+        cells += [cell([r for q, r in zip(public, vranks) if q.kind == kind]) for kind in KINDS]
+        print(f"| {label} | " + " | ".join(c.replace(" ", "") for c in cells) + " |",
+              flush=True)
+
+
+def recall(ranks: Iterable[int | None], cut: int) -> float:
+    values = list(ranks)
+    return sum(1 for r in values if r is not None and r <= cut) / len(values) if values else 0.0
+
+
+def cell(ranks: Sequence[int | None]) -> str:
+    return " / ".join(f"{recall(ranks, c):.3f}" for c in CUTS)
+
+
+def table(questions: Sequence[Question], ranks: Sequence[int | None],
+          groups: Sequence[Group]) -> None:
+    print("| group | n | half A R@1/5/10 | half B R@1/5/10 | pooled R@1/5/10 |")
+    print("|---|---|---|---|---|")
+    for label, keep in groups:
+        picked = [(q, r) for q, r in zip(questions, ranks) if keep(q)]
+        by_half = {h: [r for q, r in picked if q.half == h] for h in "AB"}
+        print(f"| {label} | {len(picked)} | {cell(by_half['A'])} | {cell(by_half['B'])} | "
+              f"{cell([r for _, r in picked])} |")
+
+
+Group = tuple[str, Callable[[Question], bool]]
+
+
+def _group(label: str, set_name: str = "", kind: str = "", difficulty: str = "") -> Group:
+    """Questions of a set (repository), a kind and a difficulty; '' matches any."""
+    def keep(q: Question) -> bool:
+        return ((not set_name or q.set_name == set_name) and (not kind or q.kind == kind)
+                and (not difficulty or q.difficulty == difficulty))
+    return label, keep
+
+
+def repo_groups() -> list[Group]:
+    groups = [_group(kind, kind=kind) for kind in KINDS]
+    groups += [_group(f"{kind} / {diff}", kind=kind, difficulty=diff)
+               for kind in KINDS for diff in DIFFICULTIES]
+    groups += [_group(f"{name} {kind}", name, kind) for name in REPOS for kind in KINDS]
+    return groups + [_group("all")]
+
+
+def fetch() -> None:
+    subprocess.run(["bash", str(REPOS_SET / "fetch.sh"), str(REPOS_ROOT)], check=True,
+                   stdout=sys.stderr)
+
+
+def build(db: Path, roots: Sequence[Path]) -> float:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    started = time.perf_counter()
+    with RagDB(db) as rag:
+        rag.index(list(roots))
+    return time.perf_counter() - started
+
+
+def misses(questions: Sequence[Question], ranks: Sequence[int | None],
+           found: Sequence[list[Hit]]) -> None:
+    print("\n| set | kind | difficulty | half | rank | question | top 3 |")
+    print("|---|---|---|---|---|---|---|")
+    for q, r, hits in zip(questions, ranks, found):
+        if r == 1:
+            continue
+        top = ", ".join(f"{h.file_path.split('/', 3)[-1]}:{h.start_line}" for h in hits[:3])
+        print(f"| {q.set_name} | {q.kind} | {q.difficulty} | {q.half} | {r or '-'} | "
+              f"{q.question[:70]} | {top} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--no-build", action="store_true",
+                        help="reuse data/bench/repos.db and data/bench/rag.db as they are")
+    parser.add_argument("--misses", action="store_true", help="list every question not at rank 1")
+    parser.add_argument("--mode", default="hybrid", choices=[m.value for m in Mode])
+    parser.add_argument("--variants", action="store_true",
+                        help="also each ranking rule of issue 18 turned off (hybrid)")
+    args = parser.parse_args()
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    print(host_line())
+    if not args.no_build:
+        fetch()
+        seconds = build(REPOS_DB, [REPOS_ROOT / name for name in REPOS])
+        print(f"\nrepos index (four roots, defaults, with vectors): {seconds:.1f} s")
+        if not VLLM_DB.exists():
+            ensure_corpus()
+            seconds = build(VLLM_DB, [CORPUS.parent])
+            print(f"vLLM index (defaults, with vectors): {seconds:.1f} s")
+    mode = Mode(args.mode)
+    questions, public = repo_questions(), vllm_questions()
+    with RagDB(REPOS_DB, use_cache=False) as repos, RagDB(VLLM_DB, use_cache=False) as vllm:
+        ranks, found = run(repos, questions, mode)
+        print(f"\n{mode.value}, k = 10, {len(questions)} questions, one rag.db "
+              f"({', '.join(r.path for r in repos.roots())})\n")
+        table(questions, ranks, repo_groups())
+        vranks, vfound = run(vllm, public, mode)
+        print(f"\nvLLM public ({VLLM_DB}), {mode.value}, k = 10\n")
+        print("| set | n | R@1/5/10 |\n|---|---|---|")
+        for kind in KINDS:
+            picked = [r for q, r in zip(public, vranks) if q.kind == kind]
+            print(f"| {kind} | {len(picked)} | {cell(picked)} |")
+        if args.misses:
+            misses(questions, ranks, found)
+            misses(public, vranks, vfound)
+        if args.variants:
+            variants_table(repos, vllm, questions, public)
+
+
+if __name__ == "__main__":
+    main()

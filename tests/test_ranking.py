@@ -1,0 +1,360 @@
+"""Issue 18, retrieval: implementation before tests, --exclude inside both legs, identical
+files in one slot, code that hybrid fusion must not bury, and dense search that says what it
+cannot find. Real files, real rag.db files built by the real CLI, a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.error import URLError
+from urllib.parse import urlencode
+from urllib.request import Request, urlopen
+
+import numpy as np
+import pytest
+
+from ragdb.db import connect
+from ragdb.resources import sql
+from ragdb.retrieve import Filters, Mode, Searcher, SearchParams
+from ragdb.vectors import to_int8
+from tests.conftest import run_cli, write_corpus
+
+IMPLEMENTATION = (
+    '"""Command-line flags."""\n\n\n'
+    "def parse_flags(argv: list[str]) -> dict[str, str]:\n"
+    '    """Split command-line words into flags and their values."""\n'
+    "    flags: dict[str, str] = {}\n"
+    "    for word in argv:\n"
+    "        name, _, value = word.lstrip('-').partition('=')\n"
+    "        flags[name] = value\n"
+    "    return flags\n"
+)
+TEST_OF_IT = (
+    "from flagparse.parser import parse_flags\n\n\n"
+    "def test_parse_flags_values() -> None:\n"
+    "    assert parse_flags(['--a=1']) == {'a': '1'}\n"
+    "    assert parse_flags(['--b=2']) == {'b': '2'}\n\n\n"
+    "def test_parse_flags_empty() -> None:\n"
+    "    assert parse_flags([]) == {}\n"
+    "    assert parse_flags(['--c']) == {'c': ''}\n"
+    "    assert parse_flags(['--d=', '--e=5']) == {'d': '', 'e': '5'}\n"
+)
+SHARED_HELPER = (
+    '"""Checksums of buffers."""\n\n\n'
+    "def adler_checksum(buffer: bytes) -> int:\n"
+    '    """The Adler-32 checksum of a buffer, computed in one pass."""\n'
+    "    a, b = 1, 0\n"
+    "    for byte in buffer:\n"
+    "        a = (a + byte) % 65521\n"
+    "        b = (b + a) % 65521\n"
+    "    return (b << 16) | a\n"
+)
+REPO_FILES = {
+    "src/flagparse/parser.py": IMPLEMENTATION,
+    "tests/test_parser.py": TEST_OF_IT,
+    "src/flagparse/checksum.py": SHARED_HELPER,
+    "vendor_copy/checksum.py": SHARED_HELPER,  # the same bytes: one slot, one duplicate
+    "src/flagparse/other.py": '"""Other checksum helpers."""\n\n\n'
+                              "def crc_checksum(buffer: bytes) -> int:\n"
+                              '    """A checksum of a buffer, computed with crc32."""\n'
+                              "    import zlib\n\n    return zlib.crc32(buffer)\n",
+    "docs/flags.md": "# Flags\n\nThe parser splits command-line words into flags and values: "
+                     "`--name=value` gives the flag `name` the value `value`.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A crafted repository indexed lexical-only by the real CLI."""
+    work = tmp_path_factory.mktemp("ranking")
+    write_corpus(work / "proj", REPO_FILES)
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work
+
+
+@pytest.fixture(scope="module")
+def vector_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same repository indexed with the default vectors (docs only)."""
+    work = tmp_path_factory.mktemp("ranking-vectors")
+    write_corpus(work / "proj", REPO_FILES)
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work
+
+
+def _search_json(work: Path, *args: str) -> tuple[list[dict[str, Any]], str]:
+    done = run_cli("search", *args, "--json", "--db", "rag.db", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+# -- implementation first ------------------------------------------------------------------------
+
+def test_the_prior_ranks_the_implementation_above_its_test(repo: Path) -> None:
+    """BM25 alone prefers the test (it names parse_flags seven times); the path prior puts the
+    definition first, in every mode that ranks by the prior's SQL."""
+    conn = connect(repo / "rag.db")
+    question = "What does parse_flags return?"
+    unprioritised = Searcher(conn, SearchParams(prior=1.0), use_cache=False)
+    before = [h.file_path for h in unprioritised.search(question, 5, Mode.lexical)]
+    assert before[0] == "proj/tests/test_parser.py"  # the ranking the prior corrects
+    hits, _ = _search_json(repo, question, "--mode", "lexical", "--k", "5")
+    paths = [h["file_path"] for h in hits]
+    assert paths[0] == "proj/src/flagparse/parser.py"
+    assert "proj/tests/test_parser.py" in paths  # demoted, not removed
+
+
+# -- identical files -------------------------------------------------------------------------
+
+def test_identical_files_share_one_slot_and_list_each_other(repo: Path) -> None:
+    hits, _ = _search_json(repo, "adler checksum of a buffer", "--mode", "lexical", "--k", "3")
+    paths = [h["file_path"] for h in hits]
+    copies = {"proj/src/flagparse/checksum.py", "proj/vendor_copy/checksum.py"}
+    assert len(copies & set(paths)) == 1, paths  # one slot for the two copies
+    first = hits[0]
+    assert first["file_path"] in copies
+    assert first["duplicates"] == sorted(copies - {first["file_path"]})
+    assert "proj/src/flagparse/other.py" in paths  # the freed slot went to the next chunk
+    assert all(h["duplicates"] == [] for h in hits if h["file_path"] not in copies)
+    shown = run_cli("search", "adler checksum of a buffer", "--mode", "lexical", "--k", "3",
+                    "--db", "rag.db", cwd=repo)
+    assert "also in 1 identical file: proj/" in shown.stdout
+
+
+# -- --exclude -------------------------------------------------------------------------------
+
+def _unit(values: list[float]) -> bytes:
+    vector = np.zeros(384, dtype=np.float32)
+    vector[: len(values)] = values
+    return to_int8(vector / np.linalg.norm(vector)).tobytes()
+
+
+def test_exclude_applies_inside_both_legs(tmp_path: Path) -> None:
+    """The 30 nearest windows and best BM25 matches are in a.md, which is excluded; with 5
+    candidates per leg, both legs must rank among b.go's chunks inside their search (a filter
+    applied afterwards would leave nothing)."""
+    conn = connect(tmp_path / "rag.db", create=True)
+    with conn:
+        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                     "VALUES (1, 'p/docs/a.md', 'a', 0, 'markdown', 0, ''), "
+                     "(2, 'p/src/b.go', 'b', 0, 'go', 0, '')")
+        for chunk_id in range(1, 41):
+            file_id = 1 if chunk_id <= 30 else 2
+            body = "lora adapter" if file_id == 1 else "lora"
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, ?, ?, ?, 1, 1, 'section', ?)",
+                         (chunk_id, file_id, chunk_id * 100, chunk_id * 100 + 50, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
+            near = [1.0, 0.01 * chunk_id] if file_id == 1 else [1.0, 0.1 * (chunk_id - 25)]
+            conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                         "VALUES (?, ?, vec_int8(?))", (chunk_id * 1000, chunk_id, _unit(near)))
+    params = SearchParams(depth=5, windows_per_chunk=1).as_sql()
+    for filters in (Filters.of(excludes="docs/*"), Filters.of(excludes=["*.md", "*.rs"]),
+                    Filters.of(paths="p/*", excludes="p/docs/a.md")):
+        rows = conn.execute(sql("search_hybrid"), {
+            **params, "match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]),
+            "k": 5, **filters.as_sql()}).fetchall()
+        assert [row[0] for row in rows] == [31, 32, 33, 34, 35], filters
+        dense = conn.execute(sql("search_dense"), {
+            **params, "query_vector": _unit([1.0, 0.0]), "k": 3, "knn_depth": 3,
+            **filters.as_sql()}).fetchall()
+        assert [row[0] for row in dense] == [31, 32, 33], filters
+        lexical = conn.execute(sql("search_lexical"), {
+            **params, "match": '"lora" OR "adapter"', "k": 3, **filters.as_sql()}).fetchall()
+        assert [row[1] for row in lexical] == ["p/src/b.go"] * 3, filters
+
+
+def test_exclude_on_the_cli_search_answer_and_search_dataset(vector_repo: Path) -> None:
+    question = "How are command-line words split into flags and values?"
+    everything, _ = _search_json(vector_repo, question, "--k", "10")
+    assert "proj/docs/flags.md" in [h["file_path"] for h in everything]
+    hits, _ = _search_json(vector_repo, question, "--k", "10", "--exclude", "docs/*",
+                           "--exclude", "tests/*")
+    paths = [h["file_path"] for h in hits]
+    assert paths and not [p for p in paths if "/docs/" in p or "/tests/" in p]
+    for mode in ("dense", "lexical"):
+        hits, _ = _search_json(vector_repo, question, "--mode", mode, "--exclude", "*.md")
+        assert not [h for h in hits if h["file_path"].endswith(".md")], mode
+
+    answered = run_cli("answer", question, "--exclude", "docs/*", "--style", "extractive",
+                       "--save_directory", "answers", "--db", "rag.db", cwd=vector_repo)
+    assert answered.returncode == 0, answered.stderr
+    sources = answered.stdout.split("Sources:")[1]
+    assert "proj/" in sources and "docs/flags.md" not in sources
+
+    dataset = vector_repo / "questions.json"
+    dataset.write_text(json.dumps({"rag_questions": [
+        {"question_id": "q1", "question": question}]}))
+    done = run_cli("search-dataset", "--dataset_path", str(dataset), "--k", "5",
+                   "--save_directory", "out", "--exclude", "docs/*", "--db", "rag.db",
+                   cwd=vector_repo)
+    assert done.returncode == 0, done.stderr
+    found = json.loads((vector_repo / "out" / "questions.json").read_text())
+    got = [s["file_path"] for s in found["search_results"][0]["retrieved_sources"]]
+    assert got and "proj/docs/flags.md" not in got
+
+
+def test_a_bad_exclude_is_one_line(repo: Path) -> None:
+    done = run_cli("search", "flags", "--exclude", "x" * 1001, "--db", "rag.db", cwd=repo)
+    assert done.returncode != 0
+    assert done.stderr.strip().startswith("ragdb: ") and "Traceback" not in done.stderr
+
+
+# -- dense search on code without vectors --------------------------------------------------
+
+def test_dense_mode_says_code_has_no_vectors(vector_repo: Path) -> None:
+    hits, stderr = _search_json(vector_repo, "split words into flags", "--mode", "dense")
+    assert "warning: code has no vectors in this index" in stderr
+    assert hits and all(h["language"] == "markdown" for h in hits)
+    _, stderr = _search_json(vector_repo, "split words into flags")  # hybrid finds code
+    assert "warning" not in stderr
+    _, stderr = _search_json(vector_repo, "split words into flags", "--mode", "lexical")
+    assert "warning" not in stderr
+
+
+# -- fusion: a kind without vectors --------------------------------------------------------
+
+def _two_kinds(path: Path, doc_vector: list[float]) -> Any:
+    """A code chunk BM25 ranks first (no vector: code is not embedded) and a doc chunk BM25
+    ranks second whose window sits at `doc_vector` from the query [1, 0]."""
+    conn = connect(path, create=True)
+    with conn:
+        conn.execute("INSERT INTO settings (key, value) VALUES ('embed_policy', ?)",
+                     (json.dumps({"docs": ["markdown"], "code": []}),))
+        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                     "VALUES (1, 'p/src/lora.py', 'a', 0, 'python', 0, ''), "
+                     "(2, 'p/docs/lora.md', 'b', 0, 'markdown', 0, '')")
+        for chunk_id, file_id, body in ((1, 1, "lora lora adapter"), (2, 2, "lora adapter")):
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, ?, 0, 10, 1, 1, 'section', ?)",
+                         (chunk_id, file_id, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
+        conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                     "VALUES (2000, 2, vec_int8(?))", (_unit(doc_vector),))
+    return conn
+
+
+def test_a_kind_without_vectors_is_not_outvoted(tmp_path: Path) -> None:
+    """Far docs (distance ~0.55) and code the stronger BM25 match: the code gate opens and
+    the code chunk stays first. Without the rule (w_absent 0) the doc's dense term lifts it."""
+    conn = _two_kinds(tmp_path / "far.db", [1.0, 1.5])
+    query = _unit([1.0, 0.0])
+    searcher = Searcher(conn, use_cache=False)
+    searcher._refresh()
+    assert searcher._dense_kinds == '["markdown"]'
+    base = {"match": '"lora" OR "adapter"', "query_vector": query, "k": 2,
+            "dense_kinds": searcher._dense_kinds}
+    ranked = conn.execute(sql("search_hybrid"), {
+        **SearchParams().as_sql(), **Filters().as_sql(), **base}).fetchall()
+    assert [row[0] for row in ranked] == [1, 2]
+    off = conn.execute(sql("search_hybrid"), {
+        **SearchParams(w_absent=0.0).as_sql(), **Filters().as_sql(), **base}).fetchall()
+    assert [row[0] for row in off] == [2, 1]
+
+
+def test_close_docs_keep_their_dense_lift(tmp_path: Path) -> None:
+    """The doc's window is the query itself (distance 0): the gate stays shut, docs win."""
+    conn = _two_kinds(tmp_path / "near.db", [1.0, 0.0])
+    ranked = conn.execute(sql("search_hybrid"), {
+        **SearchParams().as_sql(), **Filters().as_sql(), "match": '"lora" OR "adapter"',
+        "query_vector": _unit([1.0, 0.0]), "k": 2, "dense_kinds": '["markdown"]'}).fetchall()
+    assert [row[0] for row in ranked] == [2, 1]
+
+
+# -- several repositories --------------------------------------------------------------------
+
+def test_a_question_naming_a_repository_prefers_it(tmp_path: Path) -> None:
+    """Two repositories in one rag.db, the same words in both; the one the question names
+    comes first, each way round (roots and the folders of a folder of repositories)."""
+    for name in ("alpha", "beta"):
+        write_corpus(tmp_path / "repos" / name, {
+            "src/cache.py": '"""A cache."""\n\n\ndef evict_oldest(entries: dict) -> None:\n'
+                            '    """Evict the oldest cache entry."""\n'
+                            "    entries.pop(next(iter(entries)))\n"})
+    for roots in (["repos/alpha", "repos/beta"], ["repos"]):
+        db = f"rag-{len(roots)}.db"
+        done = run_cli("index", *roots, "--no-vectors", "--db", db, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        for name in ("alpha", "beta"):
+            found = run_cli("search", f"How does {name.title()} evict the oldest cache entry?",
+                            "--json", "--db", db, cwd=tmp_path)
+            assert found.returncode == 0, found.stderr
+            first = json.loads(found.stdout)[0]["file_path"]
+            assert first == f"repos/{name}/src/cache.py", (roots, name)
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(vector_repo: Path) -> Iterator[str]:
+    """A real `ragdb serve` on a loopback port over the index with vectors."""
+    port = _free_port()
+    log_path = vector_repo / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragdb", "serve", "--port", str(port), "--db", "rag.db"],
+            cwd=vector_repo, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, log_path.read_text(errors="replace")
+            try:
+                with urlopen(base + "/-/ragdb/status", timeout=5):
+                    break
+            except (URLError, OSError):
+                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+                time.sleep(0.3)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _get(base: str, path: str, params: list[tuple[str, str]]) -> Any:
+    with urlopen(f"{base}{path}?{urlencode(params)}", timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_http_search_and_search_dataset_take_exclude(server: str) -> None:
+    question = "How are command-line words split into flags and values?"
+    everything = _get(server, "/-/ragdb/search", [("q", question), ("k", "10")])
+    assert "proj/docs/flags.md" in [s["file_path"] for s in everything["sources"]]
+    for mode in ("hybrid", "dense"):
+        body = _get(server, "/-/ragdb/search", [("q", question), ("k", "10"), ("mode", mode),
+                                                ("exclude", "docs/*"), ("exclude", "*.rs")])
+        assert body["exclude"] == ["*.rs", "docs/*"]
+        assert not [s for s in body["sources"] if "/docs/" in s["file_path"]], mode
+    dense = _get(server, "/-/ragdb/search", [("q", question), ("mode", "dense")])
+    assert dense["warnings"] and "code has no vectors" in dense["warnings"][0]
+    assert _get(server, "/-/ragdb/search", [("q", question)])["warnings"] == []
+    posted = Request(
+        f"{server}/-/ragdb/search-dataset?k=5&exclude=docs/*",
+        data=json.dumps({"rag_questions": [{"question_id": "q1", "question": question}]}
+                        ).encode(), headers={"Content-Type": "application/json"},
+        method="POST")
+    with urlopen(posted, timeout=60) as response:
+        found = json.loads(response.read())
+    got = [s["file_path"] for s in found["search_results"][0]["retrieved_sources"]]
+    assert got and "proj/docs/flags.md" not in got
