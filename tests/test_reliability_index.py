@@ -238,7 +238,7 @@ def small_disk(tmp_path: Path) -> Any:
 
 def fill(folder: Path) -> Path:
     filler = folder / "filler"
-    with filler.open("wb") as handle:
+    with filler.open("wb", buffering=0) as handle:  # unbuffered: close() has nothing left to flush
         try:
             while True:
                 handle.write(b"\0" * 65536)
