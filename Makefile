@@ -39,7 +39,7 @@ bench: corpus
 	$(RUN) python -m benchmarks.bench
 
 bench-repos: corpus
-	$(RUN) python -m benchmarks.bench_repos --variants
+	$(RUN) python -m benchmarks.bench_repos --variants --unseen
 
 bench-answer: corpus
 	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick

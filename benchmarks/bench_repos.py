@@ -37,6 +37,12 @@ REPOS_SET = Path("../shared/datasets/repos")
 REPOS_ROOT = Path("data/raw-repos")
 REPOS = ("click", "orjson", "psutil", "web-vitals")
 REPOS_DB = BENCH_DIR / "repos.db"
+#: The held-out set written for issue 18 from the sources alone (benchmarks/repos2/README.md):
+#: measured, never chosen on; `--unseen` adds it.
+UNSEEN_SET = Path("benchmarks/repos2")
+UNSEEN_ROOT = Path("data/raw-repos2")
+UNSEEN = ("fastify", "cryptography", "greenlet")
+UNSEEN_DB = BENCH_DIR / "repos2.db"
 VLLM_DB = BENCH_DIR / "rag.db"
 KINDS = ("docs", "code")
 DIFFICULTIES = ("identifier", "paraphrase", "conceptual")
@@ -56,11 +62,11 @@ class Question:
     half: str = ""
 
 
-def repo_questions() -> list[Question]:
-    """The 80 questions, each in half A or B by the rank of its id (content is not looked at)."""
+def repo_questions(folder: Path = REPOS_SET, names: Sequence[str] = REPOS) -> list[Question]:
+    """A set's questions, each in half A or B by the rank of its id (content is not looked at)."""
     raw: list[Question] = []
-    for name in REPOS:
-        path = REPOS_SET / "AnsweredQuestions" / f"dataset_{name}.json"
+    for name in names:
+        path = folder / "AnsweredQuestions" / f"dataset_{name}.json"
         for q in json.loads(path.read_text())["rag_questions"]:
             raw.append(Question(name, q["kind"], q["difficulty"], q["question_id"], q["question"],
                                 tuple((s["file_path"], s["first_character_index"],
@@ -165,17 +171,16 @@ def _group(label: str, set_name: str = "", kind: str = "", difficulty: str = "")
     return label, keep
 
 
-def repo_groups() -> list[Group]:
+def repo_groups(names: Sequence[str] = REPOS) -> list[Group]:
     groups = [_group(kind, kind=kind) for kind in KINDS]
     groups += [_group(f"{kind} / {diff}", kind=kind, difficulty=diff)
                for kind in KINDS for diff in DIFFICULTIES]
-    groups += [_group(f"{name} {kind}", name, kind) for name in REPOS for kind in KINDS]
+    groups += [_group(f"{name} {kind}", name, kind) for name in names for kind in KINDS]
     return groups + [_group("all")]
 
 
-def fetch() -> None:
-    subprocess.run(["bash", str(REPOS_SET / "fetch.sh"), str(REPOS_ROOT)], check=True,
-                   stdout=sys.stderr)
+def fetch(script: Path, target: Path) -> None:
+    subprocess.run(["bash", str(script), str(target)], check=True, stdout=sys.stderr)
 
 
 def build(db: Path, roots: Sequence[Path]) -> float:
@@ -207,13 +212,19 @@ def main() -> None:
     parser.add_argument("--mode", default="hybrid", choices=[m.value for m in Mode])
     parser.add_argument("--variants", action="store_true",
                         help="also each ranking rule of issue 18 turned off (hybrid)")
+    parser.add_argument("--unseen", action="store_true",
+                        help="also the held-out set of benchmarks/repos2 (three more codebases)")
     args = parser.parse_args()
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(host_line())
     if not args.no_build:
-        fetch()
+        fetch(REPOS_SET / "fetch.sh", REPOS_ROOT)
         seconds = build(REPOS_DB, [REPOS_ROOT / name for name in REPOS])
         print(f"\nrepos index (four roots, defaults, with vectors): {seconds:.1f} s")
+        if args.unseen:
+            fetch(UNSEEN_SET / "fetch.sh", UNSEEN_ROOT)
+            seconds = build(UNSEEN_DB, [UNSEEN_ROOT])
+            print(f"unseen index ({UNSEEN_ROOT}, defaults, with vectors): {seconds:.1f} s")
         if not VLLM_DB.exists():
             ensure_corpus()
             seconds = build(VLLM_DB, [CORPUS.parent])
@@ -236,6 +247,15 @@ def main() -> None:
             misses(public, vranks, vfound)
         if args.variants:
             variants_table(repos, vllm, questions, public)
+    if args.unseen:
+        unseen = repo_questions(UNSEEN_SET, UNSEEN)
+        with RagDB(UNSEEN_DB, use_cache=False) as rag:
+            uranks, ufound = run(rag, unseen, mode)
+        print(f"\nunseen set ({UNSEEN_SET}: {', '.join(UNSEEN)}), {mode.value}, k = 10, "
+              f"{len(unseen)} questions, one rag.db; nothing was chosen on it\n")
+        table(unseen, uranks, repo_groups(UNSEEN))
+        if args.misses:
+            misses(unseen, uranks, ufound)
 
 
 if __name__ == "__main__":
