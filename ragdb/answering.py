@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
-from ragdb.generate.styles import ExtractiveAnswerer
+from ragdb.generate.styles import CheckedAnswerer, ExtractiveAnswerer
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
@@ -28,7 +28,7 @@ from ragdb.schemas import (
 )
 
 
-Answerer = Generator | ExtractiveAnswerer
+Answerer = Generator | ExtractiveAnswerer | CheckedAnswerer
 
 
 @dataclass
@@ -45,6 +45,7 @@ class Answer:
     prompt_sources: list[PromptSource] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     style: str | None = None  # "extractive" or "generate"; None when nothing was answered
+    check: dict[str, Any] | None = None  # a written answer's claim check (checking.py)
 
 
 def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[str, Any]:
@@ -77,6 +78,7 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
         "sources": sources,
         "model": answer.model,
         "style": answer.style,
+        "check": answer.check,
         "timings": answer.timings,
     }
 
