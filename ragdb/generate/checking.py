@@ -18,7 +18,8 @@ _CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
 _FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?P<body>.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
 _SENTENCE_END = re.compile(
-    r"[.!?]+[\"')\]*_]*(?:[ \t]*\[\d{1,3}\])*[.!?]?(?=\s|$)|(?:[ \t]*\[\d{1,3}\])+[.!?]*(?=[ \t]*$)",
+    r"[.!?]+[\"')\]*_]*(?:[ \t]*\[\d{1,3}\])*[.!?]?(?=\s|$)"
+    r"|(?:[ \t]*\[\d{1,3}\])+[.!?]*(?=[ \t]*$)",
     re.M,
 )
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No)\.|\b[A-Z]\.)$")
@@ -33,6 +34,7 @@ _CHECKABLE = re.compile(
     r"|\b\w*_\w*\b"  # snake_case, SCREAMING_CASE
     r"|\b[A-Za-z]\w*\(\)"  # a call: generate()
     r"|\b\w*[a-z][A-Z]\w*\b|\b[A-Z]{2,}[a-z]\w*\b"  # camelCase, PascalCase, LoRA
+    r"|\b[A-Za-z]*\d+(?:\.\w+)+"  # a version or decimal: v0.5.3.post1, 0.9, 1.5B
     r"|\b[A-Za-z]+\d[\w]*\b"  # a name with digits: Qwen2, fp8
     r"|(?<![\w.])\d+(?:[.,]\d+)*(?![\w])"  # a number: 8000, 0.9, 1,024
 )
@@ -249,7 +251,10 @@ def _block_window(lines: list[str], sources: list[CitedSource]) -> tuple[str, in
                 recall = len(wanted & have) / max(1, len(wanted))
                 extra = len(have - wanted)
                 if recall >= 0.5 and (best is None or (recall, -extra) > (best[0], -best[1])):
-                    best = (recall, extra, _dedent(window), source.number)
+                    end = first + size
+                    while end < len(raw) and raw[end - 1].rstrip().endswith("\\"):
+                        end += 1  # a shell command continues: show all of it
+                    best = (recall, extra, _dedent(raw[first:end]), source.number)
     return (best[2], best[3]) if best else None
 
 
@@ -305,10 +310,17 @@ def _drop(report: CheckReport, text: str, reason: str) -> None:
     report.dropped.append({"text": text, "reason": reason})
 
 
+# Talk about the sources rather than the question ("the command from the sources [1]").
+_META = re.compile(
+    r",?[ \t]+(?:from|in|according to|based on|as shown in|given in)[ \t]+the[ \t]+"
+    r"(?:provided[ \t]+|given[ \t]+|numbered[ \t]+)?sources?(?=[ \t]*(?:\[|[,.:;]|$))",
+    re.I)
+
+
 def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                     by_number: dict[int, CitedSource], report: CheckReport,
                     seen: set[str]) -> str | None:
-    text = unit.text
+    text = _META.sub("", unit.text)
     for n in invalid:  # a citation of a source that was not given is never shown
         text = re.sub(rf"[ \t]*\[{n}\]", "", text)
     if not valid:

@@ -271,8 +271,10 @@ class Generator:
 
 
 def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
-    """What the writer may write: sentences, each ending with [n] of a given source next to
-    its full stop (several may follow each other), with fenced code blocks between them.
+    """What the writer may write: sentences, each ending with [n] of a given source just
+    before its full stop (several may follow each other), with fenced code blocks between
+    them. A citation can start no sentence ("[1] provides the information..."), which the
+    model writes when it may also cite after the stop.
 
     Inside a sentence '.', '!' and '?' may only be followed by more of the word (`vllm.LLM`,
     0.9): the model can end a sentence only by citing. Brackets appear only in citations.
@@ -284,7 +286,7 @@ def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
     word = r"[\x20\x22-\x2d\x2f-\x3e\x40-\x5a\x5c\x5e\x5f\x61-\x7e]"
     after_stop = r"[\x21-\x5a\x5c\x5e\x5f\x61-\x7e]"
     text = f"({word}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`)+"
-    end = f"( ?{cite}({cite})*[.!?]|[.!?] ?{cite}({cite})*)"
+    end = f" ?{cite}({cite})*[.!?:]"
     sentence = text + end
     block = r"```[a-z]*\n([\t -\x5f\x61-\x7e][\t -\x7e]*\n){1,20}```"
     separator = r"( |\n|\n\n)"

