@@ -235,3 +235,21 @@ def test_writer_sources_are_the_chosen_passages_with_their_lines() -> None:
     assert shown[0].text == LORA.text[start:end]
     assert shown[0].start_line == 52 + LORA.text.count("\n", 0, start)
     assert (shown[0].first, shown[0].last) == (1000 + start, 1000 + end)
+
+
+def test_a_source_longer_than_the_prompt_budget_reaches_the_writer_as_short_passages() -> None:
+    """A 40,000-character source (the LoRA doc over and over, as a huge generated page might
+    be): the writer is shown the selector's passages, never the whole source."""
+    from ragdb.generate.extractive import SourceText, select_passages
+
+    long_text = "\n\n".join(LORA.text.replace("LoRA", f"LoRA{i}") for i in range(50))
+    assert len(long_text) > 40_000
+    source = PromptSource("docs/features/lora.md", 0, len(long_text), 1,
+                          long_text.count("\n") + 1, long_text)
+    passages = select_passages("How do I serve LoRA adapters with the server?",
+                               [SourceText(1, source.file_path, "markdown", long_text)])
+    shown, mapping = writer_sources(passages, [source])
+    assert mapping == {1: 1}
+    assert sum(len(s.text) for s in shown) <= 2_500
+    for passage in passages:
+        assert long_text[passage.start:passage.end] == passage.text

@@ -296,7 +296,10 @@ def install_writer(
     partial = models_dir / (WRITER_FILE + ".partial")
     try:
         assemble(parts, assembled, progress)
-        requantise(assembled, partial, progress)
+        try:
+            requantise(assembled, partial, progress)
+        except (ValueError, KeyError, NotImplementedError) as exc:  # gguf on a file it rejects
+            raise RagdbError(f"re-quantising the writer failed: {exc}") from None
         with partial.open("rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(partial, target)
