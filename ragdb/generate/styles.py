@@ -167,6 +167,8 @@ class CheckedAnswerer:
         texts = [SourceText(n, s.file_path, self.extractive.kind_of(s.file_path), s.text)
                  for n, s in enumerate(sources, 1)]
         passages = select_passages(question, texts, self.extractive.embed)
+        if not passages:  # no source has any text: there is nothing to write from
+            return self.extractive.answer(question, sources, on_token)
         shown, mapping = writer_sources(passages, sources)
         cited = [CitedSource(n, s.file_path, s.text) for n, s in enumerate(sources, 1)]
         given = [c for c in cited if c.number in mapping.values()]
