@@ -172,6 +172,11 @@ def test_talk_about_the_sources_is_left_out() -> None:
     assert checked.text.startswith("Forward the port with the following command [2]:\n\n```")
 
 
+def test_a_parenthesised_number_before_the_citation_goes() -> None:
+    checked = check_answer("Forward the `vllm-router-service` port (1). [2]", ALL)
+    assert checked.text == "Forward the `vllm-router-service` port. [2]"
+
+
 def test_repetition_is_dropped() -> None:
     sentence = "The commit ID may change over time [1]."
     checked = check_answer(f"{sentence} {sentence} {sentence}", ALL)
@@ -197,9 +202,12 @@ def test_the_writer_grammar_admits_only_cited_sentences_of_given_sources() -> No
     assert pattern.fullmatch("Use `--enable-lora` [1]. Then query `/models` [2][1].")
     assert pattern.fullmatch("Forward the port [2]:\n```bash\nsudo kubectl port-forward x\n```")
     assert pattern.fullmatch("It hangs on v0.5.2 [1].")
+    assert pattern.fullmatch("It hangs on v0.5.2. [1] Upgrade to the latest version. [2]")
+    # Links and text beyond ASCII, which the model otherwise cannot write and stops at.
+    assert pattern.fullmatch("The [VllmConfig](https://x.org/config.py#L20) class – é [1].")
     for bad in ("No citation.", "Two sentences. One citation [1].", "Wrong source [3].",
-                "Cited mid-sentence [1] and on", "[1]", "Cited after the stop. [1]",
-                "It is so [1]. [2] says so too [2]."):
+                "Cited mid-sentence [1] and on", "[1]", "Ends uncited. [1] Then not.",
+                "A link to [1](http://x) [1]."):
         assert not pattern.fullmatch(bad), bad
 
 

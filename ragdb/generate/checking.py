@@ -317,10 +317,15 @@ _META = re.compile(
     re.I)
 
 
+# "(1)" just before the citation: the model citing twice, once in the form it was not asked for.
+_PAREN_NUMBER = re.compile(r"[ \t]*\(\d{1,3}\)(?=[.!?:]?[ \t]*\[\d{1,3}\])")
+
+
 def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                     by_number: dict[int, CitedSource], report: CheckReport,
                     seen: set[str]) -> str | None:
     text = _META.sub("", unit.text)
+    text = _PAREN_NUMBER.sub("", text)
     for n in invalid:  # a citation of a source that was not given is never shown
         text = re.sub(rf"[ \t]*\[{n}\]", "", text)
     if not valid:

@@ -271,10 +271,10 @@ class Generator:
 
 
 def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
-    """What the writer may write: sentences, each ending with [n] of a given source just
-    before its full stop (several may follow each other), with fenced code blocks between
-    them. A citation can start no sentence ("[1] provides the information..."), which the
-    model writes when it may also cite after the stop.
+    """What the writer may write: sentences, each ending with [n] of a given source next to
+    its full stop, before or after it (several may follow each other), with fenced code
+    blocks between them. Allowing only one order made the model, stopped at '.', run on into
+    '.Human:' or stop: measured on 12 public questions, 10 answers fell back to passages.
 
     Inside a sentence '.', '!' and '?' may only be followed by more of the word (`vllm.LLM`,
     0.9): the model can end a sentence only by citing. Brackets appear only in citations.
@@ -285,8 +285,11 @@ def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
     # brackets, backticks or sentence ends; what may follow a '.' inside a word; code lines.
     word = r"[\x20\x22-\x2d\x2f-\x3e\x40-\x5a\x5c\x5e\x5f\x61-\x7e]"
     after_stop = r"[\x21-\x5a\x5c\x5e\x5f\x61-\x7e]"
-    text = f"({word}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`)+"
-    end = f" ?{cite}({cite})*[.!?:]"
+    other = "[\u00a0-\uffff]"  # letters and marks beyond ASCII: é, ’, –, →
+    # A Markdown link, [text](url), whose text starts with no digit: never a citation.
+    link = r"\[[A-Za-z_`][\x20-\x5a\x5c\x5e-\x7e]*\]\([\x21-\x28\x2a-\x7e]+\)"
+    text = f"({word}|{other}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`|{link})+"
+    end = f"( ?{cite}({cite})*[.!?:]|[.!?:] ?{cite}({cite})*)"
     sentence = text + end
     block = r"```[a-z]*\n([\t -\x5f\x61-\x7e][\t -\x7e]*\n){1,20}```"
     separator = r"( |\n|\n\n)"
