@@ -172,6 +172,21 @@ def test_talk_about_the_sources_is_left_out() -> None:
     assert checked.text.startswith("Forward the port with the following command [2]:\n\n```")
 
 
+def test_sentences_about_a_source_are_dropped() -> None:
+    # Written by the writer for "How do I enable prefix caching?" (source: the APC doc).
+    apc = CitedSource(1, "docs/features/automatic_prefix_caching.md", (
+        "Set `enable_prefix_caching=True` in vLLM engine to enable APC. Here is an example:\n"
+        "<gh-file:examples/offline_inference/automatic_prefix_caching.py>\n"))
+    written = ("To enable prefix caching, set the `enable_prefix_caching` flag to `True`. [1] "
+               "provides the necessary information on how to do this. [1] is a reliable "
+               "source for the documentation. [1] vLLM supports it. [1]")
+    checked = check_answer(written, [apc])
+    assert checked.text == ("To enable prefix caching, set the `enable_prefix_caching` flag to "
+                            "`True`. [1] vLLM supports it. [1]")
+    assert [d["reason"] for d in checked.report.dropped] == [
+        "talks about a source, not the question"] * 2
+
+
 def test_a_parenthesised_number_before_the_citation_goes() -> None:
     checked = check_answer("Forward the `vllm-router-service` port (1). [2]", ALL)
     assert checked.text == "Forward the `vllm-router-service` port. [2]"

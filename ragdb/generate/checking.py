@@ -282,6 +282,7 @@ def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None 
     kept: list[str] = []
     seen: set[str] = set()
     previous_cites: list[int] = []
+    previous_text = ""
     for unit in split_units(answer):
         if unit.kind == "prose" and not _WORD.search(_CITE.sub("", unit.text)):
             continue  # a citation or a mark on its own line: nothing was claimed
@@ -293,10 +294,15 @@ def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None 
         valid = list(dict.fromkeys(n for n in unit.cites if n in by_number))
         if unit.kind == "code":
             text = _check_block(unit, valid or previous_cites, by_number, report)
+        elif _ABOUT_A_SOURCE.match(unit.text) and _CITED_AFTER_STOP.search(previous_text):
+            # "... caching. [1] provides the information ...": the citation was the subject.
+            _drop(report, unit.text, "talks about a source, not the question")
+            text = None
         else:
             text = _check_sentence(unit, valid, invalid, by_number, report, seen)
             if text is not None:
                 previous_cites = valid
+        previous_text = unit.text
         if text is not None:
             kept.append(text)
             report.kept += 1
@@ -317,6 +323,10 @@ _META = re.compile(
     re.I)
 
 
+# A sentence that begins with a plain lowercase word right after "stop. [n]" had the citation
+# as its subject ("[1] is a reliable source"): it is about a source, not the project.
+_ABOUT_A_SOURCE = re.compile(r"[a-z]+\b(?![._/-])")
+_CITED_AFTER_STOP = re.compile(r"[.!?:][ \t]*(?:\[\d{1,3}\])+$")
 # "(1)" just before the citation: the model citing twice, once in the form it was not asked for.
 _PAREN_NUMBER = re.compile(r"[ \t]*\(\d{1,3}\)(?=[.!?:]?[ \t]*\[\d{1,3}\])")
 
