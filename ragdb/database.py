@@ -43,7 +43,12 @@ from ragdb.evaluate import MAX_K as DATASET_MAX_K
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
-from ragdb.generate.styles import ExtractiveAnswerer, Style, extractive_wanted
+from ragdb.generate.styles import (
+    CheckedAnswerer,
+    ExtractiveAnswerer,
+    Style,
+    extractive_wanted,
+)
 from ragdb.indexing import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
@@ -383,14 +388,19 @@ class RagDB:
                 self._generator = Generator(resolved)
             return self._generator
 
-    def answerer(self, style: Style | str = Style.auto) -> Generator | ExtractiveAnswerer:
+    def answerer(self, style: Style | str = Style.auto
+                 ) -> Generator | ExtractiveAnswerer | CheckedAnswerer:
         """Who answers: passages of the sources when asked, or when the model that would
-        answer is the small offline one (`auto`); otherwise the generator."""
-        if not extractive_wanted(Style(style), self.resolved_model):
-            return self.generator()
+        answer is the small offline one (`auto`); otherwise the model, generating then
+        checking (the offline SmolLM2, asked to write, writes unchecked: see README)."""
         if self._extractive is None:
             self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
-        return self._extractive
+        if extractive_wanted(Style(style), self.resolved_model):
+            return self._extractive
+        generator = self.generator()
+        if generator.resolved.offline_fallback:
+            return generator
+        return CheckedAnswerer(generator, self._extractive)
 
     def _language_of(self, path: str) -> str:
         """A source's language: by its name, else as indexed (an extension-less script is
@@ -436,6 +446,8 @@ class RagDB:
         answerer = self.answerer(style)
         result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
         made = Style.extractive if isinstance(answerer, ExtractiveAnswerer) else Style.generate
+        if result.check is not None and result.check.get("fallback"):
+            made = Style.extractive  # too little of the written answer passed the check
         timings.update({
             "first_token_s": round(result.first_token_s, 3),
             "total_s": round(result.total_s, 3),
@@ -443,7 +455,7 @@ class RagDB:
             "new_tokens": result.new_tokens,
         })
         return Answer(question, k, mode, hits, result.text, list(result.cited), result.model,
-                      list(result.sources), timings, style=made.value)
+                      list(result.sources), timings, style=made.value, check=result.check)
 
     def answer_dataset(
         self,

@@ -71,6 +71,9 @@ class AnswerResult(BaseModel):
     cited: list[int] = Field(description="numbers n of the sources the answer cites as [n]")
     model: str | None
     style: str | None = Field(description="extractive (passages of the sources) or generate")
+    check: dict[str, Any] | None = Field(
+        default=None, description="a written answer's claim check: sentences kept and dropped "
+        "(with the reason), code replaced by the source's lines, extractive fallback")
     sources: list[Source]
 
 
@@ -210,7 +213,7 @@ def build_server(db: Path, *, model: str | None = None) -> MCPServer:
             found = rag.answer(query, k, mode, filters=Filters.of(path, lang, exclude),
                                style=chosen)
             return AnswerResult(query=query, answer=found.text, cited=list(found.cited),
-                                model=found.model, style=found.style,
+                                model=found.model, style=found.style, check=found.check,
                                 sources=_sources(found.hits))
 
         result: AnswerResult = call(run)

@@ -31,11 +31,31 @@ def _isolated_home(
     monkeypatch.delenv("RAGDB_DB", raising=False)
 
 
+MODELS = REPO / "data" / "models"
+
+
+def models_dir_without_writer() -> Path:
+    """A models folder that shares data/models' compiled-model cache but not the installed
+    writer: tests of "where only the offline model exists" must not pick up a writer that
+    `ragdb models install writer` put in data/models (auto would use it)."""
+    folder = MODELS / "no-writer"
+    (MODELS / "cache").mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "cache"
+    if not link.exists():
+        try:
+            link.symlink_to(Path("..") / "cache", target_is_directory=True)
+        except FileExistsError:  # another test process made it first
+            pass
+    return folder
+
+
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The real `python -m ragdb`, as a user runs it."""
+    """The real `python -m ragdb`, as a user runs it (without the installed writer, unless
+    RAGDB_MODELS_DIR says otherwise)."""
     full_env = {**os.environ, **(env or {})}
-    full_env.setdefault("RAGDB_MODELS_DIR", str(REPO / "data" / "models"))
+    full_env.setdefault("RAGDB_MODELS_DIR", str(models_dir_without_writer()))
     return subprocess.run(
         [sys.executable, "-m", "ragdb", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,

@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import models_dir_without_writer, run_cli
 from tests.polyglot import DESCRIBED, write_repo
 
 
@@ -31,7 +31,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _params(work: Path) -> StdioServerParameters:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV")}
-    env["RAGDB_MODELS_DIR"] = str(REPO / "data" / "models")
+    env["RAGDB_MODELS_DIR"] = str(models_dir_without_writer())
     return StdioServerParameters(command=sys.executable, args=["-m", "ragdb", "mcp", "--db",
                                                                "rag.db"], env=env, cwd=work)
 

@@ -23,6 +23,10 @@ from ragdb.generate.prompt import (
     OFFLINE_CONTEXT_TOKENS,
     OFFLINE_MAX_NEW_TOKENS,
     MIN_SOURCE_BUDGET,
+    SYSTEM_PROMPT,
+    WRITER_CONTEXT_TOKENS,
+    WRITER_MAX_NEW_TOKENS,
+    WRITER_SYSTEM_PROMPT,
     PromptSource,
     build_prompt,
     render_chat,
@@ -46,6 +50,7 @@ class GeneratedAnswer:
     first_token_s: float  # from the call to the first text piece, prompt fitting included
     total_s: float
     sources: list[PromptSource] = field(default_factory=list)
+    check: dict[str, Any] | None = None  # what the claim check kept and dropped, when it ran
 
 
 class _Streamer:
@@ -116,9 +121,14 @@ class Generator:
         self.model = resolved.name
         small = resolved.offline_fallback
         self.max_new_tokens = max_new_tokens or (
-            OFFLINE_MAX_NEW_TOKENS if small else DEFAULT_MAX_NEW_TOKENS
+            OFFLINE_MAX_NEW_TOKENS if small
+            else WRITER_MAX_NEW_TOKENS if resolved.writer else DEFAULT_MAX_NEW_TOKENS
         )
-        context = context_tokens or (OFFLINE_CONTEXT_TOKENS if small else DEFAULT_CONTEXT_TOKENS)
+        context = context_tokens or (
+            OFFLINE_CONTEXT_TOKENS if small
+            else WRITER_CONTEXT_TOKENS if resolved.writer else DEFAULT_CONTEXT_TOKENS
+        )
+        self.system_prompt = WRITER_SYSTEM_PROMPT if resolved.writer else SYSTEM_PROMPT
         trained = model_context_length(resolved.path)
         self.context_tokens = min(context, trained) if trained else context
         self.question_cap = question_cap
@@ -167,7 +177,8 @@ class Generator:
             budget -= self.count_tokens(LEAD_CITATION_PREFIX)
         for _ in range(4):
             messages, used = build_prompt(
-                question, sources, self.count_tokens, budget, self.question_cap
+                question, sources, self.count_tokens, budget, self.question_cap,
+                self.system_prompt,
             )
             prompt = self.render(messages)
             excess = self.count_tokens(prompt) - self.prompt_budget
@@ -185,6 +196,13 @@ class Generator:
         numbers = "|".join(str(n) for n in range(n_sources, 0, -1))
         self._config.structured_output_config = grammar(
             compound_grammar=grammar.Concat(grammar.Regex(f"({numbers})\\], "), grammar.AnyText())
+        )
+
+    def _set_writer_grammar(self, n_sources: int) -> None:
+        """Every sentence of the writer's answer ends citing one of the given sources."""
+        grammar = self._grammar
+        self._config.structured_output_config = grammar(
+            compound_grammar=grammar.Regex(cited_sentences_regex(n_sources))
         )
 
     def answer(
@@ -209,7 +227,10 @@ class Generator:
                 prefix += LEAD_CITATION_PREFIX
                 prompt += LEAD_CITATION_PREFIX
             streamer = _Streamer(len(used), on_token, prefix)
-            self._set_grammar(len(used) if lead else 0)
+            if self.resolved.writer and not thinking:
+                self._set_writer_grammar(len(used))
+            else:
+                self._set_grammar(len(used) if lead else 0)
             try:
                 result = self._pipe.generate([prompt], self._config, streamer)
             except RuntimeError as exc:
@@ -247,6 +268,32 @@ class Generator:
             total_s=total,
             sources=used,
         )
+
+
+def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
+    """What the writer may write: sentences, each ending with [n] of a given source next to
+    its full stop, before or after it (several may follow each other), with fenced code
+    blocks between them. Allowing only one order made the model, stopped at '.', run on into
+    '.Human:' or stop: measured on 12 public questions, 10 answers fell back to passages.
+
+    Inside a sentence '.', '!' and '?' may only be followed by more of the word (`vllm.LLM`,
+    0.9): the model can end a sentence only by citing. Brackets appear only in citations.
+    """
+    numbers = "|".join(str(n) for n in range(n_sources, 0, -1))
+    cite = f"\\[({numbers})\\]"
+    # Printable ASCII by positive classes (xgrammar warns on negated ones): prose without
+    # brackets, backticks or sentence ends; what may follow a '.' inside a word; code lines.
+    word = r"[\x20\x22-\x2d\x2f-\x3e\x40-\x5a\x5c\x5e\x5f\x61-\x7e]"
+    after_stop = r"[\x21-\x5a\x5c\x5e\x5f\x61-\x7e]"
+    other = "[\u00a0-\uffff]"  # letters and marks beyond ASCII: é, ’, –, →
+    # A Markdown link, [text](url), whose text starts with no digit: never a citation.
+    link = r"\[[A-Za-z_`][\x20-\x5a\x5c\x5e-\x7e]*\]\([\x21-\x28\x2a-\x7e]+\)"
+    text = f"({word}|{other}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`|{link})+"
+    end = f"( ?{cite}({cite})*[.!?:]|[.!?:] ?{cite}({cite})*)"
+    sentence = text + end
+    block = r"```[a-z]*\n([\t -\x5f\x61-\x7e][\t -\x7e]*\n){1,20}```"
+    separator = r"( |\n|\n\n)"
+    return f"{sentence}({separator}({sentence}|{block}\n?)){{0,{max_units - 1}}}"
 
 
 def _finish_reason_length() -> Any:

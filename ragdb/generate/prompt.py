@@ -18,6 +18,15 @@ SYSTEM_PROMPT = (
     "by their numbers in square brackets, like [1] or [2]. Do not use outside knowledge. If the "
     "sources do not contain the answer, say plainly that the sources do not contain it."
 )
+# The writer (Qwen2.5-Coder-1.5B) sees only the passages the extractive selector chose and must
+# cite every sentence: its answers are checked against the cited source afterwards.
+WRITER_SYSTEM_PROMPT = (
+    "You answer questions about a software project using only the numbered sources given. "
+    "Write one to four short sentences. End every sentence with the number of the source it "
+    "comes from, like [1], and never mention the sources otherwise. Copy names, flags, "
+    "paths, numbers and code exactly as the sources write them; put commands in backticks. "
+    "If the sources do not answer the question, say so."
+)
 QUESTION_PREFIX = "Question: "
 ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
 
@@ -33,6 +42,11 @@ OFFLINE_MAX_NEW_TOKENS = 128
 DEFAULT_CONTEXT_TOKENS = 2560
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_QUESTION_CAP = 160
+# The writer's prompt is the selector's passages (at most ~1,000 characters): on 2 cores its
+# prefill runs at tens of tokens a second, so a short prompt is what keeps the first token
+# within seconds; four short cited sentences fit in the new tokens.
+WRITER_CONTEXT_TOKENS = 1024
+WRITER_MAX_NEW_TOKENS = 176
 # > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
 DEFAULT_REPETITION_PENALTY = 1.0
 LEAD_CITATION_PREFIX = "According to ["
@@ -121,6 +135,7 @@ def build_prompt(
     count_tokens: Callable[[str], int],
     budget: int,
     question_cap: int,
+    system_prompt: str = SYSTEM_PROMPT,
 ) -> tuple[list[dict[str, str]], list[PromptSource]]:
     """Chat messages holding as many whole sources as `budget` tokens allow, in rank order.
 
@@ -128,7 +143,7 @@ def build_prompt(
     when it does not fit whole, later ones are left out whole so numbers keep their rank.
     """
     question = cap_question(question, count_tokens, question_cap)
-    system_tokens = count_tokens(SYSTEM_PROMPT)
+    system_tokens = count_tokens(system_prompt)
 
     def total(blocks: list[str]) -> int:
         return system_tokens + count_tokens(_user_content(question, blocks))
@@ -162,7 +177,7 @@ def build_prompt(
             used.pop()
     blocks = [_source_block(i, s) for i, s in enumerate(used, 1)]
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt},
         {"role": "user", "content": _user_content(question, blocks)},
     ]
     return messages, used

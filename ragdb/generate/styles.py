@@ -1,4 +1,5 @@
-"""Which way an answer is made: extractive (passages of the sources, no model) or generated.
+"""Which way an answer is made: extractive (passages of the sources, no model) or generated,
+and for a generated one, generate then check (`CheckedAnswerer`).
 
 Only a model good enough to synthesise should write answers: measured on the public docs
 questions, the offline SmolLM2-135M wrote answers a strict reader accepted about 2 times in 15
@@ -9,12 +10,24 @@ model that would answer is the small offline one, and generates with anything be
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from enum import Enum
 
-from ragdb.generate.extractive import Embed, SourceText, compose_pieces, select_passages
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer
+from dataclasses import replace
+
+from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.cleaning import renumber_citations
+from ragdb.generate.extractive import (
+    Embed,
+    Passage,
+    SourceText,
+    compose,
+    compose_pieces,
+    select_passages,
+)
+from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource
 
@@ -68,3 +81,118 @@ class ExtractiveAnswerer:
         return GeneratedAnswer(text="".join(pieces), cited=cited, model=self.model,
                                prompt_tokens=0, new_tokens=0, first_token_s=first,
                                total_s=time.perf_counter() - started, sources=list(sources))
+
+
+def writer_sources(passages: list[Passage], sources: list[PromptSource]
+                   ) -> tuple[list[PromptSource], dict[int, int]]:
+    """The writer's context: each source's chosen passages (in order, joined by a gap mark)
+    as one prompt source, and the map from prompt numbers back to the sources' own numbers."""
+    by_source: dict[int, list[Passage]] = {}
+    for passage in passages:
+        by_source.setdefault(passage.number, []).append(passage)
+    shown: list[PromptSource] = []
+    mapping: dict[int, int] = {}
+    for number in sorted(by_source):
+        source = sources[number - 1]
+        chosen = sorted(by_source[number], key=lambda p: p.start)
+        first, last = chosen[0], chosen[-1]
+        text = "\n...\n".join((p.indent + p.text) if p.code else p.text for p in chosen)
+        shown.append(replace(
+            source, text=text, first=source.first + first.start, last=source.first + last.end,
+            start_line=source.start_line + source.text.count("\n", 0, first.start),
+            end_line=source.start_line + source.text.count("\n", 0, last.end),
+        ))
+        mapping[len(shown)] = number
+    return shown, mapping
+
+
+class _Gate:
+    """Streams a written answer one checked unit at a time: a sentence is shown only once it
+    is complete and has passed the check, so nothing unsupported ever reaches the reader."""
+
+    def __init__(self, mapping: dict[int, int], cited: list[CitedSource],
+                 on_token: Callable[[str], None] | None) -> None:
+        self.mapping = mapping
+        self.cited = cited
+        self.on_token = on_token
+        self.view = ""
+        self.emitted = ""
+
+    def feed(self, piece: str) -> None:
+        self.view += piece
+        if self.on_token is None:
+            return
+        units = split_units(self.view)
+        if not units:
+            return
+        # The last unit may still grow, unless it is a sentence that already ends citing
+        # (a later citation or full stop only extends what was shown).
+        last = units[-1]
+        if last.kind == "prose" and re.search(r"\]\W?$", last.text):
+            cut = len(self.view)
+        else:
+            cut = self.view.rfind(last.text)
+            if cut <= 0:
+                return
+        text = check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited).text
+        self.push(text)
+
+    def push(self, text: str) -> None:
+        if self.on_token is not None and text.startswith(self.emitted) and text != self.emitted:
+            delta = text[len(self.emitted):]
+            self.emitted = text
+            self.on_token(delta)
+
+
+class CheckedAnswerer:
+    """Generate, then check: the model writes from the passages the extractive selector chose
+    (a short prompt), every sentence must cite a given source, and each is checked against
+    the source it cites (ragdb.generate.checking); when too little survives, the answer is
+    the extractive one made of the same passages."""
+
+    def __init__(self, generator: Generator, extractive: ExtractiveAnswerer) -> None:
+        self.generator = generator
+        self.extractive = extractive
+        self.model = generator.model
+
+    def answer(
+        self,
+        question: str,
+        sources: list[PromptSource],
+        on_token: Callable[[str], None] | None = None,
+    ) -> GeneratedAnswer:
+        started = time.perf_counter()
+        if not sources:
+            return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
+        texts = [SourceText(n, s.file_path, self.extractive.kind_of(s.file_path), s.text)
+                 for n, s in enumerate(sources, 1)]
+        passages = select_passages(question, texts, self.extractive.embed)
+        if not passages:  # no source has any text: there is nothing to write from
+            return self.extractive.answer(question, sources, on_token)
+        shown, mapping = writer_sources(passages, sources)
+        cited = [CitedSource(n, s.file_path, s.text) for n, s in enumerate(sources, 1)]
+        given = [c for c in cited if c.number in mapping.values()]
+        gate = _Gate(mapping, given, on_token)
+        selected_s = time.perf_counter() - started
+        written = self.generator.answer(question, shown, on_token=gate.feed)
+        checked = check_answer(renumber_citations(written.text, mapping), given,
+                               writer=self.model)
+        report = checked.report
+        model = self.model
+        if checked.too_little:
+            model = EXTRACTIVE_NAME
+            report.fallback = "extractive"
+            text, cited_numbers = compose(passages)
+            if not gate.emitted and on_token is not None:
+                for piece in compose_pieces(passages):
+                    on_token(piece)
+        else:
+            text, cited_numbers = checked.text, checked.cited
+            gate.push(text)
+        return GeneratedAnswer(
+            text=text, cited=cited_numbers, model=model,
+            prompt_tokens=written.prompt_tokens, new_tokens=written.new_tokens,
+            first_token_s=selected_s + written.first_token_s,
+            total_s=time.perf_counter() - started, sources=list(sources),
+            check=report.as_json(),
+        )

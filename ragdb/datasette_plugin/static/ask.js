@@ -79,6 +79,24 @@
     }
   }
 
+  // What the claim check did to a written answer (null for passages of the sources).
+  function checkSummary(check) {
+    if (!check) {
+      return "";
+    }
+    var dropped = (check.dropped || []).length;
+    var line = " Checked " + check.sentences + " written sentences against their sources: " +
+      check.kept + " kept, " + dropped + " dropped";
+    if (check.replaced_code && check.replaced_code.length) {
+      line += ", " + check.replaced_code.length + " code replaced by the source's lines";
+    }
+    if (check.fallback) {
+      line += "; too little survived, so these are passages of the sources (the " +
+        check.writer + " answer was not shown)";
+    }
+    return line + ".";
+  }
+
   function handleEvent(name, data) {
     if (name === "sources") {
       sources = data;
@@ -94,8 +112,8 @@
       renderAnswer();
       renderSources(data.cited);
       answerBox.setAttribute("data-state", "done");
-      modelLine.textContent = data.model ? "Answered by " + data.model + " in " +
-        data.timings.total_s + " s." : "";
+      modelLine.textContent = (data.model ? "Answered by " + data.model + " in " +
+        data.timings.total_s + " s." : "") + checkSummary(data.check);
       setStatus("", false);
     } else if (name === "error") {
       answerBox.setAttribute("data-state", "error");

@@ -1,0 +1,420 @@
+"""Checking a written answer against the sources it cites, sentence by sentence.
+
+A language model's answer is only shown where what it says can be found in the source it
+cites: every sentence must cite a given source as [n]; code and commands must appear verbatim
+in a cited source (a block that does not is replaced by that source's own lines, when they
+are clearly the ones meant); identifiers, flags, paths and numbers written in prose must appear
+in a cited source. A sentence that fails is dropped, with the reason recorded. Plain words are
+not checked: a claim made only of ordinary words ("it is faster") passes when it cites a source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?P<body>.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
+_INLINE = re.compile(r"`([^`\n]+)`")
+_SENTENCE_END = re.compile(
+    r"[.!?]+[\"')\]*_]*(?:[ \t]*\[\d{1,3}\])*[.!?]?(?=\s|$)"
+    r"|(?:[ \t]*\[\d{1,3}\])+[.!?]*(?=[ \t]*$)",
+    re.M,
+)
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No)\.|\b[A-Z]\.)$")
+_LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
+_WORD = re.compile(r"\w+")
+# What a sentence may not invent: checked against the cited source's text.
+_CHECKABLE = re.compile(
+    r"https?://[^\s)\]>`\"']+"  # a URL
+    r"|(?<![\w/.-])(?:\.{1,2}/|/|~/)?[\w.-]+(?:/[\w.*-]+)+/?"  # a path: a/b, /v1/models
+    r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?"  # a flag: --enable-lora, -tp
+    r"|\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?"  # a dotted name: vllm.LLM, os.path
+    r"|\b\w*_\w*\b"  # snake_case, SCREAMING_CASE
+    r"|\b[A-Za-z]\w*\(\)"  # a call: generate()
+    r"|\b\w*[a-z][A-Z]\w*\b|\b[A-Z]{2,}[a-z]\w*\b"  # camelCase, PascalCase, LoRA
+    r"|\b[A-Za-z]*\d+(?:\.\w+)+"  # a version or decimal: v0.5.3.post1, 0.9, 1.5B
+    r"|\b[A-Za-z]+\d[\w]*\b"  # a name with digits: Qwen2, fp8
+    r"|(?<![\w.])\d+(?:[.,]\d+)*(?![\w])"  # a number: 8000, 0.9, 1,024
+)
+_NOT_NAMES = re.compile(r"^(?:e\.g|i\.e|etc)$", re.I)
+# A written answer whose survivors are fewer than this share of its sentences is replaced by
+# the extractive one: most of it was unsupported, so the rest is rarely the answer either.
+MIN_KEPT_SHARE = 1 / 3
+
+
+@dataclass(frozen=True)
+class CitedSource:
+    """A source as the check sees it: its number in the answer, path and full text."""
+
+    number: int
+    file_path: str
+    text: str
+
+
+@dataclass
+class Unit:
+    """One sentence (or list item) of prose, or one fenced code block, with its citations."""
+
+    kind: str  # "prose" or "code"
+    text: str  # as written, citations included
+    cites: list[int]
+
+
+@dataclass
+class CheckReport:
+    """What the check did: the JSON answers carry it as `check`."""
+
+    sentences: int = 0
+    kept: int = 0
+    dropped: list[dict[str, str]] = field(default_factory=list)
+    replaced: list[dict[str, Any]] = field(default_factory=list)
+    removed_citations: list[int] = field(default_factory=list)
+    fallback: str | None = None  # "extractive" when too little survived
+    writer: str | None = None  # the model whose answer was checked
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked": ["citations", "code verbatim", "identifiers, flags, paths, numbers"],
+            "sentences": self.sentences,
+            "kept": self.kept,
+            "dropped": self.dropped,
+            "replaced_code": self.replaced,
+            "removed_citations": self.removed_citations,
+            "fallback": self.fallback,
+            "writer": self.writer,
+        }
+
+
+@dataclass
+class CheckedAnswer:
+    text: str
+    cited: list[int]
+    report: CheckReport
+
+    @property
+    def too_little(self) -> bool:
+        """Nothing survived, or under MIN_KEPT_SHARE of what was written."""
+        written = self.report.sentences
+        return self.report.kept == 0 or self.report.kept < MIN_KEPT_SHARE * written
+
+
+# --------------------------------------------------------------------------------------------
+# Splitting an answer into units
+
+
+def _masked(text: str) -> str:
+    """Inline code hidden (same length), so its dots and brackets end no sentence."""
+    return _INLINE.sub(lambda m: "`" + "x" * (len(m.group()) - 2) + "`", text)
+
+
+def _prose_units(prose: str) -> list[tuple[str, list[int]]]:
+    pieces: list[tuple[str, list[int]]] = []
+    masked = _masked(prose)
+    for line_match in re.finditer(r"[^\n]+", prose):
+        start, end = line_match.span()
+        position = start
+        for ending in _SENTENCE_END.finditer(masked, start, end):
+            before = masked[position:ending.start() + 1]
+            if _ABBREVIATION.search(before.rstrip(".!?") + ".") and not _CITE.search(
+                    ending.group()) and ending.group().startswith("."):
+                continue
+            pieces.append(_piece(prose[position:ending.end()], masked[position:ending.end()]))
+            position = ending.end()
+        if prose[position:end].strip():
+            pieces.append(_piece(prose[position:end], masked[position:end]))
+    return [(text, cites) for text, cites in pieces if text.strip()]
+
+
+def _piece(text: str, masked: str) -> tuple[str, list[int]]:
+    return text.strip(), [int(n) for n in _CITE.findall(masked)]
+
+
+def split_units(answer: str) -> list[Unit]:
+    """Fenced code blocks, and the sentences and list items of the prose around them.
+
+    Citations written right after a code block ("```\\n[2]") belong to that block.
+    """
+    units: list[Unit] = []
+    position = 0
+    for block in _FENCED.finditer(answer):
+        units.extend(Unit("prose", t, c) for t, c in _prose_units(answer[position:block.start()]))
+        end = block.end()
+        trailing = re.match(r"(?:\s*\[\d{1,3}\])+[.]?", answer[end:])
+        cites = []
+        if trailing:
+            cites = [int(n) for n in re.findall(r"\d{1,3}", trailing.group())]
+            end += trailing.end()
+        units.append(Unit("code", block.group(0).strip("\n"), cites))
+        position = end
+    units.extend(Unit("prose", t, c) for t, c in _prose_units(answer[position:]))
+    return units
+
+
+# --------------------------------------------------------------------------------------------
+# Matching against a source
+
+
+def _normalised(text: str) -> str:
+    """Shell line continuations joined and runs of blanks made one: commands compare equal
+    however they were wrapped."""
+    text = re.sub(r"\\[ \t]*\n[ \t]*", " ", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _appears(token: str, text: str, *, ignore_case: bool = False) -> bool:
+    flags = re.I if ignore_case else 0
+    head = r"(?<![\w])" if token[:1].isalnum() or token[:1] == "_" else ""
+    tail = r"(?![\w])" if token[-1:].isalnum() or token[-1:] == "_" else ""
+    return re.search(head + re.escape(token) + tail, text, flags) is not None
+
+
+def _token_supported(token: str, sources: list[CitedSource]) -> bool:
+    token = token.rstrip(".,:;")
+    if not token or _NOT_NAMES.match(token):
+        return True
+    if token.endswith("()"):
+        token = token[:-2]
+    haystacks = [s.text + "\n" + s.file_path for s in sources]
+    if any(_appears(token, h) for h in haystacks):
+        return True
+    if re.fullmatch(r"[\w-]+", token) and not re.fullmatch(r"[\d.,]+", token) \
+            and "_" not in token and not token.startswith("-"):
+        # A name in mixed case or with digits (LoRA, Qwen2): its spelling may differ in case.
+        return any(_appears(token, h, ignore_case=True) for h in haystacks)
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", token):
+        # vllm.LLM from "from vllm import LLM": every part appears in one cited source.
+        parts = token.split(".")
+        return any(all(_appears(p, h) for p in parts) for h in haystacks)
+    if token.startswith("/") or "/" in token:
+        return any(token.strip("/") in h for h in haystacks)
+    return False
+
+
+def _unsupported_tokens(prose: str, sources: list[CitedSource]) -> list[str]:
+    prose = _LIST_MARKER.sub("", _INLINE.sub(" ", prose))
+    prose = _CITE.sub(" ", prose)
+    found = []
+    for match in _CHECKABLE.finditer(prose):
+        token = match.group()
+        if not _token_supported(token, sources) and token not in found:
+            found.append(token)
+    return found
+
+
+def _code_tokens(text: str) -> set[str]:
+    return set(re.findall(r"[\w.-]+|[^\w\s]", text))
+
+
+def _logical_lines(text: str) -> list[str]:
+    """A source's lines with shell continuations joined, fences and blank lines left out."""
+    joined = re.sub(r"\\[ \t]*\n[ \t]*", " ", text)
+    return [line.strip() for line in joined.split("\n")
+            if line.strip() and not re.match(r"[ \t]*(```|~~~)", line)]
+
+
+def _command_line(span: str, sources: list[CitedSource]) -> tuple[str, int] | None:
+    """The cited source's own line that an inexact inline command was meant to be."""
+    wanted = _code_tokens(span)
+    best: tuple[float, str, int] | None = None
+    for source in sources:
+        for line in _logical_lines(source.text):
+            if len(line) > 240:
+                continue
+            line = re.sub(r"^\$[ \t]+", "", line)
+            have = _code_tokens(line)
+            recall = len(wanted & have) / max(1, len(wanted))
+            if recall >= 0.6 and (best is None or recall > best[0]):
+                best = (recall, line, source.number)
+    return (best[1], best[2]) if best else None
+
+
+def _verbatim(code: str, sources: list[CitedSource]) -> bool:
+    wanted = _normalised(code)
+    return bool(wanted) and any(wanted in _normalised(s.text) for s in sources)
+
+
+def _block_window(lines: list[str], sources: list[CitedSource]) -> tuple[str, int] | None:
+    """The run of a cited source's lines that best matches a code block that is not verbatim:
+    the same number of lines (give or take), no fence inside, most of the block's tokens."""
+    wanted = _code_tokens("\n".join(lines))
+    best: tuple[float, int, str, int] | None = None
+    for source in sources:
+        raw = source.text.split("\n")
+        for size in {max(1, len(lines) - 1), len(lines), len(lines) + 1}:
+            for first in range(0, max(0, len(raw) - size) + 1):
+                window = raw[first:first + size]
+                if any(re.match(r"[ \t]*(```|~~~)", w) for w in window) or not window[0].strip():
+                    continue
+                have = _code_tokens("\n".join(window))
+                recall = len(wanted & have) / max(1, len(wanted))
+                extra = len(have - wanted)
+                if recall >= 0.5 and (best is None or (recall, -extra) > (best[0], -best[1])):
+                    end = first + size
+                    while end < len(raw) and raw[end - 1].rstrip().endswith("\\"):
+                        end += 1  # a shell command continues: show all of it
+                    best = (recall, extra, _dedent(raw[first:end]), source.number)
+    return (best[2], best[3]) if best else None
+
+
+def _dedent(lines: list[str]) -> str:
+    width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    return "\n".join(x[width:].rstrip() for x in lines).strip("\n")
+
+
+# --------------------------------------------------------------------------------------------
+# The check
+
+
+def _sentence_key(text: str) -> str:
+    return " ".join(_WORD.findall(_CITE.sub(" ", text).lower()))
+
+
+def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None = None
+                 ) -> CheckedAnswer:
+    """Keep the units of `answer` that its cited sources support; report the rest.
+
+    `sources` are those the model was given, numbered as the answer cites them.
+    """
+    by_number = {s.number: s for s in sources}
+    report = CheckReport(writer=writer)
+    kept: list[str] = []
+    seen: set[str] = set()
+    previous_cites: list[int] = []
+    previous_text = ""
+    for unit in split_units(answer):
+        if unit.kind == "prose" and not _WORD.search(_CITE.sub("", unit.text)):
+            continue  # a citation or a mark on its own line: nothing was claimed
+        report.sentences += 1
+        invalid = [n for n in unit.cites if n not in by_number]
+        for n in invalid:
+            if n not in report.removed_citations:
+                report.removed_citations.append(n)
+        valid = list(dict.fromkeys(n for n in unit.cites if n in by_number))
+        if unit.kind == "code":
+            text = _check_block(unit, valid or previous_cites, by_number, report)
+        elif _ABOUT_A_SOURCE.match(unit.text) and _CITED_AFTER_STOP.search(previous_text):
+            # "... caching. [1] provides the information ...": the citation was the subject.
+            _drop(report, unit.text, "talks about a source, not the question")
+            text = None
+        else:
+            text = _check_sentence(unit, valid, invalid, by_number, report, seen)
+            if text is not None:
+                previous_cites = valid
+        previous_text = unit.text
+        if text is not None:
+            kept.append(text)
+            report.kept += 1
+    text = _join(kept)
+    cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", _INLINE.sub(" ", _strip_fences(
+        text))) if int(n) in by_number})
+    return CheckedAnswer(text, cited, report)
+
+
+def _drop(report: CheckReport, text: str, reason: str) -> None:
+    report.dropped.append({"text": text, "reason": reason})
+
+
+# Talk about the sources rather than the question ("the command from the sources [1]").
+_META = re.compile(
+    r",?[ \t]+(?:from|in|according to|based on|as shown in|given in)[ \t]+the[ \t]+"
+    r"(?:provided[ \t]+|given[ \t]+|numbered[ \t]+)?sources?(?=[ \t]*(?:\[|[,.:;]|$))",
+    re.I)
+
+
+# A sentence that begins with a plain lowercase word right after "stop. [n]" had the citation
+# as its subject ("[1] is a reliable source"): it is about a source, not the project.
+_ABOUT_A_SOURCE = re.compile(r"[a-z]+\b(?![._/-])")
+_CITED_AFTER_STOP = re.compile(r"[.!?:][ \t]*(?:\[\d{1,3}\])+$")
+# "(1)" just before the citation: the model citing twice, once in the form it was not asked for.
+_PAREN_NUMBER = re.compile(r"[ \t]*\(\d{1,3}\)(?=[.!?:]?[ \t]*\[\d{1,3}\])")
+
+
+def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
+                    by_number: dict[int, CitedSource], report: CheckReport,
+                    seen: set[str]) -> str | None:
+    text = _META.sub("", unit.text)
+    text = _PAREN_NUMBER.sub("", text)
+    for n in invalid:  # a citation of a source that was not given is never shown
+        text = re.sub(rf"[ \t]*\[{n}\]", "", text)
+    if not valid:
+        reason = (f"cites {', '.join(f'[{n}]' for n in invalid)}, not a given source"
+                  if invalid else "cites no source")
+        _drop(report, text, reason)
+        return None
+    key = _sentence_key(text)
+    if key in seen:
+        _drop(report, text, "repeats an earlier sentence")
+        return None
+    cited = [by_number[n] for n in valid]
+    where = ", ".join(f"[{n}]" for n in valid)
+    for match in list(_INLINE.finditer(text)):
+        span = match.group(1)
+        if _verbatim(span, cited):
+            continue
+        if re.fullmatch(r"\S+", span.strip()):
+            if _token_supported(span.strip(), cited):
+                continue
+            _drop(report, text, f"`{span}` is not in {where}")
+            return None
+        line = _command_line(span, cited)
+        if line is None:
+            _drop(report, text, f"`{span}` is not in {where}")
+            return None
+        report.replaced.append({"written": span, "source_lines": line[0], "n": line[1]})
+        text = text.replace(match.group(0), f"`{line[0]}`", 1)
+    missing = _unsupported_tokens(text, cited)
+    if missing:
+        _drop(report, text, f"{', '.join(missing[:3])} not in {where}")
+        return None
+    seen.add(key)
+    return text
+
+
+def _check_block(unit: Unit, cites: list[int], by_number: dict[int, CitedSource],
+                 report: CheckReport) -> str | None:
+    match = _FENCED.match(unit.text)
+    body = match.group("body") if match else unit.text
+    opening = unit.text.split("\n", 1)[0].strip()
+    lines = [line for line in body.rstrip("\n").split("\n") if line.strip()]
+    if not lines:
+        return None
+    if not cites:
+        _drop(report, unit.text, "code that cites no source")
+        return None
+    cited = [by_number[n] for n in cites]
+    where = ", ".join(f"[{n}]" for n in cites)
+    suffix = "\n" + "".join(f"[{n}]" for n in cites)
+    fence = opening[:3]
+    if all(_verbatim(line, cited) for line in lines):
+        return f"{opening}\n{body.rstrip()}\n{fence}{suffix}"
+    window = _block_window(lines, cited)
+    if window is None:
+        _drop(report, unit.text, f"code not in {where}")
+        return None
+    source_lines, number = window
+    report.replaced.append({"written": body.rstrip(), "source_lines": source_lines, "n": number})
+    return f"{opening}\n{source_lines}\n{fence}\n[{number}]"
+
+
+def _strip_fences(text: str) -> str:
+    return _FENCED.sub(" ", text)
+
+
+def _join(units: list[str]) -> str:
+    """Sentences of one paragraph on one line; code blocks and list items on their own."""
+    out = ""
+    for unit in units:
+        if not out:
+            out = unit
+        elif unit.startswith(("```", "~~~")) or out.rstrip().endswith(("]", "```")) and (
+                _LIST_MARKER.match(unit) or unit.startswith(("```", "~~~"))):
+            out += "\n\n" + unit
+        elif _LIST_MARKER.match(unit):
+            out += "\n" + unit
+        elif re.search(r"```\n(?:\[\d{1,3}\])*$", out):
+            out += "\n\n" + unit
+        else:
+            out += " " + unit
+    return out.strip()

