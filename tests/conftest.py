@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +138,20 @@ def generator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generator]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
         yield Generator(resolve_model("offline", Path("unused"), warn=pytest.fail))
+
+
+def wait_until_serving(process: "subprocess.Popen[bytes]", base: str, log_path: Path,
+                       timeout: float = 60, poll: float = 0.2) -> None:
+    """Until a started `ragdb serve` answers its status route; its log in any failure."""
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
+    deadline = time.monotonic() + timeout
+    while True:
+        assert process.poll() is None, log_path.read_text(errors="replace")
+        try:
+            with urlopen(base + "/-/ragdb/status", timeout=5):
+                return
+        except (URLError, OSError):
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+            time.sleep(poll)

@@ -9,11 +9,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
 
@@ -24,7 +22,7 @@ from ragdb.db import connect
 from ragdb.resources import sql
 from ragdb.retrieve import Filters, Mode, Searcher, SearchParams
 from ragdb.vectors import to_int8
-from tests.conftest import run_cli, write_corpus
+from tests.conftest import run_cli, wait_until_serving, write_corpus
 
 IMPLEMENTATION = (
     '"""Command-line flags."""\n\n\n'
@@ -313,15 +311,7 @@ def server(vector_repo: Path) -> Iterator[str]:
             env={**os.environ, "HF_HUB_OFFLINE": "1"})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, log_path.read_text(errors="replace")
-            try:
-                with urlopen(base + "/-/ragdb/status", timeout=5):
-                    break
-            except (URLError, OSError):
-                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
-                time.sleep(0.3)
+        wait_until_serving(process, base, log_path, 90, 0.3)
         yield base
     finally:
         process.terminate()

@@ -15,12 +15,10 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
-from urllib.request import urlopen
 
 import pytest
 
-from tests.conftest import run_cli, write_corpus
+from tests.conftest import run_cli, wait_until_serving, write_corpus
 
 TIMEOUT_S = 1.5  # header and body timeouts of the server under test (shortened for speed)
 
@@ -52,15 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
             env={**os.environ, "HOME": str(root / "home"), "HF_HUB_OFFLINE": "1"})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log_path.read_text(errors="replace")
-            try:
-                with urlopen(base + "/-/ragdb/status", timeout=5):
-                    break
-            except (URLError, OSError):
-                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
-                time.sleep(0.2)
+        wait_until_serving(process, base, log_path, 60, 0.2)
         yield base, port, root
     finally:
         process.terminate()

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
-from urllib.error import HTTPError, URLError
+from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 import numpy as np
@@ -33,7 +33,7 @@ import pytest
 
 from ragdb.database import RagDB
 from ragdb.embedder import _import_openvino, _resolve, embedder_identity
-from tests.conftest import REPO, SMALL_CORPUS, run_cli, write_corpus
+from tests.conftest import REPO, SMALL_CORPUS, run_cli, wait_until_serving, write_corpus
 
 ENV = {"RAGDB_MODELS_DIR": str(REPO / "data" / "models"), "HF_HUB_OFFLINE": "1"}
 
@@ -298,15 +298,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             env={**os.environ, **ENV, "HOME": str(root / "home")})
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log_path.read_text(errors="replace")
-            try:
-                with urlopen(base + "/-/ragdb/status", timeout=5):
-                    break
-            except (URLError, OSError):
-                assert time.monotonic() < deadline, log_path.read_text(errors="replace")
-                time.sleep(0.2)
+        wait_until_serving(process, base, log_path, 60, 0.2)
         yield base, root
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C: the server ends its workers
