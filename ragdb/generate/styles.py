@@ -46,7 +46,8 @@ def extractive_wanted(style: Style, resolved: Callable[[], ResolvedModel]) -> bo
         return True
     if style is Style.generate:
         return False
-    return resolved().offline_fallback
+    model = resolved()
+    return model.offline_fallback or not model.auto_writes
 
 
 class ExtractiveAnswerer:

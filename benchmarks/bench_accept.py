@@ -1,0 +1,140 @@
+"""Answers for a strict reader: a fixed sample, each style, and the reader's verdicts tallied.
+
+Issue 19 measures answers by whether a strict reader accepts them, not by token overlap alone.
+`sample` answers a fixed sample of questions held out from every choice of the answer
+settings, in each style, and saves, per answer, what the reader needs: the question, the
+answer, the text of every source it cites and the reference answer
+(`data/bench/accept/answers_<style>.json`). A reader (never the one who tuned the selector)
+writes `verdicts_<style>*.json` beside them: a list of {"id", "exam" (true when at least two of
+addresses the question / relevant codebase facts / coherent hold), "satisfied" (yes, partly,
+no), "unsupported" (true when a claim is not in the cited source), "reason"}. `report` tallies
+them per style and set.
+
+The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50), every
+other one; the public code questions, every fifth; the repos set's half B
+(benchmarks/bench_repos.py), every other one: 25 + 20 + 20. Needs data/bench/rag.db
+(`make bench`) and data/bench/repos.db (`make bench-repos`).
+
+    uv run --frozen python -m benchmarks.bench_accept sample --style extractive
+    uv run --frozen python -m benchmarks.bench_accept sample --style writer
+    uv run --frozen python -m benchmarks.bench_accept report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
+from benchmarks.common import BENCH_DIR, dataset, host_line
+from ragdb import RagDB
+from ragdb.retrieve import Mode
+from ragdb.schemas import RagDataset
+
+ACCEPT_DIR = BENCH_DIR / "accept"
+#: style name -> (--style, --model) as `ragdb answer` takes them
+STYLES = {"extractive": ("extractive", None), "writer": ("generate", "writer")}
+
+
+def sample() -> list[tuple[Question, str, Path]]:
+    """(question, reference answer, the index it is asked of), in a fixed order."""
+    answers: dict[str, str] = {}
+    for kind in ("docs", "code"):
+        data = RagDataset.model_validate_json(dataset(kind).read_text())
+        answers.update({q.question_id: q.answer for q in data.rag_questions})
+    public = vllm_questions()
+    docs = [q for q in public if q.kind == "docs"][50:100:2]
+    code = [q for q in public if q.kind == "code"][::5]
+    repos_answers: dict[str, str] = {}
+    for path in Path("../shared/datasets/repos/AnsweredQuestions").glob("dataset_*.json"):
+        for q in json.loads(path.read_text())["rag_questions"]:
+            repos_answers[q["question_id"]] = q["answer"]
+    repos = [q for q in repo_questions() if q.half == "B"][::2]
+    return ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
+            + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos])
+
+
+def answer_sample(style: str, k: int) -> Path:
+    answer_style, model = STYLES[style]
+    out: list[dict[str, Any]] = []
+    rags: dict[Path, RagDB] = {}
+    for question, reference, db in sample():
+        rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
+        started = time.perf_counter()
+        result = rag.answer(question.question, k, Mode.hybrid, style=answer_style)
+        seconds = time.perf_counter() - started
+        cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
+                  "text": result.prompt_sources[n - 1].text}
+                 for n in result.cited if 0 < n <= len(result.prompt_sources)]
+        out.append({"id": question.question_id, "set": question.set_name,
+                    "kind": question.kind, "question": question.question,
+                    "reference_answer": reference, "answer": result.text,
+                    "style": result.style, "model": result.model, "check": result.check,
+                    "cited_sources": cited, "seconds": round(seconds, 2),
+                    "first_token_s": result.timings.get("first_token_s")})
+        print(f"{len(out):3d} {question.set_name:12s} {seconds:5.1f} s  {question.question[:60]}",
+              flush=True)
+    for rag in rags.values():
+        rag.close()
+    ACCEPT_DIR.mkdir(parents=True, exist_ok=True)
+    path = ACCEPT_DIR / f"answers_{style}.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(f"{host_line()}\nwrote {path}; seconds per answer p50 "
+          f"{statistics.median(a['seconds'] for a in out):.2f}, max "
+          f"{max(a['seconds'] for a in out):.2f}")
+    return path
+
+
+def _group(answer: dict[str, Any]) -> str:
+    return answer["set"] if answer["set"].startswith("vllm") else "repos"
+
+
+def report() -> None:
+    print("| style | set | n judged | exam rule | satisfied yes / partly / no "
+          "| unsupported claim | s / answer p50 |\n|---|---|---|---|---|---|---|")
+    for style in STYLES:
+        path = ACCEPT_DIR / f"answers_{style}.json"
+        if not path.exists():
+            continue
+        answers = {a["id"]: a for a in json.loads(path.read_text())}
+        verdicts: dict[str, dict[str, Any]] = {}
+        for part in sorted(ACCEPT_DIR.glob(f"verdicts_{style}*.json")):
+            verdicts.update({v["id"]: v for v in json.loads(part.read_text())})
+        groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+        for qid, verdict in verdicts.items():
+            if qid in answers:
+                groups[_group(answers[qid])].append((answers[qid], verdict))
+                groups["all"].append((answers[qid], verdict))
+        for name in ("vllm-docs", "vllm-code", "repos", "all"):
+            rows = groups.get(name, [])
+            if not rows:
+                continue
+            n = len(rows)
+            exam = sum(bool(v["exam"]) for _, v in rows)
+            sat = {s: sum(v["satisfied"] == s for _, v in rows) for s in ("yes", "partly", "no")}
+            unsupported = sum(bool(v.get("unsupported")) for _, v in rows)
+            seconds = statistics.median(a["seconds"] for a, _ in rows)
+            print(f"| {style} | {name} | {n} | {exam / n:.0%} | {sat['yes']} / {sat['partly']} "
+                  f"/ {sat['no']} ({sat['yes'] / n:.0%} yes) | {unsupported} | {seconds:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("sample", "report"))
+    parser.add_argument("--style", choices=tuple(STYLES), default="extractive")
+    parser.add_argument("--k", type=int, default=10)
+    args = parser.parse_args()
+    if args.action == "sample":
+        answer_sample(args.style, args.k)
+    else:
+        report()
+
+
+if __name__ == "__main__":
+    main()
