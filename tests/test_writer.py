@@ -140,9 +140,12 @@ def test_a_disk_too_small_is_refused_before_writing(tmp_path: Path) -> None:
         subprocess.run(["umount", str(disk)], check=True)
 
 
-def test_the_default_uses_an_installed_writer_where_the_hub_is_unreachable(
+def test_an_installed_writer_stands_in_for_the_hub_but_auto_keeps_passages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Where the hub cannot be reached the installed writer is the model (`--style generate`
+    writes with it), but `auto` answers with passages unless the writer is named: a strict
+    reader found unsupported claims in its answers (README, Performance)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     warnings: list[str] = []
     assert resolve_model(None, tmp_path, warn=warnings.append).offline_fallback  # none yet
@@ -151,11 +154,14 @@ def test_the_default_uses_an_installed_writer_where_the_hub_is_unreachable(
     resolved = resolve_model(None, tmp_path, warn=warnings.append)
     assert resolved.writer and not resolved.offline_fallback
     assert resolved.path == tmp_path / WRITER_FILE
-    assert warnings == ["cannot get Qwen/Qwen3-0.6B (HF_HUB_OFFLINE is set): answering with "
-                        "the installed Qwen2.5-Coder-1.5B-Instruct (writer, gguf q4_0)"]
-    assert not extractive_wanted(Style.auto, lambda: resolved)  # auto writes with it
+    assert warnings == ["cannot get Qwen/Qwen3-0.6B (HF_HUB_OFFLINE is set): the installed "
+                        "Qwen2.5-Coder-1.5B-Instruct (writer, gguf q4_0) writes with "
+                        "--style generate"]
+    assert extractive_wanted(Style.auto, lambda: resolved)  # auto keeps passages
+    assert not extractive_wanted(Style.generate, lambda: resolved)
     named = resolve_model("writer", tmp_path, warn=pytest.fail)
-    assert named == resolved
+    assert named.path == resolved.path and named.writer
+    assert not extractive_wanted(Style.auto, lambda: named)  # named: auto writes with it
     by_path = resolve_model(str(tmp_path / WRITER_FILE), tmp_path, warn=pytest.fail)
     assert by_path.writer
 
