@@ -32,6 +32,7 @@ from ragdb.db import (
     connect,
     default_db_path,
     get_setting,
+    index_lock,
     index_running,
     scalar,
     write_transaction,
@@ -265,6 +266,7 @@ class RagDB:
 
         `root` is a path as given to `index` (relative to the current folder, or absolute).
         Files another recorded root also holds stay. Returns the number of files removed.
+        Refused while an index run is in progress (it would write vectors of removed chunks).
         """
         conn = self.conn
         known = {r.path for r in self.roots()}
@@ -272,7 +274,7 @@ class RagDB:
         if path not in known:
             shown = ", ".join(sorted(known)) or "none"
             raise RagdbError(f"{root} is not an indexed root (roots: {shown})")
-        with write_transaction(conn):
+        with index_lock(self.path), write_transaction(conn):
             removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
             bump_generation(conn)
         return removed

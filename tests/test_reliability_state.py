@@ -429,6 +429,8 @@ def test_a_second_index_run_is_refused_on_every_door(served: tuple[str, Path]) -
         tool = anyio.run(_mcp_index, root)
         assert tool.is_error and message in tool.content[0].text
         assert len(tool.content[0].text.splitlines()) == 1
+        removal = run_cli("roots", "--remove", "data/raw", "--db", "rag.db", cwd=root, env=ENV)
+        assert message in one_line(removal)  # it would leave the run orphan vectors
 
         (root / "data" / "raw" / "proj" / "notes.txt").write_text(
             "Release notes\n\nThe scheduler now supports chunked prefill by default.\n\n"
