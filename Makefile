@@ -51,7 +51,8 @@ bench-answer: corpus
 	$(RUN) python -m benchmarks.bench_answer
 
 clean:
-	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs data/bench
+	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs
+	find data/bench -mindepth 1 -maxdepth 1 ! -name accept -exec rm -rf {} + 2>/dev/null || true
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
 
 fclean: clean
