@@ -49,6 +49,7 @@ bench-repos: corpus
 bench-answer: corpus
 	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick
 	$(RUN) python -m benchmarks.bench_answer
+	$(RUN) python -m benchmarks.bench_accept report  # the strict readers' verdicts, data/bench/accept
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs
