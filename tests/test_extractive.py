@@ -587,3 +587,21 @@ def test_a_long_definition_shows_the_lines_that_answer_under_their_signature() -
             assert ROPE_PY[start:start + len(line)] == line and line in source_lines
     for line in shown:  # every line shown is a line of the source, or marks lines left out
         assert line.strip() == "..." or any(line in s for s in source_lines), line
+
+
+def test_a_long_c_function_shows_its_header_not_its_opening_brace() -> None:
+    """In a brace language the signature is the function's header; a lone `{` line under it
+    is no signature line."""
+    body = "\n".join(f"  int64_t stride_{i} = input.stride({i});" for i in range(40))
+    text = ("void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight,\n"
+            "              double epsilon)\n{\n" + body + "\n  if (num_tokens > 4096) {\n"
+            "    int block_size = 256;\n  }\n  dim3 grid(num_tokens);\n}\n")
+    source = SourceText(1, "csrc/layernorm_kernels.cu", "cuda", text)
+    passages = select_passages("What block_size does rms_norm use when num_tokens is large?",
+                               [source])
+    check_verbatim(passages, [source])
+    shown = compose(passages)[0].split("```")[1].strip("\n").split("\n")
+    assert shown[0] == ("void rms_norm(torch::Tensor& out, torch::Tensor& input, "
+                        "torch::Tensor& weight,")
+    assert shown[1] == "  ..." and "{" not in shown
+    assert "    int block_size = 256;" in shown

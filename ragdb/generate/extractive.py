@@ -536,8 +536,8 @@ def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
     found, level = [], indent(best)
     for n in range(best - 1, first - 1, -1):
         line = text[slice(*lines[n])]
-        if not line.strip() or indent(n) >= level or line.lstrip()[0] in _CLOSING:
-            continue  # `) -> None:` closes a header: the `def` line above it opened it
+        if not line.strip() or indent(n) >= level or line.lstrip()[0] in _CLOSING + "{":
+            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
         level = indent(n)
         header = _DEF.match(line.strip()) if python else not _CONTROL.match(line)
         if header:
