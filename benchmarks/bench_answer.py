@@ -71,11 +71,12 @@ def passages_of(answer: str) -> list[tuple[str, list[int]]]:
 
 def verbatim_share(answer: str, sources: list[str]) -> tuple[int, int]:
     """(passages found word for word in a source they cite, passages). Each line of a passage
-    (fence lines aside) must appear in the source, raw or after the same markup cleaning."""
+    (fence lines and a code answer's `...` line, which marks lines left out, aside) must appear
+    in the source, raw or after the same markup cleaning."""
     found = total = 0
     for body, numbers in passages_of(answer):
         lines = [_flat(line) for line in body.splitlines()
-                 if line.strip() and not line.strip().startswith("```")]
+                 if line.strip() and not line.strip().startswith("```") and line.strip() != "..."]
         if not lines:
             continue
         total += 1

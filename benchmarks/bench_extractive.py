@@ -86,12 +86,15 @@ def measure(question: str, reference: str, sources: list[SourceText],
 
 
 def _verbatim(passage: Passage, sources: list[SourceText], answer: str) -> bool:
-    """The passage is its source's span and the answer shows it (cleaned) as it is."""
+    """The passage is its source's span (its signature lines too) and the answer shows it
+    (cleaned) as it is."""
     if not 1 <= passage.number <= len(sources):
         return False
     source = sources[passage.number - 1]
     if source.text[passage.start:passage.end] != passage.text:
         return False
+    if any(source.text[start:start + len(line)] != line for start, line in passage.context):
+        return False  # a signature line shown before a code window is a source line too
     piece = next(extractive.compose_pieces([passage]))
     return piece in answer
 

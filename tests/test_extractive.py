@@ -99,6 +99,8 @@ def check_verbatim(passages: list[Passage], sources: list[SourceText]) -> None:
     for p in passages:
         assert p.number in by_number
         assert by_number[p.number].text[p.start:p.end] == p.text
+        for start, line in p.context:  # signature lines shown before a code window
+            assert by_number[p.number].text[start:start + len(line)] == line
 
 
 # -- splitting -------------------------------------------------------------------------------
@@ -511,3 +513,95 @@ def test_a_paragraph_continuing_a_sentence_a_block_interrupted_is_never_shown() 
     source = SourceText(1, "docs/usage/troubleshooting.md", "markdown", text)
     passages = select_passages("How do you guard usage of vllm behind a main block?", [source])
     assert passages and not any(p.text.startswith("then you must") for p in passages)
+
+
+# A realistic model class (after vllm/model_executor/layers/rotary_embedding.py): its
+# definition is far longer than a code unit, so it is cut into pieces.
+ROPE_PY = '''class YaRNScalingRotaryEmbedding(nn.Module):
+    """RotaryEmbedding extended with YaRN method.
+
+    Credits to Peng et al. github.com/jquesnelle/yarn
+    """
+
+    def __init__(
+        self,
+        head_size: int,
+        rotary_dim: int,
+        max_position_embeddings: int,
+        base: float,
+        is_neox_style: bool,
+        scaling_factor: float,
+        dtype: torch.dtype,
+        *,
+        extrapolation_factor: float = 1,
+        attn_factor: float = 1,
+        beta_fast: int = 32,
+        beta_slow: int = 1,
+    ) -> None:
+        super().__init__()
+        self.head_size = head_size
+        self.rotary_dim = rotary_dim
+        self.max_position_embeddings = max_position_embeddings
+        self.base = base
+        self.is_neox_style = is_neox_style
+        self.scaling_factor = scaling_factor
+        self.extrapolation_factor = extrapolation_factor
+        self.attn_factor = attn_factor
+        self.beta_fast = beta_fast
+        self.beta_slow = beta_slow
+        # Get n-d magnitude scaling corrected for interpolation
+        self.mscale = float(
+            _yarn_get_mscale(self.scaling_factor) * attn_factor)
+        cache = self._compute_cos_sin_cache()
+        cache = cache.to(dtype)
+        self.register_buffer("cos_sin_cache", cache, persistent=False)
+
+    def _compute_inv_freq(self, scaling_factor: float) -> torch.Tensor:
+        pos_freqs = self.base**(
+            torch.arange(0, self.rotary_dim, 2, dtype=torch.float) /
+            self.rotary_dim)
+        inv_freq_extrapolation = 1.0 / pos_freqs
+        inv_freq_interpolation = 1.0 / (scaling_factor * pos_freqs)
+        return inv_freq_interpolation * inv_freq_extrapolation
+'''
+
+
+def test_a_long_definition_shows_the_lines_that_answer_under_their_signature() -> None:
+    """Asked for a constructor parameter's default, the answer shows the parameter's line with
+    the class and def lines it lies in, each a verbatim line of the source, not the class's
+    head."""
+    source = SourceText(1, "vllm/model_executor/layers/rotary_embedding.py", "python", ROPE_PY)
+    assert len(ROPE_PY) > 1200  # cut into pieces: its head alone is no answer
+    passages = select_passages(
+        "What is the default beta_fast of the YaRNScalingRotaryEmbedding constructor?", [source])
+    check_verbatim(passages, [source])
+    text, cited = compose(passages)
+    assert cited == [1]
+    shown = text.split("```")[1].strip("\n").split("\n")
+    assert shown[0] == "class YaRNScalingRotaryEmbedding(nn.Module):"
+    assert "    def __init__(" in shown[:4]
+    assert "        beta_fast: int = 32," in shown
+    source_lines = set(ROPE_PY.split("\n"))
+    for passage in passages:
+        for start, line in passage.context:
+            assert ROPE_PY[start:start + len(line)] == line and line in source_lines
+    for line in shown:  # every line shown is a line of the source, or marks lines left out
+        assert line.strip() == "..." or any(line in s for s in source_lines), line
+
+
+def test_a_long_c_function_shows_its_header_not_its_opening_brace() -> None:
+    """In a brace language the signature is the function's header; a lone `{` line under it
+    is no signature line."""
+    body = "\n".join(f"  int64_t stride_{i} = input.stride({i});" for i in range(40))
+    text = ("void rms_norm(torch::Tensor& out, torch::Tensor& input, torch::Tensor& weight,\n"
+            "              double epsilon)\n{\n" + body + "\n  if (num_tokens > 4096) {\n"
+            "    int block_size = 256;\n  }\n  dim3 grid(num_tokens);\n}\n")
+    source = SourceText(1, "csrc/layernorm_kernels.cu", "cuda", text)
+    passages = select_passages("What block_size does rms_norm use when num_tokens is large?",
+                               [source])
+    check_verbatim(passages, [source])
+    shown = compose(passages)[0].split("```")[1].strip("\n").split("\n")
+    assert shown[0] == ("void rms_norm(torch::Tensor& out, torch::Tensor& input, "
+                        "torch::Tensor& weight,")
+    assert shown[1] == "  ..." and "{" not in shown
+    assert "    int block_size = 256;" in shown

@@ -23,6 +23,10 @@ numbers in benchmarks/EXTRACTIVE.md):
 * greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
   least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
   order;
+* a chosen piece of a definition longer than a code unit is shown as the run of that
+  definition's lines, as long as the piece, that best matches the question (BM25 over lines),
+  under the signature lines it lies in (`class ...:`, `def ...(`), `...` marking lines left
+  out: the lines that answer, not the definition's head;
 * a unit cut out of its context (code that closes a bracket it did not open or leaves the
   block it starts in, a sentence the chunk's start cut) or one that is only imports is scored
   with the others but never chosen.
@@ -66,6 +70,9 @@ class Passage:
     score: float
     code: bool = False  # raw code from a code file: shown fenced, not cleaned as prose
     indent: str = ""  # whitespace before `start` on its line, so code keeps its shape
+    # Code only: (offset, text) of whole source lines shown before the passage, verbatim: the
+    # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in.
+    context: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,10 @@ class _Unit:
     end: int
     kind: str  # sentence, item, row, code, block (code file), joined
     prev: int  # index of the unit it may lean on, -1 when none
+    # A piece of a code block longer than the cap: the whole block's span, where the shown
+    # window is looked for (-1 when the unit is its whole block).
+    block_start: int = -1
+    block_end: int = -1
 
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -439,10 +450,11 @@ def _code_units(text: str, max_chars: int) -> list[_Unit]:
     units: list[_Unit] = []
     for block in blocks:
         pieces = _split_block(text, lines, block, max_chars)
+        whole = (-1, -1) if len(pieces) == 1 else (lines[block[0]][0], lines[block[-1]][1])
         for s, e in pieces:
             s, e = _trim(text, s, e)
             if s < e:
-                units.append(_Unit(s, e, "block", -1))
+                units.append(_Unit(s, e, "block", -1, *whole))
     return units
 
 
@@ -506,6 +518,90 @@ def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
         indent = ""
     return Passage(source.number, source.text[unit.start:unit.end], unit.start, unit.end,
                    score, code, indent)
+
+
+_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|for|while|switch|case|default|do|try|"
+                      r"catch|except|finally|with|return|match)\b)")
+
+
+def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
+               python: bool) -> list[int]:
+    """The header lines (`class ...:`, `def ...(`, `fn ...{`) that line `best` lies in, from
+    the block's first line on, outermost first: each earlier line indented less than the one
+    before it, keeping only definitions (no `if`, `for`... of the body), the nearest three."""
+    def indent(n: int) -> int:
+        line = text[slice(*lines[n])]
+        return len(line) - len(line.lstrip())
+
+    found, level = [], indent(best)
+    for n in range(best - 1, first - 1, -1):
+        line = text[slice(*lines[n])]
+        if not line.strip() or indent(n) >= level or line.lstrip()[0] in _CLOSING + "{":
+            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
+        level = indent(n)
+        header = _DEF.match(line.strip()) if python else not _CONTROL.match(line)
+        if header:
+            found.append(n)
+    return sorted(found[:3])
+
+
+def _windowed(source: SourceText, unit: _Unit, score: float, query: set[str],
+              settings: Settings) -> Passage | None:
+    """A piece of a long code block, shown as the run of the block's whole lines that best
+    matches the question (BM25 over lines), no longer than the piece, after the signature
+    lines of the definition it lies in, instead of the piece the block was cut into: the
+    piece was chosen for the block's terms, which may lie lines away from its own start.
+    None when no line holds a question term (the piece is shown as it is)."""
+    text = source.text
+    block = text[unit.block_start:unit.block_end]
+    lines = [(s + unit.block_start, e + unit.block_start) for s, e in _lines(block)]
+    # A term once per line: `self.beta_fast = beta_fast` names it twice, and says no more.
+    bags = [Counter(set(terms(text[s:e]))) for s, e in lines]
+    # The block's first line (its signature) is shown in any case: the window is chosen for
+    # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
+    # Lines are all short: no length normalisation (b = 0), so the same terms score the same
+    # on any line and the earliest run of equals wins (a name's definition before its uses).
+    scores = _bm25(query - set(bags[0]), bags, settings.k1, 0.0)
+    if not len(scores) or float(scores.max()) <= 0:
+        return None
+    budget = unit.end - unit.start
+    # The run of whole lines within the budget holding the most question-term score, the
+    # earliest of equals; then grown to the budget, the line after first (what a line leads
+    # to comes after it).
+    best_sum, low, high = -1.0, 0, 0
+    for first in range(len(lines)):
+        last = first
+        while last + 1 < len(lines) and lines[last + 1][1] - lines[first][0] <= budget:
+            last += 1
+        total = float(scores[first:last + 1].sum())
+        if total > best_sum + 1e-9:
+            best_sum, low, high = total, first, last
+    while scores[low] <= 0 and low < high:
+        low += 1
+    while scores[high] <= 0 and high > low:
+        high -= 1
+    best = low
+    grown = True
+    while grown:
+        grown = False
+        for step in (1, -1):
+            n = high + 1 if step > 0 else low - 1
+            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
+                    <= budget:
+                low, high = min(low, n), max(high, n)
+                grown = True
+    start, end = _trim(text, lines[low][0], lines[high][1])
+    if start >= end:
+        return None
+    first_line = text.rfind("\n", 0, start) + 1
+    low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
+    python = source.kind in ("python", "module", "function", "class", "statements") \
+        or source.file_path.endswith((".py", ".pyi"))
+    heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
+    context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
+    indent = text[first_line:start]
+    return Passage(source.number, text[start:end], start, end, score, True,
+                   "" if indent.strip() else indent, context)
 
 
 def split_passages(source: SourceText) -> list[Passage]:
@@ -823,7 +919,19 @@ def select_passages(
             chosen.append((c, float(score[i])))
             used += c.unit.end - c.unit.start
     if chosen:
-        passages = [_passage(c.source, c.unit, s) for c, s in chosen]
+        query = set(terms(question))
+        passages: list[Passage] = []
+        for c, s in chosen:
+            passage = _passage(c.source, c.unit, s)
+            window = _windowed(c.source, c.unit, s, query, settings) \
+                if c.unit.block_start >= 0 else None
+            # Two pieces of one block may give one window: the second is shown as it is.
+            for option in (window, passage):
+                if option is not None and not any(
+                        p.number == option.number and p.start < option.end
+                        and option.start < p.end for p in passages):
+                    passages.append(option)
+                    break
     else:
         passages = _fallback(sources)
     passages.sort(key=lambda p: (p.number, p.start))
@@ -839,11 +947,26 @@ def select_passages(
 
 def _shown(passage: Passage) -> str:
     if passage.code:
-        lines = (passage.indent + passage.text).split("\n")
+        lines: list[str] = []
+        offset = -1  # where the line after the last shown one starts
+        for start, line in passage.context:
+            if lines and start != offset:
+                lines.append(_elision(line))
+            lines.append(line)
+            offset = start + len(line) + 1
+        window = (passage.indent + passage.text).split("\n")
+        if lines and passage.start - len(passage.indent) != offset:
+            lines.append(_elision(window[0]))
+        lines += window
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
     return clean_markup(passage.text)
+
+
+def _elision(line: str) -> str:
+    """`...` at the indentation of the line that follows it: lines left out."""
+    return line[:len(line) - len(line.lstrip())] + "..."
 
 
 def compose_pieces(passages: Sequence[Passage]) -> Iterator[str]:
