@@ -60,6 +60,13 @@ class ExtractiveAnswerer:
         self.embed = embed
         self.kind_of = kind_of  # file path -> file kind (code is split by blocks, not sentences)
 
+    def passages(self, question: str, sources: list[PromptSource]) -> list[Passage]:
+        """The passages chosen from the sources: the extractive answer's, and the writer's
+        context."""
+        texts = [SourceText(n, s.file_path, self.kind_of(s.file_path), s.text)
+                 for n, s in enumerate(sources, 1)]
+        return select_passages(question, texts, self.embed)
+
     def answer(
         self,
         question: str,
@@ -69,9 +76,7 @@ class ExtractiveAnswerer:
         started = time.perf_counter()
         if not sources:
             return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
-        texts = [SourceText(n, s.file_path, self.kind_of(s.file_path), s.text)
-                 for n, s in enumerate(sources, 1)]
-        passages = select_passages(question, texts, self.embed)
+        passages = self.passages(question, sources)
         first = time.perf_counter() - started
         pieces: list[str] = []
         for piece in compose_pieces(passages):
@@ -165,9 +170,7 @@ class CheckedAnswerer:
         started = time.perf_counter()
         if not sources:
             return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
-        texts = [SourceText(n, s.file_path, self.extractive.kind_of(s.file_path), s.text)
-                 for n, s in enumerate(sources, 1)]
-        passages = select_passages(question, texts, self.extractive.embed)
+        passages = self.extractive.passages(question, sources)
         if not passages:  # no source has any text: there is nothing to write from
             return self.extractive.answer(question, sources, on_token)
         shown, mapping = writer_sources(passages, sources)
