@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
+import sqlite3
 import subprocess
 import sys
 import tarfile
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,3 +159,33 @@ def wait_until_serving(process: "subprocess.Popen[bytes]", base: str, log_path: 
         except (URLError, OSError):
             assert time.monotonic() < deadline, log_path.read_text(errors="replace")
             time.sleep(poll)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def one_line_error(done: "subprocess.CompletedProcess[str]") -> str:
+    """The one line a failed command printed: non-zero exit, no traceback."""
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def index_rows(db: Path) -> dict[str, Any]:
+    """What a clean run is compared on: files, chunks and integrity (through stock sqlite3)."""
+    # Read-write although it only reads: closing the last connection removes -wal and -shm
+    # (a mode=ro connection leaves them behind, which would hide a read-only case).
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        files = conn.execute("SELECT path, sha256, size FROM files ORDER BY path").fetchall()
+        chunks = conn.execute(
+            "SELECT f.path, c.first_char, c.last_char, c.text FROM chunks c "
+            "JOIN files f ON f.id = c.file_id ORDER BY f.path, c.first_char").fetchall()
+        fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
+    assert fts == len(chunks)
+    return {"files": files, "chunks": chunks}

@@ -16,7 +16,6 @@ import os
 import re
 import select
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from urllib.request import urlopen
 import pytest
 
 from benchmarks.loadtest import load_test
-from tests.conftest import run_cli, write_corpus
+from tests.conftest import free_port, run_cli, write_corpus
 
 QUESTION = "How do I load a LoRA adapter at run time?"
 PHONE_WIDTH = 390
@@ -41,12 +40,6 @@ def _chromium() -> str | None:
         if found:
             return found
     return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 30) -> tuple[int, str]:
@@ -67,7 +60,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     }
     built = run_cli("index", "data/raw", "--db", "rag.db", cwd=root, env=env)
     assert built.returncode == 0, built.stderr
-    port = _free_port()
+    port = free_port()
     code = (
         "from pathlib import Path\n"
         "from ragdb.datasette_plugin.serve import serve\n"

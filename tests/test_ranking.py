@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from ragdb.db import connect
 from ragdb.resources import sql
 from ragdb.retrieve import Filters, Mode, Searcher, SearchParams
 from ragdb.vectors import to_int8
-from tests.conftest import run_cli, wait_until_serving, write_corpus
+from tests.conftest import free_port, run_cli, wait_until_serving, write_corpus
 
 IMPLEMENTATION = (
     '"""Command-line flags."""\n\n\n'
@@ -293,16 +292,11 @@ def test_a_question_naming_a_repository_prefers_it(tmp_path: Path) -> None:
 
 # -- HTTP --------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def server(vector_repo: Path) -> Iterator[str]:
     """A real `ragdb serve` on a loopback port over the index with vectors."""
-    port = _free_port()
+    port = free_port()
     log_path = vector_repo / "server.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

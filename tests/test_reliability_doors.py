@@ -25,16 +25,10 @@ from urllib.request import urlopen
 
 import pytest
 
-from tests.conftest import REPO, run_cli, write_corpus
+from tests.conftest import REPO, free_port, run_cli, write_corpus
 
 DATASET_BATCH = 16  # ragdb.datasette_plugin.service.DATASET_BATCH
 MAX_DATASET_QUESTIONS = 1000
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -99,7 +93,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     write_corpus(root / "data" / "raw" / "proj")
     built = run_cli("index", "data/raw", "--db", "rag.db", cwd=root, env=_env(root))
     assert built.returncode == 0, built.stderr
-    port = _free_port()
+    port = free_port()
     log_path = root / "server.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

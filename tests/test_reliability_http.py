@@ -18,15 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli, wait_until_serving, write_corpus
+from tests.conftest import free_port, run_cli, wait_until_serving, write_corpus
 
 TIMEOUT_S = 1.5  # header and body timeouts of the server under test (shortened for speed)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
     write_corpus(root / "data" / "raw" / "proj")
     built = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=root)
     assert built.returncode == 0, built.stderr
-    port = _free_port()
+    port = free_port()
     code = (
         "from pathlib import Path\n"
         "import ragdb.datasette_plugin.api as api, ragdb.datasette_plugin.serve as serve\n"

@@ -23,24 +23,9 @@ from typing import Any
 import pytest
 
 from ragdb.db import connect, scalar
-from tests.conftest import SMALL_CORPUS, run_cli, write_corpus
+from tests.conftest import SMALL_CORPUS, index_rows, one_line_error, run_cli, write_corpus
 
 NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
-
-
-def rows(db: Path) -> dict[str, Any]:
-    """What a clean run is compared on: files, chunks and integrity (through stock sqlite3)."""
-    # Read-write although it only reads: closing the last connection removes -wal and -shm
-    # (a mode=ro connection leaves them behind, which would hide the read-only case below).
-    with closing(sqlite3.connect(db)) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        files = conn.execute("SELECT path, sha256, size FROM files ORDER BY path").fetchall()
-        chunks = conn.execute(
-            "SELECT f.path, c.first_char, c.last_char, c.text FROM chunks c "
-            "JOIN files f ON f.id = c.file_id ORDER BY f.path, c.first_char").fetchall()
-        fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
-    assert fts == len(chunks)
-    return {"files": files, "chunks": chunks}
 
 
 def clean_rows(tmp_path: Path, files: dict[str, str], *args: str) -> dict[str, Any]:
@@ -49,15 +34,7 @@ def clean_rows(tmp_path: Path, files: dict[str, str], *args: str) -> dict[str, A
     write_corpus(clean / "data" / "raw" / "proj", files)
     done = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", *args, cwd=clean)
     assert done.returncode == 0, done.stderr
-    return rows(clean / "rag.db")
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode != 0, done.stdout
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
+    return index_rows(clean / "rag.db")
 
 
 def listing(folder: Path) -> set[str]:
@@ -94,7 +71,7 @@ def test_edit_of_the_file_with_the_highest_chunk_ids_re_embeds(tmp_path: Path) -
                            "WHERE chunk_id NOT IN (SELECT id FROM chunks)")
     conn.close()
     assert orphans == 0
-    assert rows(tmp_path / "rag.db") == clean_rows(tmp_path, {**corpus, "docs/z.md": edited})
+    assert index_rows(tmp_path / "rag.db") == clean_rows(tmp_path, {**corpus, "docs/z.md": edited})
 
 
 def test_migration_keeps_chunk_ids_and_never_reuses_them(tmp_path: Path) -> None:
@@ -144,7 +121,7 @@ def test_fifo_and_dev_zero_are_not_read(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "2 not a regular file" in done.stdout, done.stdout
     assert "pipe.md: not a regular file" in done.stderr
-    assert rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
+    assert index_rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
 
 
 def test_a_file_over_the_cap_is_skipped_without_reading_it_all(tmp_path: Path) -> None:
@@ -155,7 +132,7 @@ def test_a_file_over_the_cap_is_skipped_without_reading_it_all(tmp_path: Path) -
     done = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "1 too large" in done.stdout
-    assert rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
+    assert index_rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
 
 
 # -- 5. symlinks that leave the root ---------------------------------------------------------
@@ -174,12 +151,12 @@ def test_symlinks_outside_the_root_are_skipped_unless_asked(tmp_path: Path) -> N
     assert "2 symlink outside the root" in done.stdout, done.stdout
     assert "host.md: symlink outside the root" in done.stderr
     expected = clean_rows(tmp_path, {**SMALL_CORPUS, "inner.md": SMALL_CORPUS["notes.txt"]})
-    assert rows(tmp_path / "rag.db") == expected
+    assert index_rows(tmp_path / "rag.db") == expected
 
     followed = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors",
                        "--follow-symlinks", cwd=tmp_path)
     assert followed.returncode == 0, followed.stderr
-    paths = [path for path, _sha, _size in rows(tmp_path / "rag.db")["files"]]
+    paths = [path for path, _sha, _size in index_rows(tmp_path / "rag.db")["files"]]
     assert "data/raw/proj/host.md" in paths and "data/raw/proj/ext/secret.md" in paths
     assert not (outside / "rag.db").exists() and listing(outside) == {"secret.md"}
 
@@ -194,7 +171,7 @@ def test_unreadable_folder_and_file_keep_their_rows(tmp_path: Path) -> None:
     write_corpus(proj)
     first = run_cli("index", "data/raw", "--db", "rag.db", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    before = rows(tmp_path / "rag.db")
+    before = index_rows(tmp_path / "rag.db")
     conn = connect(tmp_path / "rag.db")
     vectors_before = scalar(conn, "SELECT count(*) FROM chunk_vectors")
     conn.close()
@@ -213,7 +190,7 @@ def test_unreadable_folder_and_file_keep_their_rows(tmp_path: Path) -> None:
     assert "0 removed" in done.stdout and "unreadable" in done.stdout, done.stdout
     assert "docs/usage: unreadable folder" in done.stderr, done.stderr
     assert "notes.txt: unreadable" in done.stderr, done.stderr
-    assert rows(tmp_path / "rag.db") == before
+    assert index_rows(tmp_path / "rag.db") == before
     conn = connect(tmp_path / "rag.db")
     assert scalar(conn, "SELECT count(*) FROM chunk_vectors") == vectors_before
     conn.close()
@@ -253,7 +230,7 @@ def test_full_disk_keeps_the_index_and_searches_keep_answering(small_disk: Path)
     write_corpus(proj)
     first = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=small_disk)
     assert first.returncode == 0, first.stderr
-    before = rows(small_disk / "rag.db")
+    before = index_rows(small_disk / "rag.db")
     big = {f"docs/big_{i}.md": f"# Big {i}\n\n" + f"lorem ipsum dolor {i} sit amet.\n\n" * 2000
            for i in range(3)}
     try:
@@ -268,7 +245,7 @@ def test_full_disk_keeps_the_index_and_searches_keep_answering(small_disk: Path)
                         cwd=small_disk)
         assert found.returncode == 0 and found.stdout.strip(), found.stderr
     filler.unlink()  # the checks below open rag.db read-write
-    assert rows(small_disk / "rag.db") == before
+    assert index_rows(small_disk / "rag.db") == before
     again = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=small_disk)
     assert again.returncode == 0, again.stderr
     assert "3 indexed" in again.stdout
@@ -292,7 +269,7 @@ def test_search_from_a_read_only_folder(tmp_path: Path, leftover_wal: bool) -> N
     write_corpus(tmp_path / "data" / "raw" / "proj")
     built = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
     assert built.returncode == 0, built.stderr
-    before = rows(tmp_path / "rag.db")
+    before = index_rows(tmp_path / "rag.db")
     (tmp_path / "rag.db").chmod(0o444)
     if leftover_wal:  # a process that had it open ended without closing it
         subprocess.run([sys.executable, "-c", "import os, sqlite3; c = sqlite3.connect("
@@ -321,7 +298,7 @@ def test_search_from_a_read_only_folder(tmp_path: Path, leftover_wal: bool) -> N
     (tmp_path / "rag.db").chmod(0o644)
     assert {p.name for p in tmp_path.iterdir()} <= {"data", "rag.db", "rag.db-wal",
                                                     "rag.db-shm"}
-    assert rows(tmp_path / "rag.db") == before
+    assert index_rows(tmp_path / "rag.db") == before
     with closing(sqlite3.connect(tmp_path / "rag.db")) as conn:
         assert conn.execute("SELECT count(*) FROM query_cache").fetchone()[0] == 0
 
@@ -349,7 +326,7 @@ def test_paths_under_a_regular_file_are_one_line(tmp_path: Path) -> None:
                    "plain/out", "--db", "rag.db", cwd=tmp_path)
     assert "plain" in one_line_error(done)
     assert (tmp_path / "plain").read_text("utf-8") == "not a folder"
-    assert rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
+    assert index_rows(tmp_path / "rag.db") == clean_rows(tmp_path, SMALL_CORPUS)
 
 
 # -- 13. a newline in a file name ------------------------------------------------------------

@@ -15,7 +15,6 @@ import queue
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -33,7 +32,15 @@ import pytest
 
 from ragdb.database import RagDB
 from ragdb.embedder import _import_openvino, _resolve, embedder_identity
-from tests.conftest import REPO, SMALL_CORPUS, run_cli, wait_until_serving, write_corpus
+from tests.conftest import (
+    REPO,
+    SMALL_CORPUS,
+    free_port,
+    one_line_error,
+    run_cli,
+    wait_until_serving,
+    write_corpus,
+)
 
 ENV = {"RAGDB_MODELS_DIR": str(REPO / "data" / "models"), "HF_HUB_OFFLINE": "1"}
 
@@ -160,14 +167,6 @@ class Lines:
         return "".join(self.seen)
 
 
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode != 0, done.stdout
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
-
-
 HOLDER = """
 import os, sys, time
 from pathlib import Path
@@ -260,12 +259,6 @@ def second_embedder(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(build_second_embedder(tmp_path_factory.mktemp("embedders") / "rotated-minilm"))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def http(base: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
     data = json.dumps(body).encode() if body is not None else None
     request = Request(base + path, data=data, method="POST" if data is not None else "GET",
@@ -289,7 +282,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     })
     built = run_cli("index", "data/raw", "--db", "rag.db", cwd=root, env=ENV)
     assert built.returncode == 0, built.stderr
-    port = _free_port()
+    port = free_port()
     log_path = root / "server.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -421,16 +414,16 @@ def test_a_second_index_run_is_refused_on_every_door(served: tuple[str, Path]) -
 
         message = "another index run is in progress"
         cli = run_cli("index", "--db", "rag.db", cwd=root, env=ENV)
-        assert message in one_line(cli)
+        assert message in one_line_error(cli)
         watch = run_cli("index", "data/raw", "--db", "rag.db", "--watch", cwd=root, env=ENV)
-        assert message in one_line(watch)
+        assert message in one_line_error(watch)
         status, body = http(base, "/-/ragdb/index", {})
         assert status == 409 and message in body["error"], body
         tool = anyio.run(_mcp_index, root)
         assert tool.is_error and message in tool.content[0].text
         assert len(tool.content[0].text.splitlines()) == 1
         removal = run_cli("roots", "--remove", "data/raw", "--db", "rag.db", cwd=root, env=ENV)
-        assert message in one_line(removal)  # it would leave the run orphan vectors
+        assert message in one_line_error(removal)  # it would leave the run orphan vectors
 
         (root / "data" / "raw" / "proj" / "notes.txt").write_text(
             "Release notes\n\nThe scheduler now supports chunked prefill by default.\n\n"

@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from ragdb import RagDB
-from tests.conftest import REPO, run_cli, write_corpus
+from tests.conftest import REPO, index_rows, one_line_error, run_cli, write_corpus
 
 DOC_A = "# Alpha\n\nAlpha particles are helium nuclei.\n"
 DOC_B = "# Beta\n\nBeta decay turns a neutron into a proton.\n"
@@ -50,20 +50,6 @@ def build(cwd: Path, db: Path, roots: list[str], **options: Any) -> None:
             rag.index(roots, vectors=False, **options)
 
 
-def rows(db: Path) -> dict[str, Any]:
-    """What a clean run is compared on (read through stock sqlite3): integrity, files, chunks,
-    and one full-text row per chunk."""
-    with closing(sqlite3.connect(db)) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        files = conn.execute("SELECT path, sha256, size FROM files ORDER BY path").fetchall()
-        chunks = conn.execute(
-            "SELECT f.path, c.first_char, c.last_char, c.text FROM chunks c "
-            "JOIN files f ON f.id = c.file_id ORDER BY f.path, c.first_char").fetchall()
-        fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
-    assert fts == len(chunks)
-    return {"files": files, "chunks": chunks}
-
-
 def clean(tmp_path: Path, files: dict[str, str], roots: list[str], cwd: str = ".",
           **options: Any) -> dict[str, Any]:
     """The rows of a fresh index over exactly these files, laid out and run the same way."""
@@ -71,21 +57,13 @@ def clean(tmp_path: Path, files: dict[str, str], roots: list[str], cwd: str = ".
     write_corpus(base, files)
     (base / cwd).mkdir(parents=True, exist_ok=True)
     build(base / cwd, base / "clean.db", roots, **options)
-    return rows(base / "clean.db")
+    return index_rows(base / "clean.db")
 
 
 def root_files(db: Path) -> dict[str, int]:
     """Each root's file count, by the SQL `ragdb roots` runs (sql/roots_list.sql)."""
     with RagDB(db) as rag:
         return {root.path: root.files for root in rag.roots()}
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode != 0, done.stdout
-    assert "Traceback" not in done.stderr, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 def end_group(process: subprocess.Popen[bytes]) -> None:
@@ -128,7 +106,7 @@ def test_reindexing_dot_keeps_the_rows_of_a_root_outside_it(tmp_path: Path) -> N
     assert again.returncode == 0, again.stderr
     assert "0 removed" in again.stdout, again.stdout
     assert root_files(db) == {".": 1, "../other": 1}
-    assert rows(db) == clean(tmp_path, files, ["../other", "."], "proj")
+    assert index_rows(db) == clean(tmp_path, files, ["../other", "."], "proj")
     assert listing(tmp_path / "other") == {"o.md"}
 
 
@@ -144,7 +122,7 @@ def test_a_file_root_holds_only_itself(tmp_path: Path) -> None:
     assert besides_the_index(tmp_path) == before
     assert "0 removed" in again.stdout, again.stdout
     assert root_files(db) == {"docs": 2, "docs/a.md": 1}
-    assert rows(db) == clean(tmp_path, files, ["docs", "docs/a.md"])
+    assert index_rows(db) == clean(tmp_path, files, ["docs", "docs/a.md"])
 
 
 def test_roots_count_and_remove_on_whole_components_with_glob_characters(
@@ -167,7 +145,7 @@ def test_roots_count_and_remove_on_whole_components_with_glob_characters(
     with RagDB(db) as rag:
         assert rag.remove_root("p%[*?]") == 1
     left = {k: v for k, v in files.items() if not k.startswith(("x_/", "p%"))}
-    assert rows(db) == clean(tmp_path, left, ["xy", "x_.md", "pq[*?]"])
+    assert index_rows(db) == clean(tmp_path, left, ["xy", "x_.md", "pq[*?]"])
 
 
 def test_reindexing_a_root_keeps_a_subfolder_root_its_own_rules_ignore(
@@ -181,7 +159,7 @@ def test_reindexing_a_root_keeps_a_subfolder_root_its_own_rules_ignore(
     again = index(tmp_path, "docs", db=db)
     assert again.returncode == 0, again.stderr
     assert "0 removed" in again.stdout, again.stdout
-    assert rows(db) == clean(tmp_path, files, ["docs", "docs/sub"])
+    assert index_rows(db) == clean(tmp_path, files, ["docs", "docs/sub"])
     (tmp_path / "docs" / "sub" / "b.md").unlink()  # gone from disk: its rows go
     gone = index(tmp_path, "docs", db=db)
     assert "1 removed" in gone.stdout, gone.stdout
@@ -202,7 +180,7 @@ def test_a_full_rebuild_from_one_root_rebuilds_the_other_roots(tmp_path: Path) -
     assert "full rebuild" in done.stdout, done.stdout
     assert root_files(db) == {"docs": 1, "notes": 1}
     md = {k: v for k, v in files.items() if k.endswith(".md")}
-    assert rows(db) == clean(tmp_path, md, ["docs", "notes"], max_chunk_size=500)
+    assert index_rows(db) == clean(tmp_path, md, ["docs", "notes"], max_chunk_size=500)
 
 
 # -- 4. the same folder from another working directory ---------------------------------------
@@ -214,12 +192,12 @@ def test_the_same_folder_from_another_working_directory_is_refused(tmp_path: Pat
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["proj/docs"])
-    before, there = rows(db), besides_the_index(tmp_path)
+    before, there = index_rows(db), besides_the_index(tmp_path)
     for args in (["docs"], []):
         line = one_line_error(index(tmp_path / "proj", *args, db=db))
         assert f"built from {tmp_path}" in line and "ragdb index" in line, line
     assert besides_the_index(tmp_path) == there
-    assert rows(db) == before == clean(tmp_path, files, ["proj/docs"])
+    assert index_rows(db) == before == clean(tmp_path, files, ["proj/docs"])
 
 
 def test_a_copied_project_with_its_index_reindexes_in_place(tmp_path: Path) -> None:
@@ -232,8 +210,8 @@ def test_a_copied_project_with_its_index_reindexes_in_place(tmp_path: Path) -> N
     done = index(copy, db=Path("rag.db"))
     assert done.returncode == 0, done.stderr
     assert "1 indexed" in done.stdout and "1 unchanged" in done.stdout, done.stdout
-    assert rows(copy / "rag.db") == clean(tmp_path, {"docs/a.md": DOC_A, "docs/b.md": DOC_B},
-                                          ["docs"])
+    assert index_rows(copy / "rag.db") == clean(
+        tmp_path, {"docs/a.md": DOC_A, "docs/b.md": DOC_B}, ["docs"])
 
 
 # -- 5. ignore files are read like any other file --------------------------------------------
@@ -268,7 +246,7 @@ def test_special_and_outside_ignore_files_are_skipped_and_named(tmp_path: Path) 
         assert f"skipped repo/{path}: {why}\n" in done.stderr, done.stderr
     assert "3 not a regular file, 2 symlink outside the root" in done.stdout, done.stdout
     readable = {k: v for k, v in files.items() if k != "repo/kept/x.md"}
-    assert rows(db) == clean(tmp_path, readable, ["repo"])
+    assert index_rows(db) == clean(tmp_path, readable, ["repo"])
 
 
 # -- 6. names that are not UTF-8 -------------------------------------------------------------
@@ -292,10 +270,10 @@ def test_names_that_are_not_utf8_are_skipped_and_named(tmp_path: Path) -> None:
     assert "skipped proj/bad\\xffname.md: name not UTF-8" in done.stderr, done.stderr
     assert "skipped proj/dir\\xfe: name not UTF-8" in done.stderr, done.stderr
     assert "2 name not UTF-8" in done.stdout, done.stdout
-    assert rows(db) == clean(tmp_path, files, ["proj"])
+    assert index_rows(db) == clean(tmp_path, files, ["proj"])
     root = one_line_error(index(tmp_path, os.fsdecode(proj + b"/dir\xfe"), db=db))
     assert "dir\\xfe" in root and "not UTF-8" in root, root
-    assert rows(db) == clean(tmp_path, files, ["proj"])  # nothing lost
+    assert index_rows(db) == clean(tmp_path, files, ["proj"])  # nothing lost
 
 
 def test_watch_survives_a_name_that_is_not_utf8(tmp_path: Path) -> None:
@@ -330,8 +308,8 @@ def test_watch_survives_a_name_that_is_not_utf8(tmp_path: Path) -> None:
     assert proc.returncode in (0, 130)
     assert "Traceback" not in err and "WatchfilesRustInternalError" not in err, err
     assert "bad\\xff.md: name not UTF-8" in err, err
-    assert rows(tmp_path / "rag.db") == clean(tmp_path, {"proj/a.md": DOC_A,
-                                                         "proj/c.md": DOC_C}, ["proj"])
+    assert index_rows(tmp_path / "rag.db") == clean(
+        tmp_path, {"proj/a.md": DOC_A, "proj/c.md": DOC_C}, ["proj"])
 
 
 def test_http_index_runs_return_over_a_fifo_gitignore_and_an_odd_name(tmp_path: Path) -> None:
@@ -374,7 +352,7 @@ def test_http_index_runs_return_over_a_fifo_gitignore_and_an_odd_name(tmp_path: 
     finally:
         end_group(server)
         log.close()
-    assert rows(tmp_path / "rag.db") == clean(tmp_path, files, ["proj"])
+    assert index_rows(tmp_path / "rag.db") == clean(tmp_path, files, ["proj"])
 
 
 # -- 7. a deep tree ---------------------------------------------------------------------------
@@ -417,12 +395,12 @@ def test_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
         done = index(tmp_path, "proj", db=db)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "2 indexed" in done.stdout, done.stdout
-        found = rows(db)
+        found = index_rows(db)
         assert [path for path, _sha, _size in found["files"]] == [
             "proj/a.md", "proj/" + "d/" * DEPTH + "b.md"]
         deep_tree(tmp_path / "clean")
         build(tmp_path / "clean", tmp_path / "clean" / "clean.db", ["proj"])
-        assert found == rows(tmp_path / "clean" / "clean.db")
+        assert found == index_rows(tmp_path / "clean" / "clean.db")
     finally:
         for top in (tmp_path / "proj", tmp_path / "clean" / "proj"):
             if top.exists():
@@ -451,9 +429,9 @@ def test_a_pathological_gitignore_pattern_costs_little(tmp_path: Path) -> None:
     assert besides_the_index(tmp_path) == before
     ignored = "repo/" + "a/" * 20 + "z/g.md"
     expected = {path for path in files if path.endswith(".md") and path != ignored}
-    assert {path for path, _sha, _size in rows(db)["files"]} == expected
-    assert rows(db) == clean(tmp_path, {k: v for k, v in files.items() if k != ignored},
-                             ["repo"])
+    assert {path for path, _sha, _size in index_rows(db)["files"]} == expected
+    assert index_rows(db) == clean(
+        tmp_path, {k: v for k, v in files.items() if k != ignored}, ["repo"])
 
 
 def test_ignore_patterns_match_as_pathspec_reads_them() -> None:
@@ -507,7 +485,7 @@ def test_a_fresh_git_repository_is_indexed(tmp_path: Path) -> None:
     done = index(tmp_path, "repo", db=db)
     assert done.returncode == 0, done.stderr
     assert "2 indexed" in done.stdout, done.stdout
-    assert rows(db) == clean(tmp_path, files, ["repo"])
+    assert index_rows(db) == clean(tmp_path, files, ["repo"])
 
 
 # -- 11. one root in two spellings -----------------------------------------------------------
@@ -523,7 +501,7 @@ def test_the_same_root_in_two_spellings_is_one_root(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "2 files: 2 indexed" in done.stdout, done.stdout
     assert root_files(db) == {"a": 2, "a/sub": 1}
-    assert rows(db) == clean(tmp_path, files, ["a"])
+    assert index_rows(db) == clean(tmp_path, files, ["a"])
 
 
 # -- 16a. the recorded chunk size is kept ------------------------------------------------------
@@ -534,11 +512,11 @@ def test_a_plain_reindex_keeps_the_recorded_chunk_size(tmp_path: Path) -> None:
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["docs"], max_chunk_size=500)
-    built = rows(db)
+    built = index_rows(db)
     again = index(tmp_path, db=db)
     assert again.returncode == 0, again.stderr
     assert "full rebuild" not in again.stdout and "1 unchanged" in again.stdout, again.stdout
-    assert rows(db) == built == clean(tmp_path, files, ["docs"], max_chunk_size=500)
+    assert index_rows(db) == built == clean(tmp_path, files, ["docs"], max_chunk_size=500)
     assert max(len(chunk[3]) for chunk in built["chunks"]) <= 500
 
 
@@ -550,7 +528,7 @@ def test_the_mcp_index_tool_keeps_the_recorded_chunk_size(tmp_path: Path) -> Non
     files = {"docs/long.md": LONG}
     write_corpus(tmp_path, files)
     build(tmp_path, Path("rag.db"), ["docs"], max_chunk_size=500)
-    built = rows(tmp_path / "rag.db")
+    built = index_rows(tmp_path / "rag.db")
     env = {k: v for k, v in os.environ.items()
            if k in ("PATH", "HOME", "LANG", "VIRTUAL_ENV", "PYTHONPATH")}
     env["RAGDB_MODELS_DIR"] = str(REPO / "data" / "models")
@@ -566,7 +544,7 @@ def test_the_mcp_index_tool_keeps_the_recorded_chunk_size(tmp_path: Path) -> Non
     result = anyio.run(call)
     assert not result.is_error, result.content
     assert result.structured_content["files_unchanged"] == 1
-    assert rows(tmp_path / "rag.db") == built
+    assert index_rows(tmp_path / "rag.db") == built
 
 
 # -- 16b. a recorded root that is gone ---------------------------------------------------------
@@ -576,13 +554,13 @@ def test_a_gone_recorded_root_says_how_to_forget_it(tmp_path: Path) -> None:
     write_corpus(tmp_path, files)
     db = tmp_path / "rag.db"
     build(tmp_path, db, ["docs", "old"])
-    before = rows(db)
+    before = index_rows(db)
     (tmp_path / "old" / "b.md").unlink()
     (tmp_path / "old").rmdir()
     line = one_line_error(index(tmp_path, db=db))
     assert "old" in line and "ragdb roots --remove old" in line, line
-    assert rows(db) == before
+    assert index_rows(db) == before
     with RagDB(db) as rag:
         rag.remove_root("old")
     assert index(tmp_path, db=db).returncode == 0
-    assert rows(db) == clean(tmp_path, {"docs/a.md": DOC_A}, ["docs"])
+    assert index_rows(db) == clean(tmp_path, {"docs/a.md": DOC_A}, ["docs"])
