@@ -197,6 +197,10 @@ def _adapt(params: Params) -> dict[str, Any] | list[Any]:
     return [vector_text(v) if isinstance(v, bytes) else v for v in params]
 
 
+#: What COPY's text format escapes in a value.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
 class Rows(list[tuple[Any, ...]]):
     """A statement's rows (all fetched), iterable like an apsw cursor."""
 
@@ -433,12 +437,14 @@ class PostgresConnection:
         """Full-text rows (chunk_id, path, context, body: the analysed texts FTS5 would take)
         as postings (COPY) and each chunk's FTS5 row length."""
         postings, lengths = self.postings.of_chunks(rows)
+        # COPY's text format, built in one join: twice as fast as psycopg's write_row here.
+        # (unicode61 tokens hold no tab, newline or backslash; escaped should one ever.)
+        terms = {term: term.translate(_COPY_ESCAPES) for term in {p[0] for p in postings}}
+        data = "".join(f"{terms[term]}\t{chunk_id}\t{tf_path}\t{tf_context}\t{tf_body}\n"
+                       for term, chunk_id, tf_path, tf_context, tf_body in postings)
         try:
-            cursor = self._pg.cursor()
-            with cursor.copy(pg_statements("index_postings_copy")[0]) as copy:
-                copy.set_types(["text", "int8", "int4", "int4", "int4"])
-                for posting in postings:
-                    copy.write_row(posting)
+            with self._pg.cursor().copy(pg_statements("index_postings_copy")[0]) as copy:
+                copy.write(data)
         except Exception as exc:
             raise self.error(exc) from None
         self.run("index_fts_lengths", {"ids": [chunk_id for chunk_id, _ in lengths],
