@@ -365,7 +365,8 @@ class RagDB:
 
     def index_running(self) -> bool:
         """Whether an index run (any process, any door) is working on this rag.db now."""
-        return index_running(self.path if isinstance(self.path, Path) else self.conn)
+        return index_running(self._conn if self._conn is not None and not isinstance(
+            self.path, Path) else self.path)
 
     def mode_warning(self, mode: Mode | str) -> str | None:
         """What a search in this mode cannot find here, in one line; None when nothing is

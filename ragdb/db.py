@@ -538,6 +538,10 @@ def index_running(db_path: Path | str | Connection) -> bool:
     """Whether an index run holds rag.db's index lock now (any process)."""
     if isinstance(db_path, PostgresConnection):
         return db_path.index_running()
+    if is_url(db_path):
+        from ragdb import postgres
+
+        return postgres.index_running(str(db_path))
     if isinstance(db_path, apsw.Connection):
         db_path = db_path.filename
     path = index_lock_path(db_path)

