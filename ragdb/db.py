@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union, overload
 from urllib.parse import quote
 
 import apsw
@@ -198,6 +198,16 @@ def _vec_path() -> str:
     if spec is None or not spec.submodule_search_locations:
         raise RagdbError("the sqlite-vec package is not installed")
     return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
+@overload
+def connect(path: Path, *, create: bool = ..., into_existing: bool = ...) -> apsw.Connection:
+    ...
+
+
+@overload
+def connect(path: Path | str, *, create: bool = ..., into_existing: bool = ...) -> Connection:
+    ...
 
 
 def connect(path: Path | str, *, create: bool = False,

@@ -82,8 +82,8 @@ def test_index_and_search_through_ragdb_and_the_cli(project: Path, pg_url: str) 
         assert _ranked(pg) == _ranked(lite)
         assert _ranked(pg) == _ranked(pg)  # the cached results are the same
         status = pg.status()
-        assert status["files"] == 4 and status["db_path"] == pg_url.replace("postgres:@",
-                                                                             "postgres@")
+        shown = pg_url.replace("postgres:@", "postgres@")
+        assert status["files"] == 4 and status["db_path"] == shown
         assert not status["index_running"]
 
 
@@ -120,8 +120,7 @@ def test_incremental_reindex_by_sha256(project: Path, pg_url: str) -> None:
         assert run_cli("roots", "--remove", "data/raw", "--db", pg_url, cwd=project
                        ).returncode == 0
         lite.remove_root("data/raw")
-        assert _rows_pg(pg_url) == _rows_sqlite(lite) == {"files": [],
-                                                                         "chunks": []}
+        assert _rows_pg(pg_url) == _rows_sqlite(lite) == {"files": [], "chunks": []}
 
 
 def test_vectors_are_the_same_int8_values_as_in_rag_db(project: Path, pg_url: str) -> None:
