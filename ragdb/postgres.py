@@ -238,10 +238,12 @@ class PostgresConnection:
     """One psycopg connection (autocommit: transactions are begun and ended explicitly, as
     ragdb.db does with apsw), shaped like the part of apsw.Connection ragdb's logic uses."""
 
-    def __init__(self, url: str, pg: psycopg.Connection[Any]) -> None:
+    def __init__(self, url: str, pg: psycopg.Connection[Any],
+                 application_name: str = "ragdb") -> None:
         self.url = url
         self.shown = display(url)
         self._pg = pg
+        self._application_name = application_name
         self._postings: Postings | None = None
         self._sqlite: Any = None  # an in-memory apsw connection, for FTS5's tokenizer
 
@@ -274,11 +276,29 @@ class PostgresConnection:
         return self._postings
 
     def execute(self, statement: str, params: Params = None) -> Rows:
-        """Run a statement (every statement of its file, in order); the rows of the last."""
+        """Run a statement (every statement of its file, in order); the rows of the last.
+
+        Outside a transaction, a BEGIN or a SELECT that finds the connection gone (the server
+        restarted, the session was terminated) connects again and runs once more: nothing of
+        the lost session was pending, so a long-lived door (`ragdb serve`, `ragdb mcp`)
+        outlives a server restart. Inside one, the loss is the caller's error."""
         args = _adapt(params)
+        texts = self._texts(statement)
+        idle = self.getautocommit()
+        try:
+            return self._run(texts, args)
+        except ConnectionLostError:
+            if not (idle and len(texts) == 1
+                    and texts[0].lstrip().upper().startswith(("BEGIN", "SELECT"))):
+                raise
+        self.close()
+        self._pg = _connect(self.url, application_name=self._application_name)._pg
+        return self._run(texts, args)
+
+    def _run(self, texts: tuple[str, ...], args: dict[str, Any] | list[Any]) -> Rows:
         try:
             cursor = None
-            for text in self._texts(statement):
+            for text in texts:
                 cursor = self._pg.execute(text, args)
             if cursor is None or cursor.description is None:
                 return Rows()
@@ -560,7 +580,7 @@ def _connect(url: str, *, application_name: str = "ragdb") -> PostgresConnection
         reason = re.sub(r"^(connection failed: )?connection to server (at|on) .*? failed: ", "",
                         reason)
         raise RagdbError(f"cannot connect to PostgreSQL at {shown}: {reason}") from None
-    return PostgresConnection(url, pg)
+    return PostgresConnection(url, pg, application_name)
 
 
 def index_running(url: str) -> bool:

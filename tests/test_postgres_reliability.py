@@ -312,3 +312,24 @@ def test_a_blank_database_has_no_index_yet(project: Path, pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
                             ).fetchone() == (0,)
+
+
+def test_a_searcher_outlives_its_session_being_terminated(project: Path, pg_url: str,
+                                                          pg_server: Any,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A long-lived door (`ragdb serve`, `ragdb mcp`) keeps one RagDB: when the server ends
+    its idle session (a restart, pg_terminate_backend), the next search connects again."""
+    assert run_cli("index", "data/raw", "--no-vectors", "--db", pg_url, cwd=project
+                   ).returncode == 0
+    monkeypatch.chdir(project)
+    with RagDB(pg_url) as rag:
+        assert rag.search("LoRA adapter", 3, "lexical")[0].file_path == LORA
+        with pg_admin(pg_server) as admin:
+            ended = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                "AND application_name = 'ragdb'", [_dbname(pg_url)]).fetchall()
+        assert ended == [(True,)]
+        time.sleep(0.2)
+        assert rag.search("Gemma2DecoderLayer", 3, "lexical")[0].file_path == (
+            "data/raw/proj/pkg/layers.py")
