@@ -155,8 +155,9 @@ def test_vectors_are_the_same_int8_values_as_in_rag_db(project: Path, pg_url: st
 def test_a_small_corpus_index_is_the_same_on_both_engines(tmp_path: Path, pg_url: str) -> None:
     """More than one flush of full-text rows and every file kind of the small corpus twice
     over: the same rows on both engines."""
-    files = {f"data/raw/docs/page{i:02}.md": f"# Page {i}\n\n" + "words and widgets " * 300
-             for i in range(30)}
+    files = {f"data/raw/docs/page{i:02}.md": f"# Page {i}\n\n" + "\n\n".join(
+        f"## Part {j}\n\n" + f"Widgets and gadgets, part {j} of page {i}. " * 12
+        for j in range(6)) for i in range(30)}
     files.update({f"data/raw/src/mod{i}.py": f"def function_{i}(x):\n    return x * {i}\n"
                   for i in range(30)})
     write_corpus(tmp_path, {**files, **{f"data/raw/{k}": v for k, v in SMALL_CORPUS.items()}})
@@ -165,6 +166,9 @@ def test_a_small_corpus_index_is_the_same_on_both_engines(tmp_path: Path, pg_url
         for rag in (pg, lite):
             rag.index(["data/raw"], vectors=False, max_chunk_size=400)
         assert _rows_pg(pg_url) == _rows_sqlite(lite)
+        common = [sorted(str(t) for (t,) in rag.conn.execute("SELECT term FROM fts_common_terms"))
+                  for rag in (pg, lite)]
+        assert common[0] == common[1] and "widget" in common[0]
         assert _ranked(pg) == _ranked(lite)
         question = "function_7 widgets page 7"
         assert ([(h.file_path, round(h.score, 9)) for h in pg.search(question, 10, "lexical")]
