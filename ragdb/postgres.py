@@ -122,7 +122,7 @@ def _psycopg() -> Any:
 
 # --- SQL files ---------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"""
+_TOKEN_PATTERN = (r"""
     (?P<string>'(?:[^']|'')*')
   | (?P<ident>"(?:[^"]|"")*")
   | (?P<dollar>\$(?P<tag>[A-Za-z_]*)\$.*?\$(?P=tag)\$)
@@ -133,7 +133,13 @@ _TOKEN = re.compile(r"""
   | (?P<positional>\?)
   | (?P<percent>%)
   | (?P<end>;)
-""", re.VERBOSE | re.DOTALL)
+""")
+
+
+@cache
+def _token() -> re.Pattern[str]:
+    """Compiled on first use: a SQLite user never pays for it (ragdb's start-up time)."""
+    return re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL)
 
 
 def psycopg_statements(text: str) -> tuple[str, ...]:
@@ -143,7 +149,7 @@ def psycopg_statements(text: str) -> tuple[str, ...]:
     out: list[str] = []
     current: list[str] = []
     at = 0
-    for m in _TOKEN.finditer(text):
+    for m in _token().finditer(text):
         current.append(text[at:m.start()])
         at = m.end()
         kind = m.lastgroup if m.lastgroup != "tag" else "dollar"
