@@ -333,3 +333,34 @@ def test_a_searcher_outlives_its_session_being_terminated(project: Path, pg_url:
         time.sleep(0.2)
         assert rag.search("Gemma2DecoderLayer", 3, "lexical")[0].file_path == (
             "data/raw/proj/pkg/layers.py")
+
+
+def test_a_role_that_may_only_read_searches_uncached(project: Path, pg_url: str,
+                                                     pg_server: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening an up-to-date index writes nothing, a search reads its snapshot READ ONLY, and
+    the query cache, which this role may not write, is skipped without a word."""
+    assert run_cli("index", "data/raw", "--no-vectors", "--db", pg_url, cwd=project
+                   ).returncode == 0
+    role = f"ragdb_reader_{uuid.uuid4().hex[:8]}"
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    with psycopg.connect(pg_url, autocommit=True) as owner:
+        owner.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(
+            sql.Identifier(role)))
+    reader = pg_url.replace("postgres:@", f"{role}@")
+    try:
+        for _ in range(2):
+            done = run_cli("search", "How do I load a LoRA adapter?", "--mode", "lexical",
+                           "--db", reader, cwd=project)
+            assert done.returncode == 0 and LORA in done.stdout and not done.stderr, done.stderr
+        with psycopg.connect(pg_url) as owner:
+            assert owner.execute("SELECT count(*) FROM query_cache").fetchone() == (0,)
+        refused = one_line_error(run_cli("index", "data/raw", "--no-vectors", "--db", reader,
+                                         cwd=project))
+        assert "permission denied" in refused, refused
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as owner:  # its grants, here
+            owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        with pg_admin(pg_server) as admin:
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
