@@ -17,17 +17,19 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-import apsw
 import pathspec
 
 from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, file_kind, is_mdx
 from ragdb.db import (
+    Connection,
     Setting,
     bump_generation,
+    full_text_done,
     get_setting,
     index_lock,
     scalar,
     set_setting,
+    write_full_text,
     write_transaction,
 )
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
@@ -790,7 +792,7 @@ def _under(path: str, roots: Sequence[str]) -> bool:
     return any(holds(root, path) for root in roots)
 
 
-def check_working_folder(conn: apsw.Connection, roots: Sequence[Path]) -> None:
+def check_working_folder(conn: Connection, roots: Sequence[Path]) -> None:
     """Stored paths are relative to the folder an index is built from: the same files indexed
     from another folder would be stored a second time under other names (every hit twice).
     Such a run is refused in one line that names the folder the index was built from.
@@ -876,7 +878,7 @@ def _read_text(path: Path) -> tuple[str | None, bytes, str]:
 
 
 def index_paths(
-    conn: apsw.Connection,
+    conn: Connection,
     roots: Sequence[Path],
     *,
     max_chunk_size: int = MAX_CHUNK_SIZE,
@@ -986,6 +988,7 @@ def index_paths(
             conn.execute(sql("roots_touch"), {"path": other, "now": now,
                                               "options": recorded[other]})
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
+            full_text_done(conn)
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
         stats.chunks_total = int(scalar(conn, "SELECT count(*) FROM chunks"))
@@ -1016,7 +1019,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _needs_rebuild(conn: apsw.Connection, max_chunk_size: int) -> bool:
+def _needs_rebuild(conn: Connection, max_chunk_size: int) -> bool:
     """Chunk boundaries and analysed text depend on these, so a change invalidates every row."""
     stored = [get_setting(conn, key) for key in (
         Setting.MAX_CHUNK_SIZE, Setting.TOKENIZER, Setting.CHUNKER)]
@@ -1026,7 +1029,7 @@ def _needs_rebuild(conn: apsw.Connection, max_chunk_size: int) -> bool:
 
 
 def _write_file(
-    conn: apsw.Connection,
+    conn: Connection,
     rel: str,
     path: Path,
     text: str,
@@ -1099,7 +1102,7 @@ class _FullText:
 
     LIMIT = 4_000_000  # characters of analysed text held before a batch is written
 
-    def __init__(self, conn: apsw.Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.analyse = Analyser()  # this run's
         self.rows: list[tuple[int, str, str, str]] = []
@@ -1115,7 +1118,7 @@ class _FullText:
     def flush(self) -> None:
         """Write what is held; before anything reads or deletes full-text rows."""
         if self.rows:
-            self.conn.executemany(sql("index_fts_insert"), self.rows)
+            write_full_text(self.conn, sql("index_fts_insert"), self.rows)
         self.rows = []
         self.size = 0
 
@@ -1132,7 +1135,7 @@ def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind:
 
 
 def update_index(
-    conn: apsw.Connection,
+    conn: Connection,
     roots: Sequence[Path],
     *,
     max_chunk_size: int = MAX_CHUNK_SIZE,
@@ -1157,14 +1160,14 @@ def update_index(
     One run at a time per rag.db (ragdb.db.index_lock, whichever door it came through): a
     second is refused with IndexRunningError, or with `wait` waits (`on_wait` says so once).
     """
-    with index_lock(conn.filename, wait=wait, on_wait=on_wait):
+    with index_lock(conn, wait=wait, on_wait=on_wait):
         return _update_index(conn, roots, max_chunk_size=max_chunk_size, options=options,
                              vectors=vectors, embedder_name=embedder_name, embedder=embedder,
                              progress=progress, on_files=on_files, on_embedded=on_embedded)
 
 
 def _update_index(
-    conn: apsw.Connection,
+    conn: Connection,
     roots: Sequence[Path],
     *,
     max_chunk_size: int,

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ragdb.db import (
-    BUSY_TIMEOUT_MS,
+    Connection,
     Setting,
     generation,
     get_setting,
     read_transaction,
     vectors_version,
+    write_if_free,
 )
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
@@ -304,7 +305,7 @@ def check_dataset_questions(questions: Sequence[UnansweredQuestion]) -> list[str
     return texts
 
 
-def index_is_empty(conn: apsw.Connection) -> bool:
+def index_is_empty(conn: Connection) -> bool:
     return not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall()
 
 
@@ -326,7 +327,7 @@ class Searcher:
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         params: SearchParams = SearchParams(),
         *,
         use_cache: bool = True,
@@ -399,11 +400,15 @@ class Searcher:
         """
         kept = []
         for term in query_terms(question):
-            stems = self._stem(term.encode(), apsw.FTS5_TOKENIZE_QUERY, None,
-                               include_offsets=False, include_colocated=False)
+            stems = self._stems(term)
             if not stems or any(stem not in self._common for stem in stems):
                 kept.append(term)
         return kept
+
+    def _stems(self, term: str) -> list[str]:
+        """FTS5's tokens of one query term (what it matches in the index)."""
+        return list(self._stem(term.encode(), apsw.FTS5_TOKENIZE_QUERY, None,
+                               include_offsets=False, include_colocated=False))
 
     # -- the search itself -------------------------------------------------------------------
 
@@ -471,9 +476,12 @@ class Searcher:
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> list[Hit]:
-        match = fts_query(self.informative_terms(question)) if mode is not Mode.dense else ""
+        terms = self.informative_terms(question) if mode is not Mode.dense else []
+        match = fts_query(terms)
+        # :terms, FTS5's tokens of the same terms, for an engine that ranks postings in SQL.
+        stems = json.dumps(list(dict.fromkeys(s for t in terms for s in self._stems(t))))
         params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
-                                  **filters.as_sql(), "k": k, "match": match,
+                                  **filters.as_sql(), "k": k, "match": match, "terms": stems,
                                   "query_vector": vector, "dense_kinds": self._dense_kinds,
                                   "named_roots": self._named_roots(question)}
         if vector is None:  # lexical, or hybrid on an index without vectors
@@ -523,23 +531,15 @@ class Searcher:
 
     def _remember(self, key: str, hits: list[Hit]) -> None:
         payload = json.dumps([[h.chunk_id, h.score] for h in hits])
-        self.conn.set_busy_timeout(0)  # never make a search wait on a writer just to cache
-        try:
-            with self.conn:
-                self.conn.execute(sql("cache_put"), {
-                    "key": key, "generation": self._generation, "hits": payload,
-                    "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                })
-        except apsw.BusyError:
-            pass  # an index run holds the write lock: skip caching rather than wait
-        except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.CantOpenError):
-            # A read-only index or a full disk: searches go on answering, uncached.
-            self.use_cache = False
-        finally:
-            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        # Never wait on a writer just to cache; a read-only index or a full disk: searches go
+        # on answering, uncached.
+        self.use_cache = write_if_free(self.conn, sql("cache_put"), {
+            "key": key, "generation": self._generation, "hits": payload,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })
 
 
-def source_span(conn: apsw.Connection, path: str, first: int, last: int) -> Hit | None:
+def source_span(conn: Connection, path: str, first: int, last: int) -> Hit | None:
     """The text and lines of a span of an indexed file, rebuilt from its chunks.
 
     None when the file is no longer in the index (or the span lies outside it). Characters

@@ -1,0 +1,1 @@
+SELECT hits FROM query_cache WHERE key = :key AND generation = :generation;
