@@ -137,10 +137,11 @@ def query_terms(question: str) -> list[str]:
     return list(seen)
 
 
-# An identifier as prose writes it: in backticks, or snake_case, camelCase or PascalCase with an
-# inner capital (plain capitalised words are not identifiers).
+# An identifier as prose writes it: in backticks on one line, or snake_case, camelCase or
+# PascalCase with an inner capital (plain capitalised words are not identifiers). A fenced code
+# block is no backtick span: only its multi-part identifiers count, not every word of it.
 _NAMED_IDENTIFIER = re.compile(
-    r"`([^`]+)`"
+    r"`([^`\n]+)`"
     r"|\b([A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
     r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b"
 )

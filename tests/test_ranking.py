@@ -415,5 +415,7 @@ def test_named_identifiers_are_the_code_names_of_prose() -> None:
     from ragdb.tokenize import named_identifiers
 
     text = ("Call `compute_backoff` (or `pids`) from the TransportClient; plain Words and "
-            "`a` are not names, and exit_code joins.")
-    assert named_identifiers(text) == ["computebackoff", "pids", "transportclient", "exitcode"]
+            "`a` are not names, and exit_code joins.\n\n```python\nimport retry\n"
+            "retry.run(max_tries=3)\n```\n")
+    assert named_identifiers(text) == ["computebackoff", "pids", "transportclient", "exitcode",
+                                       "maxtries"]
