@@ -409,6 +409,10 @@ def test_docs_naming_a_function_bring_a_plain_words_question_to_it(bridge_repo: 
     assert with_bridge[0] == "docs/retries.md"
     assert with_bridge.index(implementation) < with_bridge.index(helper)
     assert implementation not in without or without.index(implementation) > without.index(helper)
+    # the leg keeps to the filters like the others: an excluded file does not come back by it
+    excluded = Searcher(connect(db), SearchParams(), use_cache=False).search(
+        BRIDGE_QUESTION, 10, Mode.hybrid, Filters.of(excludes=["*/transport.py"]))
+    assert excluded and all(not hit.file_path.endswith("transport.py") for hit in excluded)
 
 
 def test_named_identifiers_are_the_code_names_of_prose() -> None:
