@@ -27,10 +27,12 @@ from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
-from ragdb.tokenize import analyse_terms, fts_query, query_terms
+from ragdb.tokenize import STOPWORDS, analyse_terms, fts_query, named_identifiers, query_terms
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
 MAX_K = 100
+#: The bridge leg reads the doc passages among the first this many results of a first run.
+BRIDGE_FROM = 10
 
 
 class Mode(str, Enum):
@@ -87,6 +89,13 @@ class SearchParams:
     # name, or a first-level folder of a root that holds only folders), chunks outside the
     # named projects have their score multiplied by this.
     root_prior: float = 0.5
+    # Plain words to code through the docs (the bridge leg, sql/search_hybrid.sql): the
+    # identifiers named by the best `bridge_docs` doc passages among a first run's ten results
+    # (at most `bridge_terms` of them, in order) query the code chunks again, each code chunk
+    # adding w_bridge / (c + its rank there); w_bridge 0: off. Measured: README, "Any codebase".
+    w_bridge: float = 0.2
+    bridge_docs: int = 3
+    bridge_terms: int = 64
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters, with w_dense_plain as w_dense when the question is plain words."""
@@ -105,8 +114,9 @@ class SearchParams:
             "prior_paths": (json.dumps(list(self.prior_paths))
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),
+            "w_bridge": float(self.w_bridge),
             # Set per index and per question by Searcher._run: off when run as is.
-            "dense_kinds": None, "named_roots": None,
+            "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
             **({"w_dense_plain": float(self.w_dense_plain)}
                if self.w_dense_plain is not None else {}),
         }
@@ -398,8 +408,12 @@ class Searcher:
 
         Uses the common terms as of the last _refresh() (search_many does one per call).
         """
+        return self._informative(query_terms(question))
+
+    def _informative(self, terms: Sequence[str]) -> list[str]:
+        """Terms with a stem outside the index's common terms (see informative_terms)."""
         kept = []
-        for term in query_terms(question):
+        for term in terms:
             stems = self._stems(term)
             if not stems or any(stem not in self._common for stem in stems):
                 kept.append(term)
@@ -479,7 +493,7 @@ class Searcher:
         terms = self.informative_terms(question) if mode is not Mode.dense else []
         match = fts_query(terms)
         # :terms, FTS5's tokens of the same terms, for an engine that ranks postings in SQL.
-        stems = json.dumps(list(dict.fromkeys(s for t in terms for s in self._stems(t))))
+        stems = self._stems_json(terms)
         params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
                                   **filters.as_sql(), "k": k, "match": match, "terms": stems,
                                   "query_vector": vector, "dense_kinds": self._dense_kinds,
@@ -489,7 +503,29 @@ class Searcher:
         if mode is Mode.dense or not match:
             params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
             return self._rows("search_dense", params)
-        return self._rows("search_hybrid", params)
+        if self.params.w_bridge <= 0 or self._dense_kinds is None:
+            return self._rows("search_hybrid", params)
+        first = self._rows("search_hybrid", {**params, "k": max(k, BRIDGE_FROM)})
+        terms = self._bridge_terms(question, first[:BRIDGE_FROM])
+        if not terms:
+            return first[:k]
+        return self._rows("search_hybrid", {**params, "bridge_match": fts_query(terms),
+                                            "bridge_terms": self._stems_json(terms)})
+
+    def _stems_json(self, terms: Sequence[str]) -> str:
+        """FTS5's tokens of the terms as a JSON array, for an engine that ranks postings in
+        SQL (`:terms`, `:bridge_terms`); SQLite's statements match on the FTS5 expression."""
+        return json.dumps(list(dict.fromkeys(s for t in terms for s in self._stems(t))))
+
+    def _bridge_terms(self, question: str, hits: Sequence[Hit]) -> list[str]:
+        """The identifiers the best doc passages among `hits` name (the kinds the index
+        embeds), less the question's own terms and stopwords: the bridge leg's query."""
+        kinds = set(json.loads(self._dense_kinds or "[]"))
+        docs = [hit for hit in hits if hit.language in kinds][: self.params.bridge_docs]
+        own = set(query_terms(question))
+        named = (term for hit in docs for term in named_identifiers(hit.text))
+        terms = [term for term in dict.fromkeys(named) if term not in own and term not in STOPWORDS]
+        return self._informative(terms)[: self.params.bridge_terms]
 
     def _named_roots(self, question: str) -> str | None:
         """The projects (see SearchParams.root_prior) the question names, as JSON; None if none
