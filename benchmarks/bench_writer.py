@@ -126,7 +126,8 @@ def check(verbose: bool) -> None:
         dropped = {d["text"]: d["reason"] for d in checked.report.dropped}
         recited = {r["text"]: r["to"] for r in checked.report.recited}
         if verbose:
-            print(f"\n## {item['set']} {item['question']}\n   ref: {item['reference_answer'][:200]}")
+            print(f"\n## {item['set']} {item['question']}\n"
+                  f"   ref: {item['reference_answer'][:200]}")
         for unit in split_units(item["written"]):
             label = labels.get(unit.text)
             gone = next((r for t, r in dropped.items() if t and t[:40] in unit.text), None)

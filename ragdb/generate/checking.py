@@ -370,6 +370,19 @@ _META = re.compile(
     re.I)
 
 
+# A Markdown link whose target is no URL or path: "[1]([1])", "[The backend](currently)",
+# "[https://x/SECURITY.md]([2])", from a model that put citations or words in link form.
+_BROKEN_LINK = re.compile(r"\[([^\[\]\n]*)\]\((?!https?://|\.{0,2}/|[\w.-]+/|#)([^()\n]*)\)")
+# "states that ...": a sentence whose subject was a citation, cut off before it.
+_SOURCE_VERB = re.compile(r"(?:also[ \t]+)?(?:states|mentions|says|notes|explains|provides|"
+                          r"indicates|describes|shows|suggests|recommends)\b")
+
+
+def _link_text(match: re.Match[str]) -> str:
+    text = match.group(1)
+    return "" if re.fullmatch(r"\s*\d{1,3}\s*", text) else text
+
+
 # ", as stated in [1]": the citation's place is taken by a phrase that talks about it.
 _AS_STATED = re.compile(
     r",?[ \t]+(?:as[ \t]+)?(?:stated|indicated|mentioned|shown|described|noted|explained|"
@@ -390,8 +403,12 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                     by_number: dict[int, CitedSource], report: CheckReport,
                     seen: set[str], question: str = "",
                     settings: SupportSettings = DEFAULT_SUPPORT) -> str | None:
-    text = _META.sub("", unit.text)
+    text = _BROKEN_LINK.sub(_link_text, unit.text).strip()
+    text = _META.sub("", text)
     text = _AS_STATED.sub("", text)
+    if _SOURCE_VERB.match(text):
+        _drop(report, text, "talks about a source, not the question")
+        return None
     text = _PAREN_NUMBER.sub("", text)
     if _NOT_SAID.search(text):
         _drop(report, text, "says the sources do not answer")
@@ -407,8 +424,8 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
     if key in seen:
         _drop(report, text, "repeats an earlier sentence")
         return None
-    checked, reason, replaced = _claim(text, [by_number[n] for n in valid], question, settings)
-    if reason is not None and reason != NOTHING_NEW:
+    checked, why, replaced = _claim(text, [by_number[n] for n in valid], question, settings)
+    if why is not None and why != NOTHING_NEW:
         # The writer may cite the wrong one of the sources it saw: where another one alone
         # supports the whole sentence, it is cited instead (the check is the same).
         for number, source in by_number.items():
@@ -418,10 +435,10 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
             again, failed, moved_replaced = _claim(moved, [source], question, settings)
             if failed is None:
                 report.recited.append({"text": text, "from": valid, "to": number})
-                checked, reason, replaced = again, None, moved_replaced
+                checked, why, replaced = again, None, moved_replaced
                 break
-    if reason is not None:
-        _drop(report, text, reason)
+    if why is not None:
+        _drop(report, text, why)
         return None
     report.replaced.extend(replaced)
     seen.add(key)
@@ -475,9 +492,6 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     if said.fails(settings):
         if said.missing:
             return text, f"the words {', '.join(said.missing[:4])} are not in {where}", []
-        if said.unbound:
-            return text, (f"{', '.join(said.unbound[:2])} is not next to what the question "
-                          f"asks about in {where}"), []
         return text, f"what it says is not together in one place of {where}", []
     return text, None, replaced
 

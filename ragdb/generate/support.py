@@ -74,7 +74,6 @@ class SupportSettings:
     window_chars: int = 400  # one stretch: consecutive lines of the source up to this long
     window_share: float = 0.75  # share of the found words that must lie in one stretch
     anchored: bool = True  # ... which also holds a word of the question, where the source has one
-    bind_lines: int | None = 2  # a value must be this near a line with a word of the question
 
 
 DEFAULT_SUPPORT = SupportSettings()
@@ -174,10 +173,9 @@ class Support:
     novel: list[str]  # content words not in the question
     missing: list[str]  # ... that no cited source holds
     scattered: bool  # found, but not together in one stretch next to the question's words
-    unbound: list[str]  # values (numbers, true/false/none, names) on no line near the asked
 
     def fails(self, settings: SupportSettings = DEFAULT_SUPPORT) -> bool:
-        return len(self.missing) > settings.max_missing or self.scattered or bool(self.unbound)
+        return len(self.missing) > settings.max_missing or self.scattered
 
 
 def support(sentence: str, question: str, sources: list[tuple[str, str]],
@@ -186,9 +184,6 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]],
     path's words count as the source's, but are no line of it)."""
     text = _CITE.sub(" ", sentence)
     asked = question_keys(question)
-    # A command in backticks was checked verbatim already: its words bind to nothing.
-    quoted = {t for span in re.findall(r"`([^`\n]*\s[^`\n]*)`", text)
-              for t in _TOKEN.findall(span)}
     novel: list[str] = []
     anchors: list[str] = []
     for token in dict.fromkeys(_TOKEN.findall(text)):
@@ -197,41 +192,16 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]],
                 anchors.append(token)  # a frame word the question uses anchors as well
         elif _content(token):
             novel.append(token)
-    words = [_with_path(_source_words(text), path) for text, path in sources]
+    words = [_with_path(_source_words(body), path) for body, path in sources]
     missing = [t for t in novel if not any(_in(t, w.all) for w in words)]
     found = [t for t in novel if t not in missing]
     scattered = False
-    unbound: list[str] = []
     anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
     if found:
         need = max(1, round(settings.window_share * len(found)))
         scattered = not any(_together(w, found, anchored if settings.anchored else [], need,
                                       settings.window_chars) for w in words)
-    # What a value is bound to: a word of the question that says what is asked about, not
-    # one that frames it ("return", "default").
-    subjects = [a for a in anchored if a.lower() not in FRAME]
-    if settings.bind_lines is not None and subjects:
-        for value in (t for t in found if _is_value(t) and t not in quoted):
-            if not any(_bound(w, value, subjects, settings.bind_lines) for w in words):
-                unbound.append(value)
-    return Support(novel, missing, scattered, unbound)
-
-
-def _is_value(token: str) -> bool:
-    """A number, true/false/none, or a name of code: what an answer binds to what is asked."""
-    return (token.lower() in _VALUE_WORDS or any(c.isdigit() for c in token) or "_" in token
-            or bool(re.search(r"[a-z][A-Z]", token)))
-
-
-def _bound(words: _SourceWords, value: str, anchors: list[str], reach: int) -> bool:
-    """Whether `value` is on a line of the source with an anchor within `reach` lines."""
-    lines = words.lines
-    for i, keys in enumerate(lines):
-        if _in(value, keys):
-            near: set[str] = set().union(*lines[max(0, i - reach):i + reach + 1])
-            if any(_in(a, near) for a in anchors):
-                return True
-    return False
+    return Support(novel, missing, scattered)
 
 
 def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
@@ -256,6 +226,6 @@ def _together(words: _SourceWords, found: list[str], anchors: list[str], need: i
 def holds_claim(sentence: str, question: str, text: str, share: float = 0.5) -> bool:
     """Whether `text` (a passage) holds most of what the sentence adds to the question: the
     place the claim was read from."""
-    said = support(sentence, question, [(text, "")], SupportSettings(bind_lines=None))
+    said = support(sentence, question, [(text, "")])
     found = len(said.novel) - len(said.missing)
     return bool(said.novel) and found >= share * len(said.novel)
