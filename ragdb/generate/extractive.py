@@ -34,45 +34,25 @@ numbers in benchmarks/EXTRACTIVE.md):
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ragdb.tokenize import STOPWORDS, analyse_terms
+from ragdb.generate.code_window import windowed
+from ragdb.generate.spans import CLOSING as _CLOSING
+from ragdb.generate.spans import Passage, SourceText, is_code, terms
+from ragdb.generate.spans import DEF_LINE as _DEF
+from ragdb.generate.spans import OPENING as _OPENING
+from ragdb.generate.spans import bm25 as _bm25
+from ragdb.generate.spans import line_spans as _lines
+from ragdb.generate.spans import trim_span as _trim
 
 if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
     import numpy as np
 
 Embed = Callable[[list[str]], "np.ndarray"]
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """One retrieved source as the answer numbers it (1-based, in search order)."""
-
-    number: int
-    file_path: str
-    kind: str  # file kind (python, markdown, rst, text) or a chunk kind (function, section...)
-    text: str
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A verbatim span of source `number`: `text == source.text[start:end]`, before cleaning."""
-
-    number: int
-    text: str
-    start: int
-    end: int
-    score: float
-    code: bool = False  # raw code from a code file: shown fenced, not cleaned as prose
-    indent: str = ""  # whitespace before `start` on its line, so code keeps its shape
-    # Code only: (offset, text) of whole source lines shown before the passage, verbatim: the
-    # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in.
-    context: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,21 +76,6 @@ class Settings:
 
 
 DEFAULT_SETTINGS = Settings()
-
-CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
-#: File and chunk kinds that are prose; any other language (Go, CUDA, YAML, JSON...) is code.
-PROSE_KINDS = frozenset({"markdown", "rst", "text", "section", "paragraph"})
-_BUILD_FILE = re.compile(
-    r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
-    r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt|/requirements/[^/]+\.(txt|in))$"
-)
-
-
-def is_code(source: SourceText) -> bool:
-    """Code files are split into definitions and blocks, never into sentences."""
-    return (source.kind in CODE_KINDS or source.kind not in PROSE_KINDS
-            or bool(_BUILD_FILE.search("/" + source.file_path)))
-
 
 # --------------------------------------------------------------------------------------------
 # Units
@@ -155,24 +120,6 @@ _LEANING = re.compile(
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 _MIN_WORDS = 4  # prose units shorter than this are labels, not answers
 _EMBED_CHARS = 600  # past this a unit's start says enough for its vector
-
-
-def _lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each line, end before its newline."""
-    out, pos = [], 0
-    for line in text.split("\n"):
-        out.append((pos, pos + len(line)))
-        pos += len(line) + 1
-    return out
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span without surrounding whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -413,9 +360,6 @@ def _support(text: str, units: list[_Unit], index: int) -> int:
     return -1
 
 
-_DEF = re.compile(r"(async\s+def|def|class)\s")
-
-
 def _code_units(text: str, max_chars: int) -> list[_Unit]:
     """Definitions and blank-line separated blocks at the chunk's outer indentation.
 
@@ -485,7 +429,6 @@ _HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
 _SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
 _C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
                        "java"})
-_OPENING, _CLOSING = "([{", ")]}"
 
 
 def _balanced(code: str, language: str) -> bool:
@@ -518,90 +461,6 @@ def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
         indent = ""
     return Passage(source.number, source.text[unit.start:unit.end], unit.start, unit.end,
                    score, code, indent)
-
-
-_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|for|while|switch|case|default|do|try|"
-                      r"catch|except|finally|with|return|match)\b)")
-
-
-def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
-               python: bool) -> list[int]:
-    """The header lines (`class ...:`, `def ...(`, `fn ...{`) that line `best` lies in, from
-    the block's first line on, outermost first: each earlier line indented less than the one
-    before it, keeping only definitions (no `if`, `for`... of the body), the nearest three."""
-    def indent(n: int) -> int:
-        line = text[slice(*lines[n])]
-        return len(line) - len(line.lstrip())
-
-    found, level = [], indent(best)
-    for n in range(best - 1, first - 1, -1):
-        line = text[slice(*lines[n])]
-        if not line.strip() or indent(n) >= level or line.lstrip()[0] in _CLOSING + "{":
-            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
-        level = indent(n)
-        header = _DEF.match(line.strip()) if python else not _CONTROL.match(line)
-        if header:
-            found.append(n)
-    return sorted(found[:3])
-
-
-def _windowed(source: SourceText, unit: _Unit, score: float, query: set[str],
-              settings: Settings) -> Passage | None:
-    """A piece of a long code block, shown as the run of the block's whole lines that best
-    matches the question (BM25 over lines), no longer than the piece, after the signature
-    lines of the definition it lies in, instead of the piece the block was cut into: the
-    piece was chosen for the block's terms, which may lie lines away from its own start.
-    None when no line holds a question term (the piece is shown as it is)."""
-    text = source.text
-    block = text[unit.block_start:unit.block_end]
-    lines = [(s + unit.block_start, e + unit.block_start) for s, e in _lines(block)]
-    # A term once per line: `self.beta_fast = beta_fast` names it twice, and says no more.
-    bags = [Counter(set(terms(text[s:e]))) for s, e in lines]
-    # The block's first line (its signature) is shown in any case: the window is chosen for
-    # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
-    # Lines are all short: no length normalisation (b = 0), so the same terms score the same
-    # on any line and the earliest run of equals wins (a name's definition before its uses).
-    scores = _bm25(query - set(bags[0]), bags, settings.k1, 0.0)
-    if not len(scores) or float(scores.max()) <= 0:
-        return None
-    budget = unit.end - unit.start
-    # The run of whole lines within the budget holding the most question-term score, the
-    # earliest of equals; then grown to the budget, the line after first (what a line leads
-    # to comes after it).
-    best_sum, low, high = -1.0, 0, 0
-    for first in range(len(lines)):
-        last = first
-        while last + 1 < len(lines) and lines[last + 1][1] - lines[first][0] <= budget:
-            last += 1
-        total = float(scores[first:last + 1].sum())
-        if total > best_sum + 1e-9:
-            best_sum, low, high = total, first, last
-    while scores[low] <= 0 and low < high:
-        low += 1
-    while scores[high] <= 0 and high > low:
-        high -= 1
-    best = low
-    grown = True
-    while grown:
-        grown = False
-        for step in (1, -1):
-            n = high + 1 if step > 0 else low - 1
-            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
-                    <= budget:
-                low, high = min(low, n), max(high, n)
-                grown = True
-    start, end = _trim(text, lines[low][0], lines[high][1])
-    if start >= end:
-        return None
-    first_line = text.rfind("\n", 0, start) + 1
-    low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
-    python = source.kind in ("python", "module", "function", "class", "statements") \
-        or source.file_path.endswith((".py", ".pyi"))
-    heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
-    context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
-    indent = text[first_line:start]
-    return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if indent.strip() else indent, context)
 
 
 def split_passages(source: SourceText) -> list[Passage]:
@@ -695,45 +554,6 @@ def clean_markup(text: str) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Scoring and choice
-
-
-def _stem(term: str) -> str:
-    """Plural and -ing/-ed forms folded: `adapters` meets `adapter` without a stemmer."""
-    if len(term) > 4 and term.endswith("ies"):
-        return term[:-3] + "y"
-    if len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
-        return term[:-1]
-    if len(term) > 5 and term.endswith("ing"):
-        return term[:-3]
-    if len(term) > 4 and term.endswith("ed"):
-        return term[:-2]
-    return term
-
-
-def terms(text: str) -> list[str]:
-    """Informative, lightly stemmed terms of a text: what BM25 compares."""
-    return [_stem(t) for t in analyse_terms(text)
-            if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-
-
-def _bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.ndarray:
-    """BM25 of each unit with IDF over the units: a word in every source counts little."""
-    import numpy as np
-
-    n = len(docs)
-    if not n or not query:
-        return np.zeros(n)
-    lengths = np.array([sum(d.values()) for d in docs], dtype=float)
-    avg = max(1.0, float(lengths.mean()))
-    scores = np.zeros(n)
-    for term in query:
-        tf = np.array([d.get(term, 0) for d in docs], dtype=float)
-        df = int((tf > 0).sum())
-        if not df:
-            continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
-    return scores
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:
@@ -923,8 +743,9 @@ def select_passages(
         passages: list[Passage] = []
         for c, s in chosen:
             passage = _passage(c.source, c.unit, s)
-            window = _windowed(c.source, c.unit, s, query, settings) \
-                if c.unit.block_start >= 0 else None
+            window = windowed(c.source, (c.unit.start, c.unit.end),
+                              (c.unit.block_start, c.unit.block_end), s, query,
+                              settings.k1) if c.unit.block_start >= 0 else None
             # Two pieces of one block may give one window: the second is shown as it is.
             for option in (window, passage):
                 if option is not None and not any(

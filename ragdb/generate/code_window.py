@@ -1,0 +1,107 @@
+"""Code shown as the lines that answer: a window of a long definition under its signature.
+
+A definition longer than a code unit is cut into pieces, and the piece chosen for the block's
+terms may hold none of the lines that answer (the head of a class, asked for a parameter
+further down). `windowed` shows instead the run of the definition's whole lines that best
+matches the question, under the signature lines (`class ...:`, `def ...(`) it lies in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ragdb.generate.spans import (
+    CLOSING,
+    DEF_LINE,
+    Passage,
+    SourceText,
+    bm25,
+    line_spans,
+    terms,
+    trim_span,
+)
+
+_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|for|while|switch|case|default|do|try|"
+                      r"catch|except|finally|with|return|match)\b)")
+
+
+def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
+               python: bool) -> list[int]:
+    """The header lines (`class ...:`, `def ...(`, `fn ...{`) that line `best` lies in, from
+    the block's first line on, outermost first: each earlier line indented less than the one
+    before it, keeping only definitions (no `if`, `for`... of the body), the nearest three."""
+    def indent(n: int) -> int:
+        line = text[slice(*lines[n])]
+        return len(line) - len(line.lstrip())
+
+    found, level = [], indent(best)
+    for n in range(best - 1, first - 1, -1):
+        line = text[slice(*lines[n])]
+        if not line.strip() or indent(n) >= level or line.lstrip()[0] in CLOSING + "{":
+            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
+        level = indent(n)
+        header = DEF_LINE.match(line.strip()) if python else not _CONTROL.match(line)
+        if header:
+            found.append(n)
+    return sorted(found[:3])
+
+
+def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], score: float,
+             query: set[str], k1: float) -> Passage | None:
+    """A piece of a long code block, shown as the run of the block's whole lines that best
+    matches the question (BM25 over lines), no longer than the piece, after the signature
+    lines of the definition it lies in, instead of the piece the block was cut into: the
+    piece was chosen for the block's terms, which may lie lines away from its own start.
+    None when no line holds a question term (the piece is shown as it is)."""
+    text = source.text
+    block_start, block_end = block
+    lines = [(s + block_start, e + block_start)
+             for s, e in line_spans(text[block_start:block_end])]
+    # A term once per line: `self.beta_fast = beta_fast` names it twice, and says no more.
+    bags = [Counter(set(terms(text[s:e]))) for s, e in lines]
+    # The block's first line (its signature) is shown in any case: the window is chosen for
+    # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
+    # Lines are all short: no length normalisation (b = 0), so the same terms score the same
+    # on any line and the earliest run of equals wins (a name's definition before its uses).
+    scores = bm25(query - set(bags[0]), bags, k1, 0.0)
+    if not len(scores) or float(scores.max()) <= 0:
+        return None
+    budget = span[1] - span[0]
+    # The run of whole lines within the budget holding the most question-term score, the
+    # earliest of equals; then grown to the budget, the line after first (what a line leads
+    # to comes after it).
+    best_sum, low, high = -1.0, 0, 0
+    for first in range(len(lines)):
+        last = first
+        while last + 1 < len(lines) and lines[last + 1][1] - lines[first][0] <= budget:
+            last += 1
+        total = float(scores[first:last + 1].sum())
+        if total > best_sum + 1e-9:
+            best_sum, low, high = total, first, last
+    while scores[low] <= 0 and low < high:
+        low += 1
+    while scores[high] <= 0 and high > low:
+        high -= 1
+    best = low
+    grown = True
+    while grown:
+        grown = False
+        for step in (1, -1):
+            n = high + 1 if step > 0 else low - 1
+            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
+                    <= budget:
+                low, high = min(low, n), max(high, n)
+                grown = True
+    start, end = trim_span(text, lines[low][0], lines[high][1])
+    if start >= end:
+        return None
+    first_line = text.rfind("\n", 0, start) + 1
+    low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
+    python = source.kind in ("python", "module", "function", "class", "statements") \
+        or source.file_path.endswith((".py", ".pyi"))
+    heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
+    context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
+    indent = text[first_line:start]
+    return Passage(source.number, text[start:end], start, end, score, True,
+                   "" if indent.strip() else indent, context)
