@@ -37,10 +37,18 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ragdb.generate.answer_signals import Asked, Signals, Weights, asked, factor, signals
 from ragdb.generate.code_window import windowed
+from ragdb.generate.markup import ADMONITION as _ADMONITION
+from ragdb.generate.markup import FENCE as _FENCE
+from ragdb.generate.markup import HTML_COMMENT as _HTML_COMMENT
+from ragdb.generate.markup import RST_DIRECTIVE as _RST_DIRECTIVE
+from ragdb.generate.markup import TABLE_RULE as _TABLE_RULE
+from ragdb.generate.markup import UNDERLINE as _UNDERLINE
+from ragdb.generate.markup import clean_markup, literal_block
 from ragdb.generate.spans import CLOSING as _CLOSING
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import DEF_LINE as _DEF
@@ -73,6 +81,19 @@ class Settings:
     # nearly all of an answer's time; the rest keep their BM25 half only.
     embed_limit: int = 8
     code_weight: float = 0.4  # score factor for passages from code files (answers are read)
+    # Answer-bearing signals (answer_signals.py): what the question asks for, held or not.
+    kind_weight: float = 0.0
+    missing_kind: float = 0.0
+    focus_weight: float = 1.0
+    pointer_penalty: float = 0.5
+    restating_penalty: float = 0.6
+    novelty_floor: float = 0.3
+    define_weight: float = 0.0
+
+    def weights(self) -> Weights:
+        return Weights(self.kind_weight, self.missing_kind, self.focus_weight,
+                       self.pointer_penalty, self.restating_penalty, self.novelty_floor,
+                       self.define_weight)
 
 
 DEFAULT_SETTINGS = Settings()
@@ -91,19 +112,14 @@ class _Unit:
     # window is looked for (-1 when the unit is its whole block).
     block_start: int = -1
     block_end: int = -1
+    # A table row: the span of its table's header row (the column names), shown above it.
+    head_start: int = -1
+    head_end: int = -1
 
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]*#{1,6}(\s|$)")
-_UNDERLINE = re.compile(r"^[ \t]*([=\-~^\"'`#*+])\1{2,}[ \t]*$")
-# Admonitions, mkdocs content tabs (=== "Tab") and snippet includes (--8<-- "file").
-_ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::|===[ \t]+\"|--8<--)")
-_RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
-# A table's delimiter row, `| :--- | ---: |` or `---|---`: the whole line, nothing else.
-_TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*(?::?-{2,}:?)?[ \t]*$")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
 _LEANING = re.compile(
@@ -188,6 +204,7 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
     units: list[_Unit] = []
     # Each element: (unit index range start, end, structural kind) in document order.
     groups: list[tuple[int, int, str]] = []
+    headings: dict[int, tuple[int, int]] = {}  # group index of a heading -> its span
     para: list[int] = []  # line numbers of the paragraph being gathered
     last_prose = -1  # index of the last prose unit since the last heading, for leaning
     i = _inside_block_end(text, lines)
@@ -243,13 +260,27 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
                 last_prose = -1
                 i = after
                 continue
-        underlined = i + 1 < len(lines) and _UNDERLINE.match(
-            text[lines[i + 1][0]:lines[i + 1][1]]) and not para and line.strip()
+        below = text[lines[i + 1][0]:lines[i + 1][1]] if i + 1 < len(lines) else ""
+        # An rst title's underline; a line of backticks is a fence, not an underline.
+        underlined = _UNDERLINE.match(below) and not below.strip().startswith("`") \
+            and not para \
+            and line.strip()
         if _HEADING.match(line) or underlined:
             flush()
+            headings[len(groups)] = (ls, lines[i + 1][1] if underlined else le)
             groups.append((len(units), len(units), "heading"))
             last_prose = -1
             i += 2 if underlined else 1
+            continue
+        literal = literal_block(text, lines, i)
+        if literal is not None:  # rst `.. code-block::`, a doctest: code, not sentences
+            flush()
+            body_start, body_end = literal
+            index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
+            if index >= 0:
+                groups.append((index, index + 1, "code"))
+            last_prose = -1
+            i = body_end + 1
             continue
         if _ADMONITION.match(line) or _RST_DIRECTIVE.match(line) or _UNDERLINE.match(line):
             flush()
@@ -259,12 +290,18 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
         if _TABLE_ROW.match(line):
             flush()
             first_unit = len(units)
+            head = (-1, -1)
             while i < len(lines) and _TABLE_ROW.match(text[lines[i][0]:lines[i][1]]):
                 row = text[lines[i][0]:lines[i][1]]
                 header = i + 1 < len(lines) and _TABLE_RULE.match(
                     text[lines[i + 1][0]:lines[i + 1][1]])  # column names are no answer
+                if header:
+                    head = lines[i]
                 if not header and not _TABLE_RULE.match(row) and re.search(r"[^\W_]", row):
-                    add(lines[i][0], lines[i][1], "row", -1)
+                    index = add(lines[i][0], lines[i][1], "row", -1)
+                    if index >= 0 and head[0] >= 0:
+                        units[index] = replace(units[index], head_start=head[0],
+                                               head_end=head[1])
                 i += 1
             groups.append((first_unit, len(units), "table"))
             last_prose = -1
@@ -297,8 +334,18 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
             continue
         para.append(i)
         i += 1
+        if line.rstrip().endswith("::"):  # rst: an indented literal block follows
+            literal = literal_block(text, lines, i, len(line) - len(line.lstrip()))
+            if literal is not None:
+                flush()
+                body_start, body_end = literal
+                index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
+                if index >= 0:
+                    groups.append((index, index + 1, "code"))
+                last_prose = -1
+                i = body_end + 1
     flush()
-    return _join(text, units, groups)
+    return _join(text, units, groups, headings)
 
 
 # How a sentence that introduces the block after it ends. A sentence cannot end in a comma or
@@ -312,11 +359,14 @@ def _introduces(sentence: str) -> bool:
     return bool(_INTRODUCING_END.search(sentence))
 
 
-def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> list[_Unit]:
+def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]],
+          headings: dict[int, tuple[int, int]] | None = None) -> list[_Unit]:
     """Introductions joined to what they introduce; leaning sentences joined to their support.
 
     A joined unit replaces the parts that may not stand alone: an introduction ending in ':'
-    and a code block that has one; list items and table rows also stay candidates alone.
+    and a code block that has one; list items and table rows also stay candidates alone. A
+    list or table right under a heading is also a candidate with its heading ("Requirements"
+    then the list): the heading says what the items are.
     """
     out: list[_Unit] = []
     dropped: set[int] = set()
@@ -324,10 +374,18 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
         if kind not in ("code", "list", "table") or g == 0 or last <= first:
             continue
         p_first, p_last, p_kind = groups[g - 1]
+        if headings and g - 1 in headings and kind in ("list", "table"):
+            start = _trim(text, *headings[g - 1])[0]
+            end = max((units[k].end for k in range(first, last)
+                       if units[k].end - start <= _MAX_JOIN), default=-1)
+            if end > 0:
+                out.append(_Unit(start, end, "joined", -1))
+            continue
         if p_last <= p_first or p_kind not in ("para", "list"):
             continue
         intro = units[p_last - 1]
-        if not _introduces(text[intro.start:intro.end]):
+        pointing = _POINTS_AHEAD.search(text[intro.start:intro.end])
+        if not _introduces(text[intro.start:intro.end]) and not pointing:
             continue
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
@@ -342,20 +400,51 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
     for index, unit in enumerate(units):
         if index in dropped:
             continue
-        if unit.kind == "sentence" and _LEANING.match(text[unit.start:unit.end]):
-            support = _support(text, units, index)
-            if support < 0 or unit.end - units[support].start > _MAX_JOIN:
-                continue
-            unit = _Unit(units[support].start, unit.end, "joined", -1)
+        if unit.kind == "sentence":
+            sentence = text[unit.start:unit.end]
+            leaning = bool(_LEANING.match(sentence))
+            refers = _refers_back(sentence)
+            if leaning or refers:
+                support = _support(text, units, index, extra=leaning and refers)
+                if support >= 0 and unit.end - units[support].start <= _MAX_JOIN:
+                    unit = _Unit(units[support].start, unit.end, "joined", -1)
+                elif leaning:
+                    continue
         out.append(unit)
     return sorted(out, key=lambda u: (u.start, u.end))
 
 
-def _support(text: str, units: list[_Unit], index: int) -> int:
-    """The sentence a leaning one stands on: back over up to two leaning ones, else -1."""
+# A sentence pointing at what follows it ("The following code configures ...", "as shown
+# below") introduces the block after it, as one ending in ':' does.
+_POINTS_AHEAD = re.compile(r"\b(?:the following|as follows|(?:shown|given|listed|described) "
+                           r"below|like this)\b", re.I)
+# A demonstrative inside a sentence ("However, this limitation will be fixed", "how these APIs
+# can be used", "the linear layers above"): what it points at was said before. A sentence's
+# pointing at its own document ("this page", "this guide") or "such as" is no such case.
+_REFERS_BACK = re.compile(
+    r"\b(?:this|these|those|such)\s+(?!(?:document|documentation|page|guide|section|tutorial|"
+    r"docs?|file|repository|repo|project|blog|post|chapter|article|as|that|a|an)\b)[a-z][\w-]*"
+    r"|\b(?:the(?:\s+\w+){1,3}\s+above|aforementioned|the former|the latter)\b", re.I)
+
+
+def _refers_back(sentence: str) -> bool:
+    """A demonstrative past the sentence's first word (a first "This" is _LEANING's)."""
+    words = sentence.split(maxsplit=1)
+    return len(words) == 2 and bool(_REFERS_BACK.search(sentence, len(sentence) - len(words[1])))
+
+
+def _support(text: str, units: list[_Unit], index: int, extra: bool = False) -> int:
+    """The sentence a leaning one stands on: back over up to two leaning ones, else -1; with
+    `extra` (a leaning sentence that also points back inside: "However, this limitation ...")
+    one sentence further, where there is one."""
     for _ in range(3):
         index = units[index].prev
-        if index < 0 or not _LEANING.match(text[units[index].start:units[index].end]):
+        if index < 0:
+            return -1
+        sentence = text[units[index].start:units[index].end]
+        if not _LEANING.match(sentence) and not _refers_back(sentence):
+            if extra and units[index].prev >= 0:
+                return units[index].prev
             return index
     return -1
 
@@ -454,102 +543,20 @@ def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
 
 
 def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
-    code = is_code(source)
+    code = is_code(source) or unit.kind == "literal"  # an rst literal block is code too
     line_start = source.text.rfind("\n", 0, unit.start) + 1
     indent = source.text[line_start:unit.start] if code else ""
     if indent.strip():
         indent = ""
+    context = ((unit.head_start, source.text[unit.head_start:unit.head_end]),) \
+        if unit.head_start >= 0 else ()
     return Passage(source.number, source.text[unit.start:unit.end], unit.start, unit.end,
-                   score, code, indent)
+                   score, code, indent, context)
 
 
 def split_passages(source: SourceText) -> list[Passage]:
     """Candidate passages of one source, in text order (they may overlap), score 0."""
     return [_passage(source, unit) for unit in _units(source)]
-
-
-# --------------------------------------------------------------------------------------------
-# Markup
-
-
-_LINK_REF = re.compile(r"!?\[([^\]\n]+)\]\[[^\]\n]*\]")
-_LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
-# The vLLM docs' GitHub autolinks (`<gh-file:vllm/config.py>`, `<gh-pr:7279>`).
-_GH_LINK = re.compile(r"<gh-(file|dir|issue|pr):([^>\s]+)>")
-_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`_+")
-_RST_ROLE = re.compile(r":[\w:.-]+:`~?([^`\n]+)`")
-_RST_LITERAL = re.compile(r"``([^`\n]+)``")
-_LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
-
-
-def _gh_link_text(match: re.Match[str]) -> str:
-    kind, target = match.groups()
-    if kind in ("file", "dir"):
-        return f"`{target}`"
-    return f"{'issue' if kind == 'issue' else 'pull request'} #{target}"
-
-
-def _links_as_text(line: str) -> str:
-    line = _GH_LINK.sub(_gh_link_text, line)
-    line = _LINK_REF.sub(r"\1", line)
-    line = _LINK_URL.sub(r"\1", line)
-    return _RST_LINK.sub(r"\1", line)
-
-
-def clean_markup(text: str) -> str:
-    """Markdown and rst markup a reader should not see; fenced code kept fenced and verbatim.
-
-    Links keep their text, admonition markers and heading hashes go, admonition bodies lose
-    their indentation, wrapped prose lines are joined and a table row loses its outer pipes.
-    """
-    text = _HTML_COMMENT.sub("", text)
-    out: list[str] = []
-    fence = ""
-    fence_indent = 0
-    previous_row = False
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if fence:
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                out.append(fence)
-                fence = ""
-            else:
-                cut = min(fence_indent, len(line) - len(line.lstrip()))
-                out.append(line[cut:].rstrip())
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            fence_indent = len(line) - len(line.lstrip())
-            out.append(stripped)
-            continue
-        if _ADMONITION.match(line) or _UNDERLINE.match(line):
-            continue
-        if _RST_DIRECTIVE.match(line) or _TABLE_RULE.match(line):
-            continue
-        stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped))
-        stripped = _RST_ROLE.sub(r"`\1`", stripped)
-        stripped = _RST_LITERAL.sub(r"`\1`", stripped)
-        row = stripped.startswith("|")
-        if row:
-            stripped = " | ".join(c.strip() for c in stripped.strip("|").split("|"))
-        if not stripped:
-            if out and out[-1] != "":
-                out.append("")
-            continue
-        previous = out[-1] if out else ""
-        # A wrapped line joins the one before, a list item's lazy continuation included; a
-        # new item, a table row or anything after a fence or a row starts a line of its own.
-        if (previous and not previous.startswith(("```", "~~~")) and not row
-                and not previous_row and not _LEADING_MARKER.match(stripped)):
-            # Link text wrapped onto this line (`[security\npolicy](url)`) is whole only now.
-            out[-1] = _links_as_text(previous + " " + stripped)
-        else:
-            out.append(stripped)
-        previous_row = row
-    if fence:
-        out.append(fence)
-    return "\n".join(out).strip()
 
 
 # --------------------------------------------------------------------------------------------
@@ -601,15 +608,30 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
             if unit.end - unit.start > settings.max_unit_chars:
                 continue
             raw = source.text[unit.start:unit.end]
-            shown = raw if is_code(source) else clean_markup(raw)
+            code = is_code(source) or unit.kind == "literal"
+            if unit.head_start >= 0:  # a row under its column names
+                raw = source.text[unit.head_start:unit.head_end] + "\n" + raw
+            shown = raw if code else clean_markup(raw)
             bag = Counter(terms(shown))
             words = len(re.findall(r"[A-Za-z]{2,}", shown))
-            if words < 3 or (unit.kind != "block" and words < _MIN_WORDS):
+            if words < 3 or (unit.kind not in ("block", "literal") and words < _MIN_WORDS):
                 continue  # a path, a heading-like line or a lone word is no answer
-            if unit.kind != "block" and (_introduces(shown) or shown.rstrip("*_ ").endswith("?")):
+            if unit.kind not in ("block", "literal") and (
+                    _introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
             out.append(_Candidate(source, unit, shown, bag, _showable(source, unit)))
     return out
+
+
+_LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
+
+
+def _signals(ask: Asked, candidate: _Candidate) -> Signals:
+    """The answer-bearing signals of one candidate (see answer_signals)."""
+    unit = candidate.unit
+    listed = unit.kind in ("item", "row") or len(_LISTED.findall(candidate.shown)) >= 2
+    return signals(ask, candidate.shown, candidate.source.text[unit.start:unit.end],
+                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed)
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
@@ -704,6 +726,8 @@ def select_passages(
         lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
         prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
                           for c in candidates])
+        ask, weights = asked(question), settings.weights()
+        prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
         if embed is not None:
             shortlist = np.argsort(-(lexical * prior), kind="stable")
             if settings.embed_limit > 0:
@@ -755,11 +779,28 @@ def select_passages(
                     break
     else:
         passages = _fallback(sources)
+    passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
     if on_passage is not None:
         for passage in passages:
             on_passage(passage)
     return passages
+
+
+def _rows_merged(passages: list[Passage]) -> list[Passage]:
+    """Rows of one table shown once under its column names: the last row keeps the others
+    (and the header) as its context lines, in source order."""
+    tables: dict[tuple[int, int], list[Passage]] = {}
+    for passage in passages:
+        if not passage.code and passage.context:
+            tables.setdefault((passage.number, passage.context[0][0]), []).append(passage)
+    out = [p for p in passages if p.code or not p.context]
+    for rows in tables.values():
+        rows.sort(key=lambda p: p.start)
+        last = rows[-1]
+        context = rows[0].context + tuple((p.start, p.text) for p in rows[:-1])
+        out.append(replace(last, context=context, score=max(p.score for p in rows)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -782,7 +823,8 @@ def _shown(passage: Passage) -> str:
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
-    return clean_markup(passage.text)
+    # A table row under its column names: both verbatim lines of the source.
+    return clean_markup("\n".join([line for _, line in passage.context] + [passage.text]))
 
 
 def _elision(line: str) -> str:

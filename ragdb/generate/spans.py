@@ -41,8 +41,9 @@ class Passage:
     score: float
     code: bool = False  # raw code from a code file: shown fenced, not cleaned as prose
     indent: str = ""  # whitespace before `start` on its line, so code keeps its shape
-    # Code only: (offset, text) of whole source lines shown before the passage, verbatim: the
-    # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in.
+    # (offset, text) of whole source lines shown before the passage, verbatim: for code, the
+    # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in;
+    # for a table row, its table's header row.
     context: tuple[tuple[int, str], ...] = ()
 
 
