@@ -17,6 +17,7 @@ from ragdb.generate.spans import (
     Passage,
     SourceText,
     bm25,
+    depth_changes,
     line_spans,
     terms,
     trim_span,
@@ -47,13 +48,23 @@ def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
     return sorted(found[:3])
 
 
+#: How far past its budget a window may grow to close a bracket it opened (or open one it
+#: closes): a statement is shown whole when it is a little longer than the budget.
+_REACH = 300
+_REACH_BACK = 150
+
+
 def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], score: float,
-             query: set[str], k1: float) -> Passage | None:
+             query: set[str], k1: float, *, min_chars: int = 0,
+             cut: bool = False) -> Passage | None:
     """A piece of a long code block, shown as the run of the block's whole lines that best
-    matches the question (BM25 over lines), no longer than the piece, after the signature
-    lines of the definition it lies in, instead of the piece the block was cut into: the
-    piece was chosen for the block's terms, which may lie lines away from its own start.
-    None when no line holds a question term (the piece is shown as it is)."""
+    matches the question (BM25 over lines), as long as the piece (at least `min_chars`), after
+    the signature lines of the definition it lies in, instead of the piece the block was cut
+    into: the piece was chosen for the block's terms, which may lie lines away from its own
+    start. The run closes the brackets it opens and opens those it closes where that takes
+    less than _REACH more characters, so that it does not stop inside a statement. `cut`: the
+    block is a chunk's code that begins inside a statement or block; the window is marked as
+    having lines left out before it. None when no line holds a question term."""
     text = source.text
     block_start, block_end = block
     lines = [(s + block_start, e + block_start)
@@ -64,10 +75,10 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
     # Lines are all short: no length normalisation (b = 0), so the same terms score the same
     # on any line and the earliest run of equals wins (a name's definition before its uses).
-    scores = bm25(query - set(bags[0]), bags, k1, 0.0)
+    scores = bm25(query - (set() if cut else set(bags[0])), bags, k1, 0.0)
     if not len(scores) or float(scores.max()) <= 0:
         return None
-    budget = span[1] - span[0]
+    budget = max(span[1] - span[0], min_chars)
     # The run of whole lines within the budget holding the most question-term score, the
     # earliest of equals; then grown to the budget, the line after first (what a line leads
     # to comes after it).
@@ -93,6 +104,10 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
                     <= budget:
                 low, high = min(low, n), max(high, n)
                 grown = True
+    # Never cut back past the last line that holds a question term.
+    keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
+        else best
+    low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
     start, end = trim_span(text, lines[low][0], lines[high][1])
     if start >= end:
         return None
@@ -104,4 +119,42 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
     indent = text[first_line:start]
     return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if indent.strip() else indent, context)
+                   "" if indent.strip() else indent, context, elided=cut)
+
+
+def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                      keep: int, language: str, reach: int) -> tuple[int, int]:
+    """The run low..high grown to close the brackets it leaves open (`getattr(config,` then
+    its arguments) and to open those it closes, within `reach` characters; where that is out
+    of reach, cut back to the last line at which nothing is left open, keeping line `keep`."""
+    delta = depth_changes([text[s:e] for s, e in lines], language)
+
+    def depths(lo: int, hi: int) -> tuple[int, int]:
+        """(lowest, last) running depth over lines lo..hi, from 0."""
+        depth = lowest = 0
+        for n in range(lo, hi + 1):
+            depth += delta[n]
+            lowest = min(lowest, depth)
+        return lowest, depth
+
+    def open_at_end(lo: int, hi: int) -> int:  # opened after the lowest point, not closed
+        lowest, last = depths(lo, hi)
+        return last - lowest
+
+    def closes_unopened(lo: int, hi: int) -> bool:
+        return depths(lo, hi)[0] < 0
+
+    while open_at_end(low, high) > 0 and high + 1 < len(lines) \
+            and lines[high + 1][1] - lines[low][0] <= reach:
+        high += 1
+    if open_at_end(low, high) > 0:
+        for hi in range(high - 1, keep - 1, -1):
+            if open_at_end(low, hi) <= 0:
+                high = hi
+                break
+    # A bracket closed here opened a few lines up (a call's first line): shown when close by;
+    # farther up, the signature lines or the `...` above the window stand for it.
+    back = lines[low][0] - _REACH_BACK
+    while closes_unopened(low, high) and low > 0 and lines[low - 1][0] >= back:
+        low -= 1
+    return low, high

@@ -49,10 +49,11 @@ from ragdb.generate.markup import RST_DIRECTIVE as _RST_DIRECTIVE
 from ragdb.generate.markup import TABLE_RULE as _TABLE_RULE
 from ragdb.generate.markup import UNDERLINE as _UNDERLINE
 from ragdb.generate.markup import clean_markup, literal_block
-from ragdb.generate.spans import CLOSING as _CLOSING
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
+from ragdb.generate.spans import C_FAMILY as _C_FAMILY
 from ragdb.generate.spans import DEF_LINE as _DEF
-from ragdb.generate.spans import OPENING as _OPENING
+from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
+from ragdb.generate.spans import balanced as _balanced
 from ragdb.generate.spans import bm25 as _bm25
 from ragdb.generate.spans import line_spans as _lines
 from ragdb.generate.spans import trim_span as _trim
@@ -89,6 +90,10 @@ class Settings:
     restating_penalty: float = 0.6
     novelty_floor: float = 0.3
     define_weight: float = 0.0
+    # Code windows (code_window.py): the least a window of a long definition shows, and the
+    # most one of code cut out of its context does.
+    window_min_chars: int = 300
+    cut_window_chars: int = 400
 
     def weights(self) -> Weights:
         return Weights(self.kind_weight, self.missing_kind, self.focus_weight,
@@ -513,28 +518,6 @@ def _split_block(
     return pieces
 
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
-_HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
-_SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
-_C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
-                       "java"})
-
-
-def _balanced(code: str, language: str) -> bool:
-    """No bracket closed that the span did not open, none left open: the span is not cut out
-    of the middle of an expression (a chunk of a long file may begin or end inside one)."""
-    comment = _SLASH_COMMENT if language in _C_FAMILY else _HASH_COMMENT
-    depth = 0
-    for char in comment.sub("", _STRING.sub("", code)):
-        if char in _OPENING:
-            depth += 1
-        elif char in _CLOSING:
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
 def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
     text = _HTML_COMMENT.sub(lambda m: " " * len(m.group()), source.text)
     if is_code(source):
@@ -584,6 +567,9 @@ class _Candidate:
     # False for a unit not worth showing (see _showable): scored with the rest, so that the
     # IDF and the scaling do not depend on it, but never shown.
     showable: bool = True
+    # Code cut out of its context (a chunk begins inside a statement or block): shown only as
+    # the window of its lines that answers, marked as having lines left out before it.
+    cut: bool = False
 
 
 _MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
@@ -619,7 +605,8 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
             if unit.kind not in ("block", "literal") and (
                     _introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
-            out.append(_Candidate(source, unit, shown, bag, _showable(source, unit)))
+            cut = _cut_code(source, unit)
+            out.append(_Candidate(source, unit, shown, bag, cut or _showable(source, unit), cut))
     return out
 
 
@@ -663,6 +650,19 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
         return False
     raw = source.text[unit.start:unit.end]
     return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
+
+
+def _cut_code(source: SourceText, unit: _Unit) -> bool:
+    """Code of a code file cut out of its context (it closes a bracket it did not open, leaves
+    an unclosed one, or leaves the block it starts in), and not only imports."""
+    if not is_code(source):
+        return False
+    code = source.text[unit.start:unit.end]
+    plain = _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code
+    if _IMPORTS_ONLY.fullmatch(plain):
+        return False
+    leaves = source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code)
+    return leaves or not _balanced(code, source.kind)
 
 
 def _leaves_its_block(text: str, start: int, code: str) -> bool:
@@ -717,67 +717,34 @@ def select_passages(
     Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
     in the order they are returned, so a caller can stream them.
     """
-    import numpy as np
-
     candidates = _candidates(sources, settings)
-    chosen: list[tuple[_Candidate, float]] = []
+    passages: list[Passage] = []
     if candidates:
+        score = _scores(question, candidates, embed, settings)
         query = set(terms(question))
-        lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
-        prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
-                          for c in candidates])
-        ask, weights = asked(question), settings.weights()
-        prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
-        if embed is not None:
-            shortlist = np.argsort(-(lexical * prior), kind="stable")
-            if settings.embed_limit > 0:
-                shortlist = shortlist[: settings.embed_limit]
-            texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
-            vectors = np.asarray(embed(texts))
-            dense = np.zeros(len(candidates))
-            dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
-            score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
-        else:
-            score = lexical
-        score = score * prior
-        if settings.code_weight != 1.0:
-            score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
-                                      for c in candidates])
-        for i, c in enumerate(candidates):
-            excess = (c.unit.end - c.unit.start) - settings.soft_chars
-            if excess > 0:
-                score[i] *= settings.soft_chars / (settings.soft_chars + excess)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
-        best = float(score[order[0]]) if order else 0.0
-        used = 0
+        chosen: list[_Candidate] = []
+        best, used = 0.0, 0
         for i in order:
             c = candidates[i]
-            if best <= 0 or len(chosen) >= settings.max_passages:
+            if score[i] <= 0 or len(chosen) >= settings.max_passages:
                 break
             if chosen and (score[i] < settings.min_relative * best
                            or used + c.unit.end - c.unit.start > settings.max_chars):
                 continue
             if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
-                   for o, _ in chosen):
+                   for o in chosen):
                 continue
-            chosen.append((c, float(score[i])))
+            shown = _display(c, float(score[i]), query, settings)
+            # Two pieces of one block may give one window: the second is not shown.
+            if shown is None or any(_overlapping(p, shown) for p in passages):
+                continue
+            if not chosen:
+                best = float(score[i])
+            chosen.append(c)
+            passages.append(shown)
             used += c.unit.end - c.unit.start
-    if chosen:
-        query = set(terms(question))
-        passages: list[Passage] = []
-        for c, s in chosen:
-            passage = _passage(c.source, c.unit, s)
-            window = windowed(c.source, (c.unit.start, c.unit.end),
-                              (c.unit.block_start, c.unit.block_end), s, query,
-                              settings.k1) if c.unit.block_start >= 0 else None
-            # Two pieces of one block may give one window: the second is shown as it is.
-            for option in (window, passage):
-                if option is not None and not any(
-                        p.number == option.number and p.start < option.end
-                        and option.start < p.end for p in passages):
-                    passages.append(option)
-                    break
-    else:
+    if not passages:
         passages = _fallback(sources)
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
@@ -785,6 +752,70 @@ def select_passages(
         for passage in passages:
             on_passage(passage)
     return passages
+
+
+def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
+            settings: Settings) -> np.ndarray:
+    """Each candidate's score: BM25 and cosine, times the rank, answer-signal, code and length
+    priors (see the module's docstring)."""
+    import numpy as np
+
+    query = set(terms(question))
+    lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
+    prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
+                      for c in candidates])
+    ask, weights = asked(question), settings.weights()
+    prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
+    if embed is not None:
+        shortlist = np.argsort(-(lexical * prior), kind="stable")
+        if settings.embed_limit > 0:
+            shortlist = shortlist[: settings.embed_limit]
+        texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
+        vectors = np.asarray(embed(texts))
+        dense = np.zeros(len(candidates))
+        dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
+        score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
+    else:
+        score = lexical
+    score = score * prior
+    if settings.code_weight != 1.0:
+        score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
+                                  for c in candidates])
+    for i, c in enumerate(candidates):
+        excess = (c.unit.end - c.unit.start) - settings.soft_chars
+        if excess > 0:
+            score[i] *= settings.soft_chars / (settings.soft_chars + excess)
+    return score
+
+
+def _display(c: _Candidate, score: float, query: set[str], settings: Settings) -> Passage | None:
+    """How a chosen candidate is shown: code cut out of its context as the window of its lines
+    that answers (None when no line does), a piece of a long definition as its window under
+    the signature, anything else as it is."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        window = windowed(c.source, (unit.start, unit.end), (unit.block_start, unit.block_end),
+                          score, query, settings.k1, min_chars=settings.window_min_chars)
+        if window is not None or c.cut:
+            return window
+    elif c.cut:
+        span = (unit.start, unit.start + min(unit.end - unit.start, settings.cut_window_chars))
+        return windowed(c.source, span, (unit.start, unit.end), score, query, settings.k1,
+                        cut=True)
+    return _passage(c.source, unit, score)
+
+
+def _overlapping(a: Passage, b: Passage) -> bool:
+    """Two passages of one source share text: their spans, or one's span and the other's
+    context lines (a window under `def f(` and a window that is that line)."""
+    if a.number != b.number:
+        return False
+
+    def meets(start: int, end: int, other: Passage) -> bool:
+        return any(start < e and s < end for s, e in
+                   [(other.start, other.end)] + [(s, s + len(x)) for s, x in other.context])
+
+    return meets(a.start, a.end, b) or meets(b.start, b.end, a)
 
 
 def _rows_merged(passages: list[Passage]) -> list[Passage]:
@@ -817,7 +848,8 @@ def _shown(passage: Passage) -> str:
             lines.append(line)
             offset = start + len(line) + 1
         window = (passage.indent + passage.text).split("\n")
-        if lines and passage.start - len(passage.indent) != offset:
+        if (lines and passage.start - len(passage.indent) != offset) \
+                or (passage.elided and not lines):
             lines.append(_elision(window[0]))
         lines += window
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)

@@ -45,6 +45,9 @@ class Passage:
     # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in;
     # for a table row, its table's header row.
     context: tuple[tuple[int, str], ...] = ()
+    # Code only: lines before the passage are left out (its chunk begins inside a statement
+    # or a block): shown as `...` above it.
+    elided: bool = False
 
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
@@ -122,3 +125,34 @@ def bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.n
 #: A Python definition's first line (after decorators).
 DEF_LINE = re.compile(r"(async\s+def|def|class)\s")
 OPENING, CLOSING = "([{", ")]}"
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
+_SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
+C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
+                      "java"})
+
+
+def balanced(code: str, language: str) -> bool:
+    """No bracket closed that the span did not open, none left open: the span is not cut out
+    of the middle of an expression (a chunk of a long file may begin or end inside one)."""
+    comment = _SLASH_COMMENT if language in C_FAMILY else HASH_COMMENT
+    depth = 0
+    for char in comment.sub("", _STRING.sub("", code)):
+        if char in OPENING:
+            depth += 1
+        elif char in CLOSING:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def depth_changes(lines: list[str], language: str) -> list[int]:
+    """How much each line opens (+) or closes (-) brackets, strings and comments left out."""
+    comment = _SLASH_COMMENT if language in C_FAMILY else HASH_COMMENT
+    out = []
+    for line in lines:
+        code = comment.sub("", _STRING.sub("", line))
+        out.append(sum(c in OPENING for c in code) - sum(c in CLOSING for c in code))
+    return out
