@@ -77,12 +77,14 @@ _POINTER = re.compile(
     r"|more (?:information|details) (?:can|is|are)|can be found|full example|see also"
     r"|(?:is|are) (?:described|documented|explained) (?:in|at|on|here)"
     r"|the (?:next|following|previous|later) (?:section|chapter|page)s?)\b", re.I)
-_DEFINES = re.compile(
-    r"^[ \t]*(?:@[^\n]*\n[ \t]*)*(?:(?:pub(?:\([^)]*\))?|export|static|inline|async|const|"
-    r"unsafe|extern|virtual|public|private|protected|default)\s+)*"
+# A line that defines a name: `def f(`, `class C`, `fn f`, `function f`, `struct S`,
+# `#define M`, `const X =`...; and a constant or field, `NAME = ...` or `name: int = ...`.
+_DEFINITION = re.compile(
+    r"^[ \t]*(?:(?:pub(?:\([^)]*\))?|export|static|inline|async|const|unsafe|extern|virtual|"
+    r"public|private|protected|default)\s+)*"
     r"(?:def|class|fn|function|struct|enum|trait|impl|interface|type|macro_rules!|#\s*define|"
-    r"const|let|var)\s+([A-Za-z_]\w*)"
-    r"|^[ \t]*([A-Za-z_]\w*)\s*(?::[^=\n]+)?=[^=]", re.M)
+    r"const|let|var)\s+([A-Za-z_]\w*)", re.M)
+_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)\s*(?::[^=\n]+)?=[^=]")
 
 
 @dataclass(frozen=True)
@@ -149,12 +151,14 @@ class Signals:
     focus: float  # share of the focus terms it holds
     pointer: bool  # sends the reader elsewhere
     novelty: float  # share of its terms the question does not hold
-    defines: bool  # code: its first statement defines a name the question writes
+    defines: float  # code: share of the names the question writes that it defines
 
 
-def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool) -> Signals:
+def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
+            head: str = "") -> Signals:
     """The unit's signals; `shown` is its cleaned text, `raw` its source span (links and
-    their targets), `code` a code file's unit, `listed` a list or table (items)."""
+    their targets), `code` a code file's unit, `listed` a list or table (items), `head` the
+    first line of the definition a piece of code was cut from."""
     bag = set(terms(shown))
     novelty = len(bag - ask.terms) / len(bag) if bag else 0.0
     focus = len(ask.focus & bag) / len(ask.focus) if ask.focus else 0.0
@@ -169,11 +173,26 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool) -> Si
     if not held and "list" in ask.kinds:
         held = listed
     pointer = bool(_POINTER.search(shown)) and not code
-    defines = False
+    defines = 0.0
     if code and ask.names:
-        first = _DEFINES.search(raw)
-        defines = first is not None and next(g for g in first.groups() if g).lower() in ask.names
+        named: set[str] = set()
+        for text in (head, raw):  # a piece of a long definition is defined by its head
+            named.update(m.group(1).lower() for m in _DEFINITION.finditer(text))
+        first = next((line for line in raw.split("\n")
+                      if line.strip() and not line.lstrip().startswith(("@", "#"))), "")
+        assignment = _ASSIGNMENT.match(first)
+        if assignment:
+            named.add(assignment.group(1).lower())
+        asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
+        if asked_names:
+            defines = len(named & asked_names) / len(asked_names)
     return Signals(held, focus, pointer, novelty, defines)
+
+
+def wants_targets(ask: Asked, shown: str) -> bool:
+    """Links are shown with their targets where the question asks "where", or the passage
+    sends the reader elsewhere ("see the security policy"): the target is the answer."""
+    return "place" in ask.kinds or bool(_POINTER.search(shown))
 
 
 @dataclass(frozen=True)
@@ -186,7 +205,7 @@ class Weights:
     pointer: float = 0.0  # score x (1 - pointer) for a pointer, unless "where" is asked
     restating: float = 0.0  # score x (1 - restating * (1 - novelty / novelty_floor))
     novelty_floor: float = 0.3
-    defines: float = 0.0  # score x (1 + defines) for a definition of a name asked for
+    defines: float = 0.0  # score x (1 + defines x share of the asked names it defines)
 
 
 def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
@@ -200,6 +219,5 @@ def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
         value *= 1 - weights.pointer
     if sig.novelty < weights.novelty_floor and not sig.kind:
         value *= 1 - weights.restating * (1 - sig.novelty / weights.novelty_floor)
-    if sig.defines:
-        value *= 1 + weights.defines
+    value *= 1 + weights.defines * sig.defines
     return max(value, 0.0)

@@ -76,6 +76,11 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     # Lines are all short: no length normalisation (b = 0), so the same terms score the same
     # on any line and the earliest run of equals wins (a name's definition before its uses).
     scores = bm25(query - (set() if cut else set(bags[0])), bags, k1, 0.0)
+    if cut and not text[:block_start].strip():
+        # A chunk that begins inside a statement may begin inside its line too
+        # (`12.8 AND SCALED_MM_ARCHS)`): its first line is never shown.
+        scores[0] = 0.0
+        lines, scores = lines[1:], scores[1:]
     if not len(scores) or float(scores.max()) <= 0:
         return None
     budget = max(span[1] - span[0], min_chars)

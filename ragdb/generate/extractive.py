@@ -40,7 +40,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ragdb.generate.answer_signals import Asked, Signals, Weights, asked, factor, signals
+from ragdb.generate.answer_signals import (
+    Asked,
+    Signals,
+    Weights,
+    asked,
+    factor,
+    signals,
+    wants_targets,
+)
 from ragdb.generate.code_window import windowed
 from ragdb.generate.markup import ADMONITION as _ADMONITION
 from ragdb.generate.markup import FENCE as _FENCE
@@ -89,11 +97,12 @@ class Settings:
     pointer_penalty: float = 0.5
     restating_penalty: float = 0.6
     novelty_floor: float = 0.3
-    define_weight: float = 0.0
+    define_weight: float = 1.0
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
     cut_window_chars: int = 400
+    cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
 
     def weights(self) -> Weights:
         return Weights(self.kind_weight, self.missing_kind, self.focus_weight,
@@ -570,6 +579,7 @@ class _Candidate:
     # Code cut out of its context (a chunk begins inside a statement or block): shown only as
     # the window of its lines that answers, marked as having lines left out before it.
     cut: bool = False
+    window: Passage | None = None  # how cut code is shown (its bag and text are the window's)
 
 
 _MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
@@ -617,8 +627,12 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
     """The answer-bearing signals of one candidate (see answer_signals)."""
     unit = candidate.unit
     listed = unit.kind in ("item", "row") or len(_LISTED.findall(candidate.shown)) >= 2
-    return signals(ask, candidate.shown, candidate.source.text[unit.start:unit.end],
-                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed)
+    text = candidate.source.text
+    head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
+        if 0 <= unit.block_start < unit.start else ""
+    return signals(ask, candidate.shown, text[unit.start:unit.end],
+                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
+                   head=head)
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
@@ -717,11 +731,13 @@ def select_passages(
     Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
     in the order they are returned, so a caller can stream them.
     """
-    candidates = _candidates(sources, settings)
+    query = set(terms(question))
+    candidates = [_as_window(c, query, settings) if c.cut else c
+                  for c in _candidates(sources, settings)]
     passages: list[Passage] = []
     if candidates:
         score = _scores(question, candidates, embed, settings)
-        query = set(terms(question))
+        ask = asked(question)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
         chosen: list[_Candidate] = []
         best, used = 0.0, 0
@@ -735,7 +751,7 @@ def select_passages(
             if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
                    for o in chosen):
                 continue
-            shown = _display(c, float(score[i]), query, settings)
+            shown = _display(c, float(score[i]), query, settings, ask)
             # Two pieces of one block may give one window: the second is not shown.
             if shown is None or any(_overlapping(p, shown) for p in passages):
                 continue
@@ -782,13 +798,16 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
                                   for c in candidates])
     for i, c in enumerate(candidates):
+        if c.cut:
+            score[i] *= settings.cut_weight
         excess = (c.unit.end - c.unit.start) - settings.soft_chars
         if excess > 0:
             score[i] *= settings.soft_chars / (settings.soft_chars + excess)
     return score
 
 
-def _display(c: _Candidate, score: float, query: set[str], settings: Settings) -> Passage | None:
+def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
+             ask: Asked) -> Passage | None:
     """How a chosen candidate is shown: code cut out of its context as the window of its lines
     that answers (None when no line does), a piece of a long definition as its window under
     the signature, anything else as it is."""
@@ -799,10 +818,24 @@ def _display(c: _Candidate, score: float, query: set[str], settings: Settings) -
         if window is not None or c.cut:
             return window
     elif c.cut:
-        span = (unit.start, unit.start + min(unit.end - unit.start, settings.cut_window_chars))
-        return windowed(c.source, span, (unit.start, unit.end), score, query, settings.k1,
-                        cut=True)
-    return _passage(c.source, unit, score)
+        return replace(c.window, score=score) if c.window is not None else None
+    passage = _passage(c.source, unit, score)
+    if not passage.code and wants_targets(ask, c.shown):
+        passage = replace(passage, link_targets=True)
+    return passage
+
+
+def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate:
+    """Code cut out of its context, scored as what it would show: the window of its lines
+    that answers (not showable when no line does)."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        return c  # a piece of a long definition: shown as the definition's window
+    span = (unit.start, unit.start + min(unit.end - unit.start, settings.cut_window_chars))
+    window = windowed(c.source, span, (unit.start, unit.end), 0.0, query, settings.k1, cut=True)
+    if window is None:
+        return replace(c, showable=False)
+    return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
 
 
 def _overlapping(a: Passage, b: Passage) -> bool:
@@ -856,7 +889,8 @@ def _shown(passage: Passage) -> str:
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
     # A table row under its column names: both verbatim lines of the source.
-    return clean_markup("\n".join([line for _, line in passage.context] + [passage.text]))
+    return clean_markup("\n".join([line for _, line in passage.context] + [passage.text]),
+                        passage.link_targets)
 
 
 def _elision(line: str) -> str:

@@ -68,10 +68,10 @@ def literal_block(text: str, lines: list[tuple[int, int]], i: int,
 
 
 _LINK_REF = re.compile(r"!?\[([^\]\n]+)\]\[[^\]\n]*\]")
-_LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+_LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\(((?:[^()\s]|\([^()\s]*\))*)(?:\s+\"[^\"]*\")?\)")
 # The vLLM docs' GitHub autolinks (`<gh-file:vllm/config.py>`, `<gh-pr:7279>`).
 _GH_LINK = re.compile(r"<gh-(file|dir|issue|pr):([^>\s]+)>")
-_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`_+")
+_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<([^>\n]+)>`_+")
 # An rst reference, `os.cpu_count`_: its text.
 _RST_REFERENCE = re.compile(r"`([^`<\n]+)`_{1,2}(?![\w`])")
 _RST_ROLE = re.compile(r":[\w:.-]+:`~?([^`\n]+)`")
@@ -88,11 +88,19 @@ def _gh_link_text(match: re.Match[str]) -> str:
     return f"{'issue' if kind == 'issue' else 'pull request'} #{target}"
 
 
-def _links_as_text(line: str) -> str:
+def _with_target(match: re.Match[str]) -> str:
+    text, target = match.group(1), match.group(2)
+    return f"{text} ({target})" if target and target not in text else text
+
+
+def _links_as_text(line: str, targets: bool = False) -> str:
+    """Links as their text; with `targets`, a link's target after it: `full example
+    (examples/online_serving/structured_outputs.md)`, what a "where" question asks for."""
     line = _GH_LINK.sub(_gh_link_text, line)
     line = _LINK_REF.sub(r"\1", line)
-    line = _LINK_URL.sub(r"\1", line)
-    return _RST_REFERENCE.sub(r"\1", _RST_LINK.sub(r"\1", line))
+    line = _LINK_URL.sub(_with_target if targets else r"\1", line)
+    line = _RST_LINK.sub(_with_target if targets else r"\1", line)
+    return _RST_REFERENCE.sub(r"\1", line)
 
 
 def _literals_fenced(text: str) -> str:
@@ -138,11 +146,12 @@ def _literals_fenced(text: str) -> str:
     return "\n".join(out)
 
 
-def clean_markup(text: str) -> str:
+def clean_markup(text: str, link_targets: bool = False) -> str:
     """Markdown and rst markup a reader should not see; fenced code kept fenced and verbatim.
 
-    Links keep their text, admonition markers and heading hashes go, admonition bodies lose
-    their indentation, wrapped prose lines are joined and a table row loses its outer pipes.
+    Links keep their text (and their target after it, with `link_targets`), admonition
+    markers and heading hashes go, admonition bodies lose their indentation, wrapped prose
+    lines are joined and a table row loses its outer pipes.
     """
     text = _literals_fenced(HTML_COMMENT.sub("", text))
     out: list[str] = []
@@ -169,7 +178,7 @@ def clean_markup(text: str) -> str:
             continue
         if RST_DIRECTIVE.match(line) or TABLE_RULE.match(line):
             continue
-        stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped))
+        stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped), link_targets)
         stripped = _MYST_ROLE.sub(r"`\1`", _RST_ROLE.sub(r"`\1`", stripped))
         stripped = _RST_LITERAL.sub(r"`\1`", stripped)
         row = stripped.startswith("|")
@@ -185,7 +194,7 @@ def clean_markup(text: str) -> str:
         if (previous and not previous.startswith(("```", "~~~")) and not row
                 and not previous_row and not _LEADING_MARKER.match(stripped)):
             # Link text wrapped onto this line (`[security\npolicy](url)`) is whole only now.
-            out[-1] = _links_as_text(previous + " " + stripped)
+            out[-1] = _links_as_text(previous + " " + stripped, link_targets)
         else:
             out.append(stripped)
         previous_row = row

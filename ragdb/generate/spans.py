@@ -48,6 +48,8 @@ class Passage:
     # Code only: lines before the passage are left out (its chunk begins inside a statement
     # or a block): shown as `...` above it.
     elided: bool = False
+    # Prose only: links shown with their targets (it answers "where", or it points elsewhere).
+    link_targets: bool = False
 
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
