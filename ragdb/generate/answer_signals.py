@@ -152,6 +152,7 @@ class Signals:
     pointer: bool  # sends the reader elsewhere
     novelty: float  # share of its terms the question does not hold
     defines: float  # code: share of the names the question writes that it defines
+    code: bool = False  # a unit of code: the focus words ("default value") are prose words
 
 
 def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
@@ -186,7 +187,7 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
         if asked_names:
             defines = len(named & asked_names) / len(asked_names)
-    return Signals(held, focus, pointer, novelty, defines)
+    return Signals(held, focus, pointer, novelty, defines, code)
 
 
 def wants_targets(ask: Asked, shown: str) -> bool:
@@ -202,6 +203,7 @@ class Weights:
     kind: float = 0.0  # score x (1 + kind) when the asked kind is held
     missing_kind: float = 0.0  # score x (1 - missing_kind) when a kind is asked and not held
     focus: float = 0.0  # score x (1 + focus * share of focus terms held)
+    missing_focus: float = 0.0  # score x (1 - missing_focus) when it holds no focus term
     pointer: float = 0.0  # score x (1 - pointer) for a pointer, unless "where" is asked
     restating: float = 0.0  # score x (1 - restating * (1 - novelty / novelty_floor))
     novelty_floor: float = 0.3
@@ -213,8 +215,8 @@ def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
     value = 1.0
     if ask.kinds:
         value *= (1 + weights.kind) if sig.kind else (1 - weights.missing_kind)
-    if ask.focus:
-        value *= 1 + weights.focus * sig.focus
+    if ask.focus and not sig.code:
+        value *= 1 + weights.focus * sig.focus if sig.focus else 1 - weights.missing_focus
     if sig.pointer and "place" not in ask.kinds:
         value *= 1 - weights.pointer
     if sig.novelty < weights.novelty_floor and not sig.kind:

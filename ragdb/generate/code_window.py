@@ -23,8 +23,9 @@ from ragdb.generate.spans import (
     trim_span,
 )
 
-_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|for|while|switch|case|default|do|try|"
-                      r"catch|except|finally|with|return|match)\b)")
+_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|elseif|for|foreach|while|switch|case|"
+                      r"default|do|try|catch|except|finally|with|return|match|endif|endforeach|"
+                      r"endwhile|endfunction|endmacro|end|fi|done|esac|then)\b)")
 
 
 def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
@@ -47,6 +48,9 @@ def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
             found.append(n)
     return sorted(found[:3])
 
+
+_CLOSER = re.compile(r"\s*(?:[)\]}][)\]};,]*\s*$|(?:endif|endforeach|endwhile|endfunction|"
+                     r"endmacro|end|fi|done|esac)\b)")
 
 #: How far past its budget a window may grow to close a bracket it opened (or open one it
 #: closes): a statement is shown whole when it is a little longer than the budget.
@@ -76,10 +80,12 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     # Lines are all short: no length normalisation (b = 0), so the same terms score the same
     # on any line and the earliest run of equals wins (a name's definition before its uses).
     scores = bm25(query - (set() if cut else set(bags[0])), bags, k1, 0.0)
-    if cut and not text[:block_start].strip():
+    partial = not text[:block_start].strip() and lines and (
+        cut or depth_changes([text[slice(*lines[0])]], source.kind)[0] < 0)
+    if partial:
         # A chunk that begins inside a statement may begin inside its line too
-        # (`12.8 AND SCALED_MM_ARCHS)`): its first line is never shown.
-        scores[0] = 0.0
+        # (`12.8 AND SCALED_MM_ARCHS)`): its first line is never shown, not even as a
+        # signature line.
         lines, scores = lines[1:], scores[1:]
     if not len(scores) or float(scores.max()) <= 0:
         return None
@@ -109,6 +115,10 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
                     <= budget:
                 low, high = min(low, n), max(high, n)
                 grown = True
+    # Lines that only close what came before the window (`endif()`, `}`) do not start it.
+    while low < best and (not text[slice(*lines[low])].strip()
+                          or _CLOSER.match(text[slice(*lines[low])])):
+        low += 1
     # Never cut back past the last line that holds a question term.
     keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
         else best

@@ -92,8 +92,9 @@ class Settings:
     code_weight: float = 0.4  # score factor for passages from code files (answers are read)
     # Answer-bearing signals (answer_signals.py): what the question asks for, held or not.
     kind_weight: float = 0.0
-    missing_kind: float = 0.0
+    missing_kind: float = 0.2
     focus_weight: float = 1.0
+    missing_focus: float = 0.4
     pointer_penalty: float = 0.5
     restating_penalty: float = 0.6
     novelty_floor: float = 0.3
@@ -105,9 +106,10 @@ class Settings:
     cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
 
     def weights(self) -> Weights:
-        return Weights(self.kind_weight, self.missing_kind, self.focus_weight,
-                       self.pointer_penalty, self.restating_penalty, self.novelty_floor,
-                       self.define_weight)
+        return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
+                       focus=self.focus_weight, missing_focus=self.missing_focus,
+                       pointer=self.pointer_penalty, restating=self.restating_penalty,
+                       novelty_floor=self.novelty_floor, defines=self.define_weight)
 
 
 DEFAULT_SETTINGS = Settings()
