@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 from ragdb.generate.spans import (
+    C_FAMILY,
     CLOSING,
     DEF_LINE,
     Passage,
@@ -173,3 +174,94 @@ def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: i
     while closes_unopened(low, high) and low > 0 and lines[low - 1][0] >= back:
         low -= 1
     return low, high
+
+
+# A docstring's opening quotes; a comment line of Python/shell/CMake or of the C family.
+_DOCSTRING = re.compile(r"[ \t]*[rRuUbBfF]{0,2}(\"\"\"|''')[ \t]*")
+_HASH_LINE = re.compile(r"[ \t]*#[ \t]?")
+_SLASH_LINE = re.compile(r"[ \t]*(?://+|/\*+|\*(?!/))[ \t]?")
+# A sentence's end: a full stop before a space or the end, not after e.g. or i.e.
+_STOP = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!](?=\s|$)")
+_NOT_PROSE = re.compile(r"TODO|FIXME|XXX|HACK|noqa|type:\s*ignore|pragma|https?://|SPDX|"
+                        r"Copyright|^(?:Args|Returns|Raises|Example|Note)s?:", re.I)
+
+
+def lead_sentence(source: SourceText, passage: Passage) -> Passage | None:
+    """One sentence of the source's own prose that says what the shown code does: the first
+    sentence of the docstring of the definition the code lies in, else of the comment just
+    above it; None when there is none, or when the code shows it already. Verbatim: the
+    sentence's span of the source, shown as prose before the code."""
+    text = source.text
+    heads = [start for start, _ in passage.context]
+    first = text.rfind("\n", 0, passage.start) + 1
+    if DEF_LINE.match(text[first:passage.end].lstrip()):
+        heads.append(first)
+    for start in reversed(heads):  # the innermost definition first
+        found = _docstring_sentence(text, start)
+        if found is not None and not passage.start <= found[0] < passage.end:
+            return Passage(passage.number, text[found[0]:found[1]], found[0], found[1],
+                           passage.score)
+    found = _comment_sentence(text, first, source.kind in C_FAMILY)
+    if found is not None:
+        return Passage(passage.number, text[found[0]:found[1]], found[0], found[1],
+                       passage.score)
+    return None
+
+
+def _docstring_sentence(text: str, header: int) -> tuple[int, int] | None:
+    """The first sentence of the docstring under the definition whose first line starts at
+    `header` (its header may run over several lines, to the line ending in ':')."""
+    pos, depth = header, 0
+    while True:
+        end = text.find("\n", pos)
+        if end < 0:
+            return None
+        depth += depth_changes([text[pos:end]], "python")[0]
+        if depth <= 0 and text[pos:end].rstrip().endswith(":"):
+            break
+        pos = end + 1
+    line_start = end + 1
+    match = _DOCSTRING.match(text, line_start)
+    if not match:
+        return None
+    close = text.find(match.group(1), match.end())
+    body_end = close if close >= 0 else len(text)
+    paragraph_end = text.find("\n\n", match.end(), body_end)
+    return _sentence(text, match.end(), paragraph_end if paragraph_end >= 0 else body_end)
+
+
+def _comment_sentence(text: str, line_start: int, c_family: bool) -> tuple[int, int] | None:
+    """The first sentence of the comment lines just above the line at `line_start`: one line
+    of a `//` comment, or `#` lines (shown with their marks dropped, as prose)."""
+    marker = _SLASH_LINE if c_family else _HASH_LINE
+    lines: list[tuple[int, int]] = []
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end]
+        if not marker.match(line) or not line.strip().strip("#/*").strip():
+            break
+        lines.insert(0, (start, end))
+        end = start - 1
+    if not lines:
+        return None
+    first = marker.match(text, lines[0][0])
+    assert first is not None
+    span = _sentence(text, first.end(), lines[0][1] if c_family else lines[-1][1])
+    if span is not None and text[span[1] - 1] not in ".!":
+        return None  # a comment that goes on (below, or in the code shown): no sentence
+    return span
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The first whole sentence of text[start:end], of four words or more, that is prose."""
+    s, e = trim_span(text, start, end)
+    if s >= e or not (text[s].isupper() or text[s] == "`"):
+        return None
+    stop = _STOP.search(text, s, e)
+    if stop is not None:
+        e = stop.end()
+    sentence = text[s:e]
+    if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
+        return None
+    return s, e

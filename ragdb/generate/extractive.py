@@ -49,7 +49,7 @@ from ragdb.generate.answer_signals import (
     signals,
     wants_targets,
 )
-from ragdb.generate.code_window import windowed
+from ragdb.generate.code_window import lead_sentence, windowed
 from ragdb.generate.markup import ADMONITION as _ADMONITION
 from ragdb.generate.markup import FENCE as _FENCE
 from ragdb.generate.markup import HTML_COMMENT as _HTML_COMMENT
@@ -104,6 +104,7 @@ class Settings:
     window_min_chars: int = 300
     cut_window_chars: int = 400
     cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
+    code_lead: int = 1  # 1: a code answer leads with its docstring's or comment's sentence
 
     def weights(self) -> Weights:
         return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
@@ -652,6 +653,10 @@ _INCLUDE_ONLY_BLOCK = re.compile(
     r"(?:[ \t]*(?:--8<--[^\n]*)?\n)*[ \t]*\1[ \t]*$", re.M)
 
 
+# Code that is only comment lines: `#`, `//` or the lines of a `/* ... */` block.
+_COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
+
+
 def _showable(source: SourceText, unit: _Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
     (prose), and not only imports or snippet includes (module paths share many words with a
@@ -660,6 +665,9 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
         code = source.text[unit.start:unit.end]
         if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
             return False
+        words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
+        if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
+            return False  # a banner or a licence line (`# ruff: noqa`), not an answer
         return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
             _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
     if _starts_mid_sentence(source.text, unit.start, unit.kind):
@@ -764,6 +772,7 @@ def select_passages(
             used += c.unit.end - c.unit.start
     if not passages:
         passages = _fallback(sources)
+    passages = _with_lead(passages, sources) if settings.code_lead else passages
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
     if on_passage is not None:
@@ -838,6 +847,21 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
     if window is None:
         return replace(c, showable=False)
     return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
+    """The first code passage of a code file led by one sentence of its source's own prose
+    (the docstring or comment that says what the code does), where there is one."""
+    by_number = {s.number: s for s in sources}
+    for passage in passages:
+        source = by_number.get(passage.number)
+        if source is None or not passage.code or not is_code(source):
+            continue
+        lead = lead_sentence(source, passage)
+        if lead is not None and not any(_overlapping(lead, p) for p in passages):
+            return passages + [lead]
+        return passages
+    return passages
 
 
 def _overlapping(a: Passage, b: Passage) -> bool:
