@@ -52,8 +52,8 @@ _NUMBER_NOUNS = frozenset("""version versions number count size port timeout lim
     dimensions iterations steps""".split())
 #: Words of an asked thing whose answer is a name, a flag, a setting or code.
 _CODE_NOUNS = frozenset("""method methods function functions class classes parameter parameters
-    param params argument arguments arg args flag flags option options variable variables env
-    environment endpoint endpoints command commands decorator field fields attribute attributes
+    param params argument arguments arg args flag flags option options variable variables endpoint
+    endpoints command commands decorator field fields attribute attributes
     type types exception error errors setting settings interface interfaces backend
     backends implementation implementations architecture architectures constant constants
     property properties module modules file files name names value values format formats api
@@ -127,7 +127,7 @@ def asked(question: str) -> Asked:
     if doing and doing.group("verb") in _DOING:
         kinds.add("code")
     words = {w.lower() for w in focus_words}
-    if words & _NUMBER_NOUNS or re.search(r"\b(?:minimum|maximum|default|max|min)\b.*\b"
+    if words & _NUMBER_NOUNS or re.search(r"\b(?:minimum|maximum|max|min)\b.*\b"
                                           r"(?:value|version|number|size)\b", low):
         kinds.add("number")
     if words & _CODE_NOUNS:
@@ -153,20 +153,23 @@ class Signals:
     novelty: float  # share of its terms the question does not hold
     defines: float  # code: share of the names the question writes that it defines
     code: bool = False  # a unit of code: the focus words ("default value") are prose words
+    number: bool = False  # holds a number the question does not
 
 
 def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
-            head: str = "") -> Signals:
+            head: str = "", bag: set[str] | None = None) -> Signals:
     """The unit's signals; `shown` is its cleaned text, `raw` its source span (links and
     their targets), `code` a code file's unit, `listed` a list or table (items), `head` the
-    first line of the definition a piece of code was cut from."""
-    bag = set(terms(shown))
+    first line of the definition a piece of code was cut from; `bag` the terms of `shown`
+    where the caller has them."""
+    if bag is None:
+        bag = set(terms(shown))
     novelty = len(bag - ask.terms) / len(bag) if bag else 0.0
     focus = len(ask.focus & bag) / len(ask.focus) if ask.focus else 0.0
-    held = False
+    held = number = False
     if "number" in ask.kinds:
         numbers = {m.group() for m in _NUMBER.finditer(_LIST_MARKER.sub("", shown))}
-        held = bool(numbers - ask.numbers)
+        held = number = bool(numbers - ask.numbers)
     if not held and "code" in ask.kinds:
         held = code or "```" in shown or bool(_name_forms(shown) - ask.names - ask.terms)
     if not held and "place" in ask.kinds:
@@ -187,7 +190,7 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
         if asked_names:
             defines = len(named & asked_names) / len(asked_names)
-    return Signals(held, focus, pointer, novelty, defines, code)
+    return Signals(held, focus, pointer, novelty, defines, code, number)
 
 
 def wants_targets(ask: Asked, shown: str) -> bool:
@@ -202,6 +205,9 @@ class Weights:
 
     kind: float = 0.0  # score x (1 + kind) when the asked kind is held
     missing_kind: float = 0.0  # score x (1 - missing_kind) when a kind is asked and not held
+    # and x (1 - missing_number) more when a number is asked ("how many", "which version")
+    # and it holds none: a number is told apart from words surely, unlike a name.
+    missing_number: float = 0.0
     focus: float = 0.0  # score x (1 + focus * share of focus terms held)
     missing_focus: float = 0.0  # score x (1 - missing_focus) when it holds no focus term
     pointer: float = 0.0  # score x (1 - pointer) for a pointer, unless "where" is asked
@@ -215,6 +221,8 @@ def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
     value = 1.0
     if ask.kinds:
         value *= (1 + weights.kind) if sig.kind else (1 - weights.missing_kind)
+    if "number" in ask.kinds and not sig.number:
+        value *= 1 - weights.missing_number
     if ask.focus and not sig.code:
         value *= 1 + weights.focus * sig.focus if sig.focus else 1 - weights.missing_focus
     if sig.pointer and "place" not in ask.kinds:

@@ -51,7 +51,7 @@ def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
 
 
 _CLOSER = re.compile(r"\s*(?:[)\]}][)\]};,]*\s*$|(?:endif|endforeach|endwhile|endfunction|"
-                     r"endmacro|end|fi|done|esac)\b)")
+                     r"endmacro|end|fi|done|esac|elseif)\b|else\b(?!\s*:)|}\s*else\b)")
 
 #: How far past its budget a window may grow to close a bracket it opened (or open one it
 #: closes): a statement is shown whole when it is a little longer than the budget.
@@ -116,10 +116,23 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
                     <= budget:
                 low, high = min(low, n), max(high, n)
                 grown = True
-    # Lines that only close what came before the window (`endif()`, `}`) do not start it.
-    while low < best and (not text[slice(*lines[low])].strip()
-                          or _CLOSER.match(text[slice(*lines[low])])):
+    # The window does not begin inside a block it then leaves (the tail of an `else()`
+    # before `endif()`), nor with lines that only close what came before it (`endif()`, `}`).
+
+    def indent(n: int) -> int:
+        line = text[slice(*lines[n])]
+        return len(line) - len(line.lstrip()) if line.strip() else 10 ** 6
+
+    start = low
+    for k in range(start + 1, high):
+        if _CLOSER.match(text[slice(*lines[k])]) and indent(k) <= indent(start) \
+                and scores[k + 1:high + 1].sum() >= scores[low:k + 1].sum():
+            low = k + 1  # a block the window began inside ends here; the answer is below
+    scored = [n for n in range(low, high + 1) if scores[n] > 0]
+    while scored and low < scored[-1] and (not text[slice(*lines[low])].strip()
+                                           or _CLOSER.match(text[slice(*lines[low])])):
         low += 1
+    best = max(best, low)
     # Never cut back past the last line that holds a question term.
     keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
         else best
@@ -133,9 +146,9 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
         or source.file_path.endswith((".py", ".pyi"))
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
-    indent = text[first_line:start]
+    lead = text[first_line:start]
     return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if indent.strip() else indent, context, elided=cut)
+                   "" if lead.strip() else lead, context, elided=cut)
 
 
 def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
@@ -189,16 +202,22 @@ _NOT_PROSE = re.compile(r"TODO|FIXME|XXX|HACK|noqa|type:\s*ignore|pragma|https?:
 def lead_sentence(source: SourceText, passage: Passage) -> Passage | None:
     """One sentence of the source's own prose that says what the shown code does: the first
     sentence of the docstring of the definition the code lies in, else of the comment just
-    above it; None when there is none, or when the code shows it already. Verbatim: the
-    sentence's span of the source, shown as prose before the code."""
+    above it; None when there is none or the code shows it already. Verbatim: the sentence's
+    span of the source, shown as prose before the code."""
     text = source.text
-    heads = [start for start, _ in passage.context]
     first = text.rfind("\n", 0, passage.start) + 1
-    if DEF_LINE.match(text[first:passage.end].lstrip()):
-        heads.append(first)
-    for start in reversed(heads):  # the innermost definition first
+    # The signature lines it lies in, innermost first, then the definitions it shows.
+    heads = [start for start, _ in reversed(passage.context)]
+    pos = first
+    for line in text[first:passage.end].split("\n"):
+        if DEF_LINE.match(line.lstrip()):
+            heads.append(pos)
+        pos += len(line) + 1
+    for start in heads:
         found = _docstring_sentence(text, start)
-        if found is not None and not passage.start <= found[0] < passage.end:
+        if found is not None and passage.start <= found[0] < passage.end:
+            return None  # the code shows its docstring already
+        if found is not None:
             return Passage(passage.number, text[found[0]:found[1]], found[0], found[1],
                            passage.score)
     found = _comment_sentence(text, first, source.kind in C_FAMILY)

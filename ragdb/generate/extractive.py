@@ -91,8 +91,9 @@ class Settings:
     embed_limit: int = 8
     code_weight: float = 0.4  # score factor for passages from code files (answers are read)
     # Answer-bearing signals (answer_signals.py): what the question asks for, held or not.
-    kind_weight: float = 0.0
+    kind_weight: float = 0.3
     missing_kind: float = 0.2
+    missing_number: float = 0.3
     focus_weight: float = 1.0
     missing_focus: float = 0.4
     pointer_penalty: float = 0.5
@@ -108,6 +109,7 @@ class Settings:
 
     def weights(self) -> Weights:
         return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
+                       missing_number=self.missing_number,
                        focus=self.focus_weight, missing_focus=self.missing_focus,
                        pointer=self.pointer_penalty, restating=self.restating_penalty,
                        novelty_floor=self.novelty_floor, defines=self.define_weight)
@@ -635,7 +637,7 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
         if 0 <= unit.block_start < unit.start else ""
     return signals(ask, candidate.shown, text[unit.start:unit.end],
                    code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
-                   head=head)
+                   head=head, bag=set(candidate.bag))
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
@@ -772,9 +774,10 @@ def select_passages(
             used += c.unit.end - c.unit.start
     if not passages:
         passages = _fallback(sources)
-    passages = _with_lead(passages, sources) if settings.code_lead else passages
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
+    if settings.code_lead:
+        passages = _with_lead(passages, sources)
     if on_passage is not None:
         for passage in passages:
             on_passage(passage)
@@ -850,18 +853,21 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
 
 
 def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
-    """The first code passage of a code file led by one sentence of its source's own prose
-    (the docstring or comment that says what the code does), where there is one."""
+    """In source order, the first code passage of a code file led by one sentence of its
+    source's own prose (the docstring or comment that says what the code does), where there
+    is one and the code does not show it: shown right before the code."""
     by_number = {s.number: s for s in sources}
-    for passage in passages:
+    ordered = sorted(passages, key=lambda p: (p.number, p.start))
+    for n, passage in enumerate(ordered):
         source = by_number.get(passage.number)
         if source is None or not passage.code or not is_code(source):
             continue
         lead = lead_sentence(source, passage)
-        if lead is not None and not any(_overlapping(lead, p) for p in passages):
-            return passages + [lead]
-        return passages
-    return passages
+        if lead is not None and not any(_overlapping(lead, p) for p in ordered
+                                        if p is not passage):
+            return ordered[:n] + [lead] + ordered[n:]
+        break
+    return ordered
 
 
 def _overlapping(a: Passage, b: Passage) -> bool:
