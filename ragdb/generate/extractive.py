@@ -3,33 +3,38 @@
 No language model writes anything: every passage is a verbatim span of a source
 (`source.text[start:end]`), shown after `clean_markup` and followed by its source number. The
 embedding function is a parameter (unit vectors in, as `ragdb.embed.Embedder.embed` returns),
-so this module depends on nothing but `ragdb.tokenize` and numpy.
+so this module and its parts (spans, markup, answer_signals, code_window) depend on nothing but
+`ragdb.tokenize` and numpy.
 
-How a passage is scored (settings in `Settings`, chosen on the first 50 public docs questions;
-numbers in benchmarks/EXTRACTIVE.md):
+How a passage is scored (settings in `Settings`, global, chosen on the tuning questions: the
+first 50 public docs questions, the code questions outside bench_accept's sample, half A of
+the four repositories; numbers in benchmarks/EXTRACTIVE.md):
 
-* units are sentences, list items, table rows and whole fenced code blocks of prose, and whole
-  definitions or short blocks of code files; an introducing sentence ending in ':' travels with
-  the block it introduces, and a sentence leaning on the one before ("This ...") with that one;
+* units are sentences, list items, table rows, fenced code blocks and rst literal blocks of
+  prose, and whole definitions or short blocks of code files; an introducing sentence ending
+  in ':' (or naming "the following" block) travels with the block it introduces, a list or
+  table right under a heading is a unit with it, and a sentence leaning on the one before
+  ("This ...", "However, this limitation ...") with that one;
 * score = lexical_weight * BM25 + (1 - lexical_weight) * cosine, each scaled to [0, 1] over the
   question's candidate units (BM25 over identifier-split, lightly stemmed terms, IDF over the
   units themselves, so a word common to all the sources counts little); only the
-  `embed_limit` units best by BM25 and rank are embedded (embedding is nearly all the time on
-  2 cores, and embedding all units measured no better), the rest keep their BM25 part;
-* a prior for the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1)): the
-  first source holds the reference most often) and for length (units past `soft_chars` lose
-  score in proportion), because token F1 against short reference answers, and a reader, both
-  prefer short passages;
+  `embed_limit` units best by BM25 and priors are embedded (embedding is nearly all the time
+  on 2 cores, and embedding all units measured no better), the rest keep their BM25 part;
+* priors: the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1))), length
+  (units past `soft_chars` lose score in proportion), code files (`code_weight`) and the
+  answer-bearing signals of answer_signals.py (the asked kind of thing held or not, the asked
+  thing's phrase, pointers, units made of the question's own words, definitions of a name the
+  question writes);
 * greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
   least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
-  order;
-* a chosen piece of a definition longer than a code unit is shown as the run of that
-  definition's lines, as long as the piece, that best matches the question (BM25 over lines),
-  under the signature lines it lies in (`class ...:`, `def ...(`), `...` marking lines left
-  out: the lines that answer, not the definition's head;
-* a unit cut out of its context (code that closes a bracket it did not open or leaves the
-  block it starts in, a sentence the chunk's start cut) or one that is only imports is scored
-  with the others but never chosen.
+  order, a table row under its header row;
+* code is shown as the lines that answer (code_window.py): a chosen piece of a definition
+  longer than a code unit as the run of its lines that best matches the question, under the
+  signature lines it lies in, `...` marking lines left out, closing the brackets it opens;
+  code a chunk cut inside a statement the same way, under `...`; the first code passage led by
+  one sentence of its source's docstring or comment where the code does not show it;
+* a unit cut out of its context in prose (a sentence the chunk's start cut) or code that is only
+  imports or a comment banner is scored with the others but never chosen.
 """
 
 from __future__ import annotations
