@@ -27,7 +27,7 @@ import numpy as np
 from benchmarks.bench_answer import token_f1
 from ragdb import RagDB
 from ragdb.generate import extractive
-from ragdb.indexing import language_of
+from ragdb.walking import language_of
 from ragdb.generate.extractive import Passage, Settings, SourceText
 from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset

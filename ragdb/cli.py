@@ -17,7 +17,8 @@ from ragdb import evaluate as evaluation
 from ragdb.db import location
 from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, MAX_CHUNK_SIZE
+from ragdb.indexing import MAX_CHUNK_SIZE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 

@@ -52,19 +52,7 @@ from ragdb.generate.styles import (
     Style,
     extractive_wanted,
 )
-from ragdb.indexing import (
-    DEFAULT_EXCLUDE,
-    DEFAULT_INCLUDE,
-    MAX_CHUNK_SIZE,
-    IndexStats,
-    WalkOptions,
-    check_roots,
-    check_working_folder,
-    distinct_roots,
-    language_of,
-    stored_path,
-    update_index,
-)
+from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     MAX_K,
@@ -88,6 +76,15 @@ if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
         StudentSearchResultsAndAnswer,
     )
 from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
+from ragdb.walking import (
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    WalkOptions,
+    check_roots,
+    distinct_roots,
+    language_of,
+    stored_path,
+)
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]
 
@@ -205,7 +202,7 @@ class RagDB:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
         Every file the walk reaches is indexed in its language, any other UTF-8 text as
-        text (indexing.WalkOptions); `include` globs add files the default rule leaves out
+        text (walking.WalkOptions); `include` globs add files the default rule leaves out
         (lockfiles, generated, minified, credentials), `exclude` globs take files out (an
         `include` wins);
         `ignore` honours .gitignore files, .git/info/exclude and their negations; `hidden`

@@ -27,7 +27,7 @@ from ragdb.db import Location, Setting, check_is_ragdb, get_setting, location
 from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 #: A file path: while that file exists, an index run pauses after each file (at most 30 s).

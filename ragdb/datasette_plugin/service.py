@@ -43,7 +43,7 @@ from ragdb.errors import (
     UnavailableError,
 )
 from ragdb.generate.styles import Style
-from ragdb.indexing import WalkOptions
+from ragdb.walking import WalkOptions
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 PLUGIN = "ragdb"
