@@ -27,14 +27,10 @@ from ragdb.db import (
 )
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
 from ragdb.errors import RagdbError
+from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_or_minified
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.resources import sql
-from ragdb.syntax_chunking import (
-    SYNTAX_LANGUAGES,
-    chunk_source,
-    is_build_metadata,
-    is_generated_or_minified,
-)
+from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 from ragdb.walking import (

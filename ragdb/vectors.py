@@ -28,7 +28,7 @@ from ragdb.db import (
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
-from ragdb.syntax_chunking import SYNTAX_LANGUAGES
+from ragdb.file_types import SYNTAX_LANGUAGES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made: a no-op index run needs none
     import numpy as np

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ragdb.chunking import file_kind
 from ragdb.errors import RagdbError
+from ragdb.file_types import is_vendored_dir, language_for
 from ragdb.ignore_rules import Rules, ancestor_rules, folder_rules, ignored
 from ragdb.reading import inside, link_target
-from ragdb.syntax_chunking import is_vendored_dir, language_for
 
 DEFAULT_INCLUDE: tuple[str, ...] = ()  # globs --include adds to the default file-type rule
 DEFAULT_EXCLUDE: tuple[str, ...] = ()  # globs --exclude takes out of it
