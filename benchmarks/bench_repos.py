@@ -121,8 +121,9 @@ VARIANTS = {
     "lift always (no gate)": replace(DEFAULTS, gate_low=0.0, gate_high=0.0, gate_near=0.0,
                                      gate_far=0.0),
     "no bridge leg (w_bridge 0)": replace(DEFAULTS, w_bridge=0.0),
+    "no callee first": replace(DEFAULTS, callee_first=False),
     "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0,
-                                     w_bridge=0.0),
+                                     w_bridge=0.0, callee_first=False),
 }
 
 

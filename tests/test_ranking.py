@@ -423,3 +423,55 @@ def test_named_identifiers_are_the_code_names_of_prose() -> None:
             "retry.run(max_tries=3)\n```\n")
     assert named_identifiers(text) == ["computebackoff", "pids", "transportclient", "exitcode",
                                        "maxtries"]
+
+
+# -- callee first ---------------------------------------------------------------------------------
+
+CALLER = (
+    "import {{ buildSelector }} from '../lib/buildSelector';\n\n"
+    "// Attribution: the selector string of the element, for the attribution report.\n"
+    "export const attributeNode{n} = (node: Node): string => {{\n"
+    "  // attribution selector string: the attribution selector string of this node\n"
+    "  const selectorString = buildSelector(node);\n"
+    "  return 'attribution selector string ' + selectorString;\n"
+    "}};\n"
+)
+DEFINITION = (
+    "const nameOf = (node: Node): string => node.nodeName.toLowerCase();\n\n"
+    "export const buildSelector = (node: Node | null, limit = 100): string => {\n"
+    "  let out = '';\n"
+    "  while (node && out.length < limit) {\n"
+    "    out = nameOf(node) + (out ? '>' + out : '');\n"
+    "    node = node.parentNode;\n"
+    "  }\n"
+    "  return out;\n"
+    "};\n"
+)
+
+
+def test_the_definition_a_question_names_goes_above_its_callers(tmp_path: Path) -> None:
+    """Three attribution files call `buildSelector` and say "attribution selector string"
+    throughout, so fusion ranks them above the file defining it; the callee-first re-order
+    moves the definition just above the first caller, and nothing else changes."""
+    files = {f"src/attribution/on{n}.ts": CALLER.format(n=n) for n in ("A", "B", "C")}
+    files["src/lib/buildSelector.ts"] = DEFINITION
+    files["docs/guide.md"] = "# Guide\n\nThe report holds an attribution for every metric.\n"
+    write_corpus(tmp_path / "proj", files)
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    question = "How does `buildSelector` build the attribution selector string?"
+    conn = connect(tmp_path / "rag.db")
+    before = Searcher(conn, SearchParams(callee_first=False), use_cache=False).search(
+        question, 5, Mode.hybrid)
+    after = Searcher(conn, use_cache=False).search(question, 5, Mode.hybrid)
+    paths = [hit.file_path.split("/", 1)[1] for hit in before]
+    at = paths.index("src/lib/buildSelector.ts")
+    assert at > 0 and paths[0].startswith("src/attribution/"), paths  # the caller wins first
+    moved = [hit.file_path.split("/", 1)[1] for hit in after]
+    assert moved[0] == "src/lib/buildSelector.ts", moved
+    assert moved[1:] == paths[:at] + paths[at + 1:]  # the others keep their order
+    # A question that names no identifier of the code is left as fusion ranked it.
+    plain = "How is the attribution selector string built?"
+    assert ([h.chunk_id for h in Searcher(conn, use_cache=False).search(plain, 5, Mode.hybrid)]
+            == [h.chunk_id for h in Searcher(conn, SearchParams(callee_first=False),
+                                             use_cache=False).search(plain, 5, Mode.hybrid)])
