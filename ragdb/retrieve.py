@@ -471,17 +471,27 @@ class Searcher:
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> list[Hit]:
-        match = fts_query(self.informative_terms(question)) if mode is not Mode.dense else ""
+        planned = self.plan(question, k, mode, vector, filters)
+        return self._rows(*planned[:2]) if planned else []
+
+    def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
+             filters: Filters = NO_FILTERS
+             ) -> tuple[str, dict[str, Any], list[str]] | None:
+        """Which search file answers a question and with what parameters, and the informative
+        terms its :match was made from (another engine's files take those in its place);
+        None when there is nothing to search. As of the last _refresh()."""
+        terms = self.informative_terms(question) if mode is not Mode.dense else []
+        match = fts_query(terms)
         params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
                                   **filters.as_sql(), "k": k, "match": match,
                                   "query_vector": vector, "dense_kinds": self._dense_kinds,
                                   "named_roots": self._named_roots(question)}
         if vector is None:  # lexical, or hybrid on an index without vectors
-            return self._rows("search_lexical", params) if match else []
+            return ("search_lexical", params, terms) if match else None
         if mode is Mode.dense or not match:
             params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
-            return self._rows("search_dense", params)
-        return self._rows("search_hybrid", params)
+            return "search_dense", params, terms
+        return "search_hybrid", params, terms
 
     def _named_roots(self, question: str) -> str | None:
         """The projects (see SearchParams.root_prior) the question names, as JSON; None if none

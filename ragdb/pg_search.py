@@ -1,0 +1,154 @@
+"""Ranking on PostgreSQL: the parameters sql/postgresql/search_*.sql take, made from the ones
+the SQLite files take, so both engines rank the same question the same way.
+
+The SQLite search files get an FTS5 MATCH expression and the query vector as int8 bytes; the
+PostgreSQL ones get the same stems as a JSON array (:terms: FTS5's BM25 is computed over the
+postings) and the vector as halfvec text. Every other parameter is passed as it is. Which
+lexical leg (exact BM25 over the postings, or the pg_textsearch index) and which dense leg
+(exact, or HNSW) a database uses is chosen when it is made (`ragdb copy --lexical/--vectors`)
+and kept in its settings (PgRanking).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from ragdb.errors import RagdbError
+from ragdb.postings import Postings
+from ragdb.resources import resource_dir
+from ragdb.retrieve import Hit
+from ragdb.vectors import VECTOR_DIM
+
+if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a search needs it
+    import psycopg
+
+#: settings keys of a PostgreSQL index (PostgreSQL only: `ragdb copy` back to a rag.db drops
+#: them).
+LEXICAL = "pg_lexical"  # "postings" (exact BM25, the default) or "pg_textsearch"
+VECTORS = "pg_vectors"  # "exact" (the default) or "hnsw"
+EF_SEARCH = "pg_hnsw_ef_search"  # the HNSW scan's candidate list, at least the windows asked
+PG_SETTINGS = frozenset({LEXICAL, VECTORS, EF_SEARCH})
+
+LEXICAL_LEGS = ("postings", "pg_textsearch")
+VECTOR_LEGS = ("exact", "hnsw")
+#: hnsw.ef_search when the settings do not say (measured: README, PostgreSQL): pgvector
+#: returns at most ef_search rows, so a search always asks for at least its :knn_depth.
+DEFAULT_EF_SEARCH = 400
+
+
+@dataclass(frozen=True)
+class PgRanking:
+    """Which legs a PostgreSQL index ranks with, as its settings record them."""
+
+    lexical: str = "postings"
+    vectors: str = "exact"
+    ef_search: int = DEFAULT_EF_SEARCH
+
+    def __post_init__(self) -> None:
+        if self.lexical not in LEXICAL_LEGS:
+            raise RagdbError(f"the lexical leg must be one of {', '.join(LEXICAL_LEGS)}, "
+                             f"got {self.lexical!r}"[:160])
+        if self.vectors not in VECTOR_LEGS:
+            raise RagdbError(f"the vector leg must be one of {', '.join(VECTOR_LEGS)}, "
+                             f"got {self.vectors!r}"[:160])
+        if not 1 <= self.ef_search <= 1000:
+            raise RagdbError(f"hnsw ef_search must be from 1 to 1000, got {self.ef_search}")
+
+    @classmethod
+    def of_settings(cls, settings: Mapping[str, str]) -> PgRanking:
+        """The legs an index's settings name (the defaults where they name none)."""
+        ef = settings.get(EF_SEARCH, "")
+        return cls(settings.get(LEXICAL, "postings"), settings.get(VECTORS, "exact"),
+                   int(ef) if ef.isdigit() else DEFAULT_EF_SEARCH)
+
+    def as_settings(self) -> dict[str, str]:
+        return {LEXICAL: self.lexical, VECTORS: self.vectors, EF_SEARCH: str(self.ef_search)}
+
+    def statement(self, name: str) -> str:
+        """The PostgreSQL file for a search file of rag.db: search_lexical and search_hybrid
+        have a pg_textsearch twin; everything else is the same name."""
+        if self.lexical == "pg_textsearch" and name in ("search_lexical", "search_hybrid"):
+            return f"{name}_textsearch"
+        return name
+
+    def settings_params(self, knn_depth: int, filtered: bool) -> dict[str, Any]:
+        """Parameters of sql/postgresql/search_settings.sql for one search."""
+        return {"ef_search": min(1000, max(self.ef_search, knn_depth)),
+                "iterative_scan": "relaxed_order" if filtered else "off"}
+
+
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+@cache
+def pg_sql(name: str) -> str:
+    """sql/postgresql/<name>.sql with `:name` parameters in psycopg's `%(name)s` form (and a
+    literal `%` doubled). A stand-in for the engine layer's loader, which does the same."""
+    text = (resource_dir("sql") / "postgresql" / f"{name}.sql").read_text(encoding="utf-8")
+    return _PARAM.sub(r"%(\1)s", text.replace("%", "%%"))
+
+
+_STEMMER: Postings | None = None
+
+
+def query_stems(terms: Sequence[str]) -> list[str]:
+    """The stems FTS5 matches for the phrases of `fts_query(terms)`, one per phrase, in order.
+
+    A term is one phrase of the MATCH expression; FTS5's query tokenizer stems it. A term of
+    no token (nothing FTS5 would match) is left out. A term of several tokens (which the
+    question analysis does not make: it splits on what unicode61 splits on) is a phrase FTS5
+    matches only where the tokens are adjacent; postings have no positions, so each of its
+    tokens counts as a phrase of its own here.
+    """
+    global _STEMMER
+    if _STEMMER is None:
+        _STEMMER = Postings()
+    stems: list[str] = []
+    for term in terms:
+        stems.extend(_STEMMER.tokens(term, query=True))
+    return stems
+
+
+def halfvec_text(vector: bytes) -> str:
+    """An int8 query vector (384 bytes, sql/search_dense.sql's :query_vector) as the halfvec
+    literal the PostgreSQL files cast (`CAST(:query_vector AS halfvec(384))`)."""
+    if len(vector) != VECTOR_DIM:
+        raise RagdbError(f"a query vector has {VECTOR_DIM} int8 values, got {len(vector)} bytes")
+    values = memoryview(vector).cast("b").tolist()
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def pg_params(params: Mapping[str, Any], terms: Sequence[str],
+              ranking: PgRanking = PgRanking()) -> dict[str, Any]:
+    """The parameters of a sql/postgresql search file from those of the SQLite one (as
+    Searcher.plan makes them) and the informative terms its :match was made from."""
+    out = {key: value for key, value in params.items() if key != "match"}
+    out["terms"] = json.dumps(query_stems(terms))
+    out["query_text"] = " ".join(terms)
+    vector = params.get("query_vector")
+    out["query_vector"] = halfvec_text(vector) if isinstance(vector, bytes) else None
+    out["ann"] = int(ranking.vectors == "hnsw")
+    return out
+
+
+def search_rows(conn: psycopg.Connection[Any], statement: str, params: Mapping[str, Any],
+                terms: Sequence[str], ranking: PgRanking = PgRanking()) -> list[Hit]:
+    """Run the PostgreSQL twin of a SQLite search file (Searcher.plan's statement, parameters
+    and terms) on a ragdb PostgreSQL database: its settings for this search, then the search,
+    in one transaction (the caller's, if one is open)."""
+    import psycopg
+
+    knn_depth = int(params.get("knn_depth") or 0)
+    settings = ranking.settings_params(knn_depth, bool(params.get("filtered")))
+    values = pg_params(params, terms, ranking)
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with conn.transaction() if idle else nullcontext():
+        conn.execute(pg_sql("search_settings"), settings)  # type: ignore[arg-type]
+        rows = conn.execute(pg_sql(ranking.statement(statement)), values).fetchall()  # type: ignore[arg-type]
+    return [Hit.of_row(row) for row in rows]

@@ -1,0 +1,1 @@
+UPDATE ragdb_schema SET version = CAST(:version AS integer);
