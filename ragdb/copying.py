@@ -21,6 +21,7 @@ called from one place each.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from array import array
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ragdb.db import connect, index_lock, read_transaction, write_transaction
 from ragdb.errors import ForeignDatabaseError, IndexRunningError, RagdbError
@@ -54,32 +55,42 @@ def is_postgres_url(text: str) -> bool:
     return text.startswith(("postgresql://", "postgres://"))
 
 
+_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
+def _passwords(url: str) -> list[str]:
+    """The passwords a URL holds: its user's, and a `password=` query parameter's."""
+    found = [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # too broken to parse: whatever lies between user: and the last @
+        userinfo = url.partition("://")[2].rpartition("@")[0]
+        password = userinfo.partition(":")[2] or None
+    return [q for p in [password, *found] if p for q in {p, unquote(p)}]
+
+
 def masked(url: str) -> str:
     """The URL as it may be shown: any password replaced by ***."""
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
     try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
+        password = urlsplit(url).password
+    except ValueError:  # a URL too broken to parse: hide all before the host
         password = None
+        if "@" in url and "://" in url:
+            scheme, _, rest = url.partition("://")
+            return f"{scheme}://***@{rest.rpartition('@')[2]}"
     if password:
         head, _, tail = url.rpartition("@")
         user, _, _ = head.partition("://")[2].partition(":")
         scheme = url.partition("://")[0]
         return f"{scheme}://{user}:***@{tail}"
-    if "@" in url and "://" in url:  # a URL too broken to parse: hide all before the host
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
     return url
 
 
 def _scrub(message: str, url: str) -> str:
     """A driver's message on one line, without the password it might quote."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
     line = " ".join(str(message).split())
-    if password:
+    for password in _passwords(url):
         line = line.replace(password, "***")
     return line
 

@@ -129,7 +129,7 @@ def pg_params(params: Mapping[str, Any], terms: Sequence[str],
     """The parameters of a sql/postgresql search file from those of the SQLite one (as
     Searcher.plan makes them) and the informative terms its :match was made from."""
     out = {key: value for key, value in params.items() if key != "match"}
-    out["terms"] = json.dumps(query_stems(terms))
+    out["terms"] = query_stems(terms)  # text[]: the planner counts an array's elements
     out["query_text"] = " ".join(terms)
     vector = params.get("query_vector")
     out["query_vector"] = halfvec_text(vector) if isinstance(vector, bytes) else None

