@@ -263,7 +263,9 @@ def _write_postgres(lite: apsw.Connection, pg: psycopg.Connection[Any], ranking:
                 stats.chunks += 1
         progress(f"chunks: {stats.chunks}")
         _copy_spool(cur, "copy_write_chunks_fts", fts_rows)
+        pg.execute(pg_sql("copy_postings_unindex"))  # the table is empty: index after loading
         _copy_spool(cur, "copy_write_postings", posting_rows)
+        pg.execute(pg_sql("copy_postings_reindex"))
     progress(f"postings: {stats.postings}")
     pg.execute(pg_sql("copy_write_stats"), {"n_chunks": n_chunks, "total_length": total_length})
     with cur.copy(pg_sql("copy_write_vectors")) as copy:

@@ -394,3 +394,26 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
     overlap = [_recall(lite, post) for lite, post in pairs + hybrid]
     assert sum(overlap) / len(overlap) >= 0.5
     assert all(post for lite, post in pairs if lite)
+
+
+def _postings_schema(url: str) -> tuple[list[Any], list[Any]]:
+    with psycopg.connect(url) as pg:
+        indexes = pg.execute("SELECT indexname, indexdef FROM pg_indexes "
+                             "WHERE tablename = 'postings' ORDER BY 1").fetchall()
+        constraints = pg.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = CAST('postings' AS regclass) ORDER BY 1").fetchall()
+    return indexes, constraints
+
+
+def test_a_copy_leaves_the_postings_keyed_as_the_migrations_make_them(
+        copied: str, pg_db: str) -> None:
+    """The copy loads the postings unindexed and builds their keys after: the same keys and
+    index as a database the migrations made."""
+    from ragdb.copying import connect_pg, migrate_pg
+
+    with connect_pg(pg_db) as pg, pg.transaction():
+        migrate_pg(pg)
+    fresh, after_copy = _postings_schema(pg_db), _postings_schema(copied)
+    assert fresh == after_copy
+    assert {"postings_pkey", "postings_chunk_id_fkey"} <= {name for name, _ in fresh[1]}
