@@ -80,7 +80,8 @@ class PgRanking:
     def settings_params(self, knn_depth: int, filtered: bool) -> dict[str, Any]:
         """Parameters of sql/postgresql/search_settings.sql for one search."""
         return {"ef_search": min(1000, max(self.ef_search, knn_depth)),
-                "iterative_scan": "relaxed_order" if filtered else "off"}
+                "iterative_scan": "relaxed_order" if filtered else "off",
+                "bm25_scan": int(self.lexical == "pg_textsearch")}
 
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -147,8 +148,16 @@ def search_rows(conn: psycopg.Connection[Any], statement: str, params: Mapping[s
     knn_depth = int(params.get("knn_depth") or 0)
     settings = ranking.settings_params(knn_depth, bool(params.get("filtered")))
     values = pg_params(params, terms, ranking)
+    name = ranking.statement(statement)
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     with conn.transaction() if idle else nullcontext():
         conn.execute(pg_sql("search_settings"), settings)  # type: ignore[arg-type]
-        rows = conn.execute(pg_sql(ranking.statement(statement)), values).fetchall()  # type: ignore[arg-type]
+        if name.endswith("_textsearch"):  # the BM25 index's hits, then the rest
+            depth = int(values["depth"])
+            values["hits_limit"] = depth if statement == "search_hybrid" else max(
+                int(values["k"]), depth)
+            hits = conn.execute(pg_sql("search_textsearch_hits"), values).fetchall()  # type: ignore[arg-type]
+            values["hit_ids"] = [int(row[0]) for row in hits]
+            values["hit_scores"] = [float(row[1]) for row in hits]
+        rows = conn.execute(pg_sql(name), values).fetchall()  # type: ignore[arg-type]
     return [Hit.of_row(row) for row in rows]

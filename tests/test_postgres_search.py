@@ -389,7 +389,26 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
         pairs, answered = compare(searcher, pg, questions(every=8), Mode.lexical,
                                   ranking=ranking)
         hybrid, _ = compare(searcher, pg, questions(every=8), Mode.hybrid, ranking=ranking)
+        filtered, _ = compare(searcher, pg, questions(every=8), Mode.lexical,
+                              Filters.of(langs="markdown"), ranking=ranking)
+        # The scores are the index scan's own: what its operator gives for those chunks.
+        for text in ("LoRA adapters at run time", "SamplingParams temperature"):
+            for lang in (None, "markdown"):
+                values = {**ranking.settings_params(0, lang is not None), "query_text": text,
+                          "hits_limit": 20, **Filters.of(langs=lang).as_sql()}
+                with pg.transaction():
+                    pg.execute(pg_sql("search_settings"), values)
+                    hits = pg.execute(pg_sql("search_textsearch_hits"), values).fetchall()
+                    rescored = dict(pg.execute(
+                        "SELECT chunk_id, doc <@> to_bm25query(%s, 'chunks_fts_bm25') "
+                        "FROM chunks_fts WHERE chunk_id = ANY(%s)",
+                        (text, [h[0] for h in hits])).fetchall())
+                assert hits and all(score < 0 for _, score in hits)
+                for chunk_id, score in hits:
+                    assert score == pytest.approx(rescored[chunk_id], rel=1e-5)
     assert answered > 10
+    for _, post in filtered:
+        assert all(hit.language == "markdown" for hit in post)
     # Another BM25 (Lucene's IDF, the english stemmer): close to rag.db's, not the same.
     overlap = [_recall(lite, post) for lite, post in pairs + hybrid]
     assert sum(overlap) / len(overlap) >= 0.5

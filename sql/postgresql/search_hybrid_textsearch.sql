@@ -1,7 +1,8 @@
 -- Hybrid search on PostgreSQL with the pg_textsearch option (settings('pg_lexical') =
--- 'pg_textsearch'): sql/postgresql/search_hybrid.sql with the lexical leg of
--- sql/postgresql/search_lexical_textsearch.sql (:query_text in place of the stems). The fusion,
--- gate, priors, filters, duplicate slots and result columns are the same.
+-- 'pg_textsearch'): sql/postgresql/search_hybrid.sql with the lexical leg's hits made by
+-- search_textsearch_hits.sql (its BM25 index), passed in as :hit_ids and :hit_scores, best
+-- first (ragdb.pg_search.search_rows). The dense leg, fusion, gate, priors, filters,
+-- duplicate slots and result columns are the same.
 WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE CAST(:filtered AS integer) = 1
@@ -15,15 +16,10 @@ WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude a
 allowed AS MATERIALIZED (
     SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)
 ),
-bm25_hits AS MATERIALIZED (                 -- pg_textsearch: the BM25 index ranks
-    SELECT chunk_id, score
-    FROM (SELECT t.chunk_id,
-                 t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25') AS score
-          FROM chunks_fts AS t
-          WHERE CAST(:filtered AS integer) = 0 OR t.chunk_id IN (SELECT id FROM allowed)
-          ORDER BY t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25')
-          LIMIT CAST(:depth AS integer)) AS ranked_by_index
-    WHERE score < 0                          -- 0: the chunk holds none of the terms
+bm25_hits AS (                              -- search_textsearch_hits.sql's hits
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
+         AS h(chunk_id, score)
 ),
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,

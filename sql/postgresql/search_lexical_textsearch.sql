@@ -1,32 +1,12 @@
 -- Lexical search on PostgreSQL with the pg_textsearch option (settings('pg_lexical') =
--- 'pg_textsearch', sql/postgresql/fts_textsearch_index.sql): the BM25 index over
--- chunks_fts.doc ranks the chunks, with its own formula (Lucene's IDF, its own stems of the
--- english configuration), so the ranking is close to rag.db's, not the same: measured, not
--- assumed (README, PostgreSQL). :query_text is the question's informative terms, space
--- separated (ragdb.pg_search). Everything else as sql/postgresql/search_lexical.sql: the
--- same parameters, filters, priors, duplicate slots and result columns.
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
-    SELECT f.id FROM files AS f
-    WHERE CAST(:filtered AS integer) = 1
-      AND (CAST(:langs AS jsonb) IS NULL
-           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
-      AND (CAST(:paths AS jsonb) IS NULL
-           OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
-      AND (CAST(:excludes AS jsonb) IS NULL
-           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
-),
-allowed AS MATERIALIZED (
-    SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)
-),
-lexical AS MATERIALIZED (                 -- pg_textsearch: the BM25 index ranks
-    SELECT chunk_id, score
-    FROM (SELECT t.chunk_id,
-                 t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25') AS score
-          FROM chunks_fts AS t
-          WHERE CAST(:filtered AS integer) = 0 OR t.chunk_id IN (SELECT id FROM allowed)
-          ORDER BY t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25')
-          LIMIT greatest(CAST(:k AS integer), CAST(:depth AS integer))) AS ranked_by_index
-    WHERE score < 0                          -- 0: the chunk holds none of the terms
+-- 'pg_textsearch'): the hits of search_textsearch_hits.sql (its BM25 index, its own formula:
+-- close to rag.db's ranking, not the same), passed in as :hit_ids and :hit_scores, best first
+-- (ragdb.pg_search.search_rows), then as sql/postgresql/search_lexical.sql: the same
+-- priors, duplicate slots and result columns (the hits are filtered already).
+WITH lexical AS (                                -- search_textsearch_hits.sql's hits
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
+         AS h(chunk_id, score)
 ),
 scored AS (
     SELECT l.chunk_id,
