@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, LiteralString, cast
 from urllib.parse import unquote, urlsplit
 
-from ragdb.db import connect, index_lock, read_transaction, write_transaction
+from ragdb.db import connect, index_lock, read_transaction, scalar, write_transaction
 from ragdb.errors import ForeignDatabaseError, IndexRunningError, RagdbError
 from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_sql
 from ragdb.postings import Postings
@@ -115,6 +115,15 @@ def connect_pg(url: str) -> psycopg.Connection[Any]:
         raise RagdbError(f"cannot connect to {shown}: {_scrub(str(exc), url)}") from None
 
 
+def first_row(conn: psycopg.Connection[Any], name: str,
+              params: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """The first row of sql/postgresql/<name>.sql (each of these returns one)."""
+    row = conn.execute(pg_sql(name), params).fetchone()
+    if row is None:
+        raise RagdbError(f"sql/postgresql/{name}.sql returned no row")
+    return tuple(row)
+
+
 def pg_migrations() -> list[tuple[int, Path]]:
     """migrations/postgresql/NNN_*.sql in order."""
     found = []
@@ -129,11 +138,11 @@ def migrate_pg(conn: psycopg.Connection[Any]) -> None:
     """Bring a ragdb database (or an empty one) to the latest schema, inside the caller's
     transaction: each migration above ragdb_schema's version, in order."""
     current = 0
-    if conn.execute(pg_sql("copy_target")).fetchone()[0]:  # type: ignore[index]
-        current = int(conn.execute(pg_sql("copy_schema_version")).fetchone()[0])  # type: ignore[index]
+    if first_row(conn, "copy_target")[0]:
+        current = int(first_row(conn, "copy_schema_version")[0])
     for number, path in pg_migrations():
         if number > current:
-            conn.execute(path.read_text(encoding="utf-8"))  # type: ignore[arg-type]
+            conn.execute(cast(LiteralString, path.read_text(encoding="utf-8")))
             conn.execute(pg_sql("copy_set_schema_version"), {"version": number})
 
 
@@ -212,10 +221,10 @@ def _prepare_target(pg: psycopg.Connection[Any], shown: str, replace: bool) -> N
     """Lock the target, refuse what must not be written, and give it the latest schema."""
     import psycopg
 
-    if not pg.execute(pg_sql("copy_lock"), {"key": INDEX_LOCK_KEY}).fetchone()[0]:  # type: ignore[index]
+    if not first_row(pg, "copy_lock", {"key": INDEX_LOCK_KEY})[0]:
         raise IndexRunningError(f"an index run or a copy is in progress on {shown}; "
                                 "try again when it ends")
-    is_ragdb, tables = pg.execute(pg_sql("copy_target")).fetchone()  # type: ignore[misc]
+    is_ragdb, tables = first_row(pg, "copy_target")
     if not is_ragdb and tables:
         raise ForeignDatabaseError(
             f"{shown} is not a ragdb database ({tables} tables of its own and no "
@@ -227,7 +236,7 @@ def _prepare_target(pg: psycopg.Connection[Any], shown: str, replace: bool) -> N
         why = " ".join(str(exc).split())
         hint = " (pgvector, the vector extension, is needed)" if "vector" in why else ""
         raise RagdbError(f"{shown} cannot hold a ragdb index{hint}: {why}") from None
-    if pg.execute(pg_sql("copy_holds_index")).fetchone()[0]:  # type: ignore[index]
+    if first_row(pg, "copy_holds_index")[0]:
         if not replace:
             raise RagdbError(f"{shown} already holds an index; --replace replaces it")
         pg.execute(pg_sql("copy_clear"))
@@ -314,7 +323,7 @@ def _copy_line(values: tuple[Any, ...]) -> bytes:
 def _spool() -> Iterator[IO[bytes]]:
     """Rows of a COPY held until the rows they refer to are written (memory, then disk)."""
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as spool:
-        yield spool  # type: ignore[misc]
+        yield cast(IO[bytes], spool)
 
 
 def _copy_spool(cur: psycopg.Cursor[Any], statement: str, spool: IO[bytes]) -> None:
@@ -334,7 +343,7 @@ def _to_sqlite(url: str, target: Path, replace: bool,
     shown = masked(url)
     pg = connect_pg(url)
     try:
-        is_ragdb, tables = pg.execute(pg_sql("copy_target")).fetchone()  # type: ignore[misc]
+        is_ragdb, tables = first_row(pg, "copy_target")
         if not is_ragdb:
             raise ForeignDatabaseError(f"{shown} holds no ragdb index"
                                        + (f" ({tables} tables of another application)"
@@ -349,7 +358,7 @@ def _to_sqlite(url: str, target: Path, replace: bool,
         try:
             with pg.transaction():
                 pg.execute(pg_sql("copy_snapshot"))
-                if not pg.execute(pg_sql("copy_holds_index")).fetchone()[0]:  # type: ignore[index]
+                if not first_row(pg, "copy_holds_index")[0]:
                     raise RagdbError(f"{shown} holds no index: nothing to copy")
                 with index_lock(target):
                     lite = connect(target, create=True)
@@ -397,7 +406,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
             yield from cur
 
     lite.executemany(sql("copy_write_files"), rows("copy_read_files"))
-    stats.files = int(lite.execute("SELECT count(*) FROM files").fetchall()[0][0])
+    stats.files = int(scalar(lite, "SELECT count(*) FROM files"))
     progress(f"files: {stats.files}")
     chunk_rows: list[tuple[Any, ...]] = []
     fts_rows: list[tuple[int, str, str, str]] = []
@@ -432,7 +441,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
                      [row for row in rows("copy_read_settings") if row[0] not in PG_SETTINGS])
     for name in ("roots", "index_runs", "common_terms"):
         lite.executemany(sql(f"copy_write_{name}"), rows(f"copy_read_{name}"))
-    (last_chunk,) = pg.execute(pg_sql("copy_read_sequences")).fetchone()  # type: ignore[misc]
+    (last_chunk,) = first_row(pg, "copy_read_sequences")
     lite.execute(sql("copy_write_chunk_sequence"), {"seq": int(last_chunk)})
     return stats
 

@@ -11,13 +11,12 @@ and kept in its settings (PgRanking).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString, cast
 
 from ragdb.errors import RagdbError
 from ragdb.postings import Postings
@@ -88,11 +87,12 @@ _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 @cache
-def pg_sql(name: str) -> str:
+def pg_sql(name: str) -> LiteralString:
     """sql/postgresql/<name>.sql with `:name` parameters in psycopg's `%(name)s` form (and a
-    literal `%` doubled). A stand-in for the engine layer's loader, which does the same."""
+    literal `%` doubled). A stand-in for the engine layer's loader, which does the same.
+    (LiteralString: the statements are ragdb's own files, never text from a user.)"""
     text = (resource_dir("sql") / "postgresql" / f"{name}.sql").read_text(encoding="utf-8")
-    return _PARAM.sub(r"%(\1)s", text.replace("%", "%%"))
+    return cast(LiteralString, _PARAM.sub(r"%(\1)s", text.replace("%", "%%")))
 
 
 _STEMMER: Postings | None = None
@@ -151,13 +151,13 @@ def search_rows(conn: psycopg.Connection[Any], statement: str, params: Mapping[s
     name = ranking.statement(statement)
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     with conn.transaction() if idle else nullcontext():
-        conn.execute(pg_sql("search_settings"), settings)  # type: ignore[arg-type]
+        conn.execute(pg_sql("search_settings"), settings)
         if name.endswith("_textsearch"):  # the BM25 index's hits, then the rest
             depth = int(values["depth"])
             values["hits_limit"] = depth if statement == "search_hybrid" else max(
                 int(values["k"]), depth)
-            hits = conn.execute(pg_sql("search_textsearch_hits"), values).fetchall()  # type: ignore[arg-type]
+            hits = conn.execute(pg_sql("search_textsearch_hits"), values).fetchall()
             values["hit_ids"] = [int(row[0]) for row in hits]
             values["hit_scores"] = [float(row[1]) for row in hits]
-        rows = conn.execute(pg_sql(name), values).fetchall()  # type: ignore[arg-type]
+        rows = conn.execute(pg_sql(name), values).fetchall()
     return [Hit.of_row(row) for row in rows]

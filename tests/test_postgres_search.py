@@ -23,7 +23,7 @@ import pytest
 from ragdb.copying import copy_index
 from ragdb.db import connect, read_transaction
 from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_params, pg_sql, search_rows
-from ragdb.resources import resource_dir
+from ragdb.resources import resource_dir, sql
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
 from tests.conftest import DATASETS, free_port, one_line_error, run_cli
 
@@ -436,3 +436,41 @@ def test_a_copy_leaves_the_postings_keyed_as_the_migrations_make_them(
     fresh, after_copy = _postings_schema(pg_db), _postings_schema(copied)
     assert fresh == after_copy
     assert {"postings_pkey", "postings_chunk_id_fkey"} <= {name for name, _ in fresh[1]}
+
+
+def test_the_other_ports_answer_as_their_sqlite_files(slice_index: Path, copied: str) -> None:
+    """common_terms, index_common_terms (from the postings, as FTS5's vocabulary counts),
+    search_projects, source_chunks and the query cache's three statements: the same answers
+    from both engines."""
+    lite = connect(slice_index)
+    with psycopg.connect(copied) as pg:  # one transaction, rolled back at the end
+        def both(name: str, params: dict[str, Any] | None = None) -> tuple[Any, Any]:
+            return (sorted(tuple(r) for r in lite.execute(sql(name), params or {})),
+                    sorted(tuple(r) for r in pg.execute(pg_sql(name), params or {})))
+
+        terms = both("common_terms")
+        assert terms[0] and terms[0] == terms[1]
+        pg.execute("DELETE FROM fts_common_terms")
+        pg.execute(pg_sql("index_common_terms"))
+        assert both("common_terms") == terms  # remade from the postings: the same terms
+        projects = both("search_projects")
+        assert projects[0] and projects[0] == projects[1]
+        path, first, last = lite.execute(
+            "SELECT f.path, c.first_char, c.last_char FROM chunks c JOIN files f "
+            "ON f.id = c.file_id WHERE f.kind = 'python' ORDER BY c.id LIMIT 1 OFFSET 40"
+        ).fetchall()[0]
+        spans = both("source_chunks", {"path": path, "first": first - 10, "last": last + 500})
+        assert spans[0] and spans[0] == spans[1]
+        hits = [[int(r[0]), -1.5 * n] for n, r in enumerate(
+            lite.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT 5"))]
+        row = {"key": "k1", "generation": 7, "created_at": "2026-01-01T00:00:00+00:00",
+               "hits": json.dumps(hits)}
+        pg.execute(pg_sql("cache_put"), row)
+        pg.execute(pg_sql("cache_put"), row)  # again: the same key updates in place
+        cached = pg.execute(pg_sql("cache_get"), {"key": "k1", "generation": 7}).fetchall()
+        assert cached == [(row["hits"],)]
+        assert not pg.execute(pg_sql("cache_get"), {"key": "k1", "generation": 8}).fetchall()
+        rebuilt = [Hit.of_row(r) for r in pg.execute(pg_sql("cache_hits"), {"hits": cached[0][0]})]
+        expected = [Hit.of_row(r) for r in lite.execute(sql("cache_hits"), {"hits": cached[0][0]})]
+        assert rebuilt == expected and [h.chunk_id for h in rebuilt] == [h[0] for h in hits]
+        pg.rollback()
