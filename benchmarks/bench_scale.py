@@ -39,7 +39,7 @@ from ragdb.db import connect, read_transaction, scalar, write_transaction
 from ragdb.evaluate import found_share
 from ragdb.pg_search import PgRanking, pg_sql, search_rows
 from ragdb.resources import sql
-from ragdb.retrieve import Hit, Mode, Searcher
+from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
 from ragdb.schemas import MinimalSource, RagDataset
 
 SOURCE = BENCH_DIR / "rag.db"
@@ -120,7 +120,7 @@ class Run:
 
 
 def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
-               modes: tuple[Mode, ...] = MODES) -> Run:
+               modes: tuple[Mode, ...] = MODES, filters: Filters = NO_FILTERS) -> Run:
     """rag.db's search files, as Searcher runs them (uncached), timed per question."""
     run = Run()
     with read_transaction(searcher.conn):
@@ -130,7 +130,7 @@ def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
             for text in texts:
                 started = time.perf_counter()
                 planned = searcher.plan(text, 10, mode, vectors.get(text)
-                                        if mode is not Mode.lexical else None)
+                                        if mode is not Mode.lexical else None, filters)
                 hits = searcher._rows(*planned[:2]) if planned else []
                 run.times[mode].append(time.perf_counter() - started)
                 run.hits[mode].append(hits)
@@ -138,7 +138,8 @@ def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
 
 
 def run_postgres(searcher: Searcher, pg: Any, texts: list[str], vectors: dict[str, bytes],
-                 ranking: PgRanking, modes: tuple[Mode, ...] = MODES) -> Run:
+                 ranking: PgRanking, modes: tuple[Mode, ...] = MODES,
+                 filters: Filters = NO_FILTERS) -> Run:
     """The PostgreSQL files with the parameters rag.db's would get, timed per question (the
     per-search settings statement and the round trips included)."""
     run = Run()
@@ -149,7 +150,7 @@ def run_postgres(searcher: Searcher, pg: Any, texts: list[str], vectors: dict[st
             for text in texts:
                 started = time.perf_counter()
                 planned = searcher.plan(text, 10, mode, vectors.get(text)
-                                        if mode is not Mode.lexical else None)
+                                        if mode is not Mode.lexical else None, filters)
                 hits = search_rows(pg, *planned, ranking) if planned else []
                 run.times[mode].append(time.perf_counter() - started)
                 run.hits[mode].append(hits)
@@ -173,6 +174,12 @@ def same_top10(a: list[list[Hit]], b: list[list[Hit]]) -> tuple[int, float]:
         for p, q in zip(x, y):
             worst = max(worst, abs(p.score - q.score) / max(abs(p.score), 1e-300))
     return same, worst
+
+
+def overlap(a: list[Hit], b: list[Hit]) -> float:
+    """The share of a's chunks that b also found."""
+    wanted = {h.chunk_id for h in a}
+    return len(wanted & {h.chunk_id for h in b}) / len(wanted) if wanted else 1.0
 
 
 _COPY = re.compile(r"^copy\d+/")
@@ -310,6 +317,14 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
             lite = run_sqlite(searcher, texts, vectors)
             variants = {label: run_postgres(searcher, pg, texts, vectors, ranking)
                         for label, ranking in VARIANTS}
+            filtered = {}  # HNSW under filters: pgvector's iterative scan
+            for label, where in (("--lang rst", Filters.of(langs="rst")),
+                                 ("--path 'docs/features/*'", Filters.of(paths="docs/features/*"))):
+                exact = run_postgres(searcher, pg, texts, vectors, PgRanking(), (Mode.dense,),
+                                     where)
+                ann = run_postgres(searcher, pg, texts, vectors, PgRanking(vectors="hnsw"),
+                                   (Mode.dense,), where)
+                filtered[label] = (exact, ann)
             timing = {"rag.db": run_sqlite(searcher, timed_texts, vectors)}
             timing.update({label: run_postgres(searcher, pg, timed_texts, vectors, ranking)
                            for label, ranking in VARIANTS})
@@ -328,6 +343,18 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
             same = " / ".join(str(same_top10(lite.hits[m], run.hits[m])[0]) for m in MODES)
             print(f"| PostgreSQL {label} | {recall_at(questions, run.hits[Mode.hybrid]):.3f} "
                   f"| {same} |")
+        print("\ndense with a filter over all 199 questions, HNSW (iterative scan) against exact:")
+        print("| filter | identical top 10 | overlap of the top 10 | questions with hits | "
+              "p50 exact / HNSW ms |")
+        print("|---|---|---|---|---|")
+        for label, (exact, ann) in filtered.items():
+            identical, _ = same_top10(exact.hits[Mode.dense], ann.hits[Mode.dense])
+            overlaps = [overlap(a, b) for a, b in zip(exact.hits[Mode.dense],
+                                                      ann.hits[Mode.dense]) if a]
+            print(f"| {label} | {identical} / {len(texts)} | "
+                  f"{sum(overlaps) / max(1, len(overlaps)):.3f} | {len(overlaps)} | "
+                  f"{percentile(exact.times[Mode.dense], 0.5) * 1000:.1f} / "
+                  f"{percentile(ann.times[Mode.dense], 0.5) * 1000:.1f} |")
         lite_conn.close()
 
 
