@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import cast
 
 import apsw
 
@@ -29,8 +30,9 @@ class Postings:
         if not text:
             return []
         reason = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-        return list(self._tokenize(text.encode("utf-8"), reason, None,
-                                   include_offsets=False, include_colocated=False))
+        # Without offsets or colocated tokens apsw yields the tokens alone (str).
+        return list(cast(Iterable[str], self._tokenize(
+            text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)))
 
     def of_chunk(self, chunk_id: int, path: str, context: str, body: str
                  ) -> tuple[list[Posting], int]:

@@ -455,11 +455,12 @@ def test_the_other_ports_answer_as_their_sqlite_files(slice_index: Path, copied:
         assert both("common_terms") == terms  # remade from the postings: the same terms
         projects = both("search_projects")
         assert projects[0] and projects[0] == projects[1]
-        path, first, last = lite.execute(
+        path, first, last = (str(v) for v in lite.execute(
             "SELECT f.path, c.first_char, c.last_char FROM chunks c JOIN files f "
             "ON f.id = c.file_id WHERE f.kind = 'python' ORDER BY c.id LIMIT 1 OFFSET 40"
-        ).fetchall()[0]
-        spans = both("source_chunks", {"path": path, "first": first - 10, "last": last + 500})
+        ).fetchall()[0])
+        spans = both("source_chunks",
+                     {"path": path, "first": int(first) - 10, "last": int(last) + 500})
         assert spans[0] and spans[0] == spans[1]
         hits = [[int(r[0]), -1.5 * n] for n, r in enumerate(
             lite.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT 5"))]
