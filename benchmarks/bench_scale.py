@@ -318,7 +318,8 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
             variants = {label: run_postgres(searcher, pg, texts, vectors, ranking)
                         for label, ranking in VARIANTS}
             filtered = {}  # HNSW under filters: pgvector's iterative scan
-            for label, where in (("--lang rst", Filters.of(langs="rst")),
+            for label, where in (("--lang rst (no vector passes)", Filters.of(langs="rst")),
+                                 ("--lang text", Filters.of(langs="text")),
                                  ("--path 'docs/features/*'", Filters.of(paths="docs/features/*"))):
                 exact = run_postgres(searcher, pg, texts, vectors, PgRanking(), (Mode.dense,),
                                      where)
