@@ -10,9 +10,12 @@ addresses the question / relevant codebase facts / coherent hold), "satisfied" (
 no), "unsupported" (true when a claim is not in the cited source), "reason"}. `report` tallies
 them per style and set.
 
-The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50), every
-other one; the public code questions, every fifth; the repos set's half B
-(benchmarks/bench_repos.py), every other one: 25 + 20 + 20. Needs data/bench/rag.db
+The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50); the
+public code questions 1, 3, 6, 8, 11, ... (every fifth from the first and from the third); the
+repos set's half B (benchmarks/bench_repos.py): 50 + 40 + 40. The first rounds read 25 + 20 +
+20 of them (docs every other one, code every fifth, repos every other one: `first_round`); the
+other 65 were added unread, so that what was built after reading the first rounds' verdicts is
+also reported on questions nobody has looked at. Needs data/bench/rag.db
 (`make bench`) and data/bench/repos.db (`make bench-repos`).
 
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
@@ -48,15 +51,25 @@ def sample() -> list[tuple[Question, str, Path]]:
         data = RagDataset.model_validate_json(dataset(kind).read_text())
         answers.update({q.question_id: q.answer for q in data.rag_questions})
     public = vllm_questions()
-    docs = [q for q in public if q.kind == "docs"][50:100:2]
-    code = [q for q in public if q.kind == "code"][::5]
+    docs = [q for q in public if q.kind == "docs"][50:100]
+    code_questions = [q for q in public if q.kind == "code"]
+    code = [q for i, q in enumerate(code_questions) if i % 5 in (0, 2)]
     repos_answers: dict[str, str] = {}
     for path in Path("../shared/datasets/repos/AnsweredQuestions").glob("dataset_*.json"):
         for q in json.loads(path.read_text())["rag_questions"]:
             repos_answers[q["question_id"]] = q["answer"]
-    repos = [q for q in repo_questions() if q.half == "B"][::2]
+    repos = [q for q in repo_questions() if q.half == "B"]
     return ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
             + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos])
+
+
+def first_round() -> set[str]:
+    """The ids the first rounds of readers saw (their verdicts guided later work)."""
+    public = vllm_questions()
+    docs = [q for q in public if q.kind == "docs"][50:100:2]
+    code = [q for q in public if q.kind == "code"][::5]
+    repos = [q for q in repo_questions() if q.half == "B"][::2]
+    return {q.question_id for q in docs + code + repos}
 
 
 def answer_sample(style: str, k: int) -> Path:
@@ -106,11 +119,14 @@ def report() -> None:
         for part in sorted(ACCEPT_DIR.glob(f"verdicts_{style}*.json")):
             verdicts.update({v["id"]: v for v in json.loads(part.read_text())})
         groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+        seen = first_round()
         for qid, verdict in verdicts.items():
             if qid in answers:
                 groups[_group(answers[qid])].append((answers[qid], verdict))
                 groups["all"].append((answers[qid], verdict))
-        for name in ("vllm-docs", "vllm-code", "repos", "all"):
+                groups["first round" if qid in seen else "unread"].append(
+                    (answers[qid], verdict))
+        for name in ("vllm-docs", "vllm-code", "repos", "first round", "unread", "all"):
             rows = groups.get(name, [])
             if not rows:
                 continue

@@ -27,7 +27,7 @@ import numpy as np
 from benchmarks.bench_answer import token_f1
 from ragdb import RagDB
 from ragdb.generate import extractive
-from ragdb.indexing import language_of
+from ragdb.walking import language_of
 from ragdb.generate.extractive import Passage, Settings, SourceText
 from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset
@@ -185,6 +185,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", type=Path, default=DB)
+    parser.add_argument("--repos", type=Path, default=Path("data/bench/repos.db"),
+                        help="the four-repository index (bench_repos.py); skipped if absent")
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--no-embed", action="store_true", help="BM25 alone")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE")
@@ -220,7 +222,41 @@ def main() -> None:
             print(_row("docs, last 50 (held out)", summary(rows[50:]), 0.0))
             print(_row("docs, all 100", summary(rows), load_s))
         else:
+            # bench_accept's sample takes every fifth code question from the first and from
+            # the third: those are held out; the others are the code tuning questions.
+            held = [r for i, r in enumerate(rows) if i % 5 in (0, 2)]
+            tuning = [r for i, r in enumerate(rows) if i % 5 not in (0, 2)]
+            print(_row(f"code, tuning {len(tuning)}", summary(tuning), 0.0))
+            print(_row(f"code, held out {len(held)} (accept sample)", summary(held), 0.0))
             print(_row(f"code, all {len(rows)}", summary(rows), 0.0))
+    if args.repos.exists():
+        repos(args.repos, run)
+
+
+def repos(db: Path, run: Callable[[str, str, list[SourceText]], Row]) -> None:
+    """The four other repositories' questions (benchmarks/bench_repos.py), by half: A is
+    where settings were chosen, B is held out (bench_accept's sample)."""
+    import json
+
+    from benchmarks.bench_repos import REPOS_SET, repo_questions
+
+    answers: dict[str, str] = {}
+    for path in (REPOS_SET / "AnsweredQuestions").glob("dataset_*.json"):
+        answers.update({q["question_id"]: q["answer"]
+                        for q in json.loads(path.read_text())["rag_questions"]})
+    questions = repo_questions()
+    with RagDB(db, use_cache=False) as rag:
+        found = [sources_of(h) for h in rag.search_many([q.question for q in questions], K,
+                                                        Mode.hybrid)]
+        # The repository index's own language of an extension-less file, as answers use.
+        found = [[SourceText(s.number, s.file_path, rag._language_of(s.file_path), s.text)
+                  for s in sources] for sources in found]
+    rows: dict[str, list[Row]] = {"A": [], "B": []}
+    for question, sources in zip(questions, found):
+        rows[question.half].append(run(question.question, answers[question.question_id],
+                                       sources))
+    print(_row("repos, half A (tuning)", summary(rows["A"]), 0.0))
+    print(_row("repos, half B (held out)", summary(rows["B"]), 0.0))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks.common import BENCH_DIR, SETS, dataset, ensure_corpus, host_line
 from ragdb import RagDB, evaluate
 from ragdb.db import scalar
-from ragdb.indexing import EVERYTHING, PYTHON_AND_DOCS
+from ragdb.walking import EVERYTHING, PYTHON_AND_DOCS
 from ragdb.retrieve import Mode, search_results
 from ragdb.schemas import RagDataset
 

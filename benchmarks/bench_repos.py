@@ -120,7 +120,9 @@ VARIANTS = {
     "lift gated by BM25 only": replace(DEFAULTS, gate_near=0.0, gate_far=0.0),
     "lift always (no gate)": replace(DEFAULTS, gate_low=0.0, gate_high=0.0, gate_near=0.0,
                                      gate_far=0.0),
-    "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0),
+    "no bridge leg (w_bridge 0)": replace(DEFAULTS, w_bridge=0.0),
+    "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0,
+                                     w_bridge=0.0),
 }
 
 

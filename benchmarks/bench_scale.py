@@ -37,7 +37,9 @@ from benchmarks.common import BENCH_DIR, SETS, dataset, host_line, percentile
 from ragdb.copying import copy_index
 from ragdb.db import connect, read_transaction, scalar, write_transaction
 from ragdb.evaluate import found_share
-from ragdb.pg_search import PgRanking, pg_sql, search_rows
+from ragdb import postgres
+from ragdb.pg_search import PgRanking
+from ragdb.postgres import pg_statements
 from ragdb.resources import sql
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
 from ragdb.schemas import MinimalSource, RagDataset
@@ -121,7 +123,8 @@ class Run:
 
 def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
                modes: tuple[Mode, ...] = MODES, filters: Filters = NO_FILTERS) -> Run:
-    """rag.db's search files, as Searcher runs them (uncached), timed per question."""
+    """rag.db's search files, as Searcher runs them (uncached; the hybrid bridge's second run
+    included), timed per question."""
     run = Run()
     with read_transaction(searcher.conn):
         searcher._refresh()
@@ -129,32 +132,38 @@ def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
             run.hits[mode], run.times[mode] = [], []
             for text in texts:
                 started = time.perf_counter()
-                planned = searcher.plan(text, 10, mode, vectors.get(text)
-                                        if mode is not Mode.lexical else None, filters)
-                hits = searcher._rows(*planned[:2]) if planned else []
+                hits = searcher._run(text, 10, mode, vectors.get(text)
+                                     if mode is not Mode.lexical else None, filters)
                 run.times[mode].append(time.perf_counter() - started)
                 run.hits[mode].append(hits)
     return run
 
 
-def run_postgres(searcher: Searcher, pg: Any, texts: list[str], vectors: dict[str, bytes],
+def run_postgres(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
                  ranking: PgRanking, modes: tuple[Mode, ...] = MODES,
                  filters: Filters = NO_FILTERS) -> Run:
-    """The PostgreSQL files with the parameters rag.db's would get, timed per question (the
-    per-search settings statement and the round trips included)."""
+    """The same searches through a Searcher on the PostgreSQL copy (the same vectors), with
+    the legs of `ranking`, timed per question (the per-search settings statement and the
+    round trips included)."""
     run = Run()
     with read_transaction(searcher.conn):
         searcher._refresh()
+        searcher._pg_ranking = ranking  # one database, each variant's legs in turn
         for mode in modes:
             run.hits[mode], run.times[mode] = [], []
             for text in texts:
                 started = time.perf_counter()
-                planned = searcher.plan(text, 10, mode, vectors.get(text)
-                                        if mode is not Mode.lexical else None, filters)
-                hits = search_rows(pg, *planned, ranking) if planned else []
+                hits = searcher._run(text, 10, mode, vectors.get(text)
+                                     if mode is not Mode.lexical else None, filters)
                 run.times[mode].append(time.perf_counter() - started)
                 run.hits[mode].append(hits)
     return run
+
+
+def run_file(pg: Any, name: str) -> None:
+    """Every statement of sql/postgresql/<name>.sql (the engine layer's loader), in order."""
+    for statement in pg_statements(name):
+        pg.execute(statement)
 
 
 def query_vectors(searcher: Searcher, texts: list[str]) -> dict[str, bytes]:
@@ -205,11 +214,9 @@ def equivalence(server: Any, questions: list[Question]) -> None:
     texts = [q.text for q in questions]
     searcher = Searcher(connect(SOURCE), use_cache=False)
     vectors = query_vectors(searcher, texts)
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as pg:
-        lite = run_sqlite(searcher, texts, vectors)
-        post = run_postgres(searcher, pg, texts, vectors, PgRanking())
+    lite = run_sqlite(searcher, texts, vectors)
+    post = run_postgres(Searcher(postgres.connect(url), use_cache=False), texts, vectors,
+                        PgRanking())
     print("| leg | identical top 10 | questions with hits | largest relative score difference |")
     print("|---|---|---|---|")
     for mode in MODES:
@@ -305,29 +312,30 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
         print(f"ragdb copy -> PostgreSQL (postings, exact vectors): {seconds:.1f} s "
               f"({stats.postings} postings)")
         with psycopg.connect(url, autocommit=True) as pg:
-            _, hnsw_s = timed(lambda: pg.execute(pg_sql("vectors_ann_index")))
-            _, bm25_s = timed(lambda: pg.execute(pg_sql("fts_textsearch_index")))
+            _, hnsw_s = timed(lambda: run_file(pg, "vectors_ann_index"))
+            _, bm25_s = timed(lambda: run_file(pg, "fts_textsearch_index"))
             pg.execute("VACUUM ANALYZE chunk_vectors, chunks_fts")
             print(f"HNSW index (m 32, ef_construction 128): {hnsw_s:.1f} s; pg_textsearch "
                   f"index: {bm25_s:.1f} s")
             print(f"size: PostgreSQL {pg_size(pg)}")
             searcher = Searcher(lite_conn, use_cache=False)
+            on_pg = Searcher(postgres.connect(url), use_cache=False)
             vectors = query_vectors(searcher, texts)
             print(f"{load()} before the searches")
             lite = run_sqlite(searcher, texts, vectors)
-            variants = {label: run_postgres(searcher, pg, texts, vectors, ranking)
+            variants = {label: run_postgres(on_pg, texts, vectors, ranking)
                         for label, ranking in VARIANTS}
             filtered = {}  # HNSW under filters: pgvector's iterative scan
             for label, where in (("--lang rst (no vector passes)", Filters.of(langs="rst")),
                                  ("--lang text", Filters.of(langs="text")),
                                  ("--path 'docs/features/*'", Filters.of(paths="docs/features/*"))):
-                exact = run_postgres(searcher, pg, texts, vectors, PgRanking(), (Mode.dense,),
+                exact = run_postgres(on_pg, texts, vectors, PgRanking(), (Mode.dense,),
                                      where)
-                ann = run_postgres(searcher, pg, texts, vectors, PgRanking(vectors="hnsw"),
+                ann = run_postgres(on_pg, texts, vectors, PgRanking(vectors="hnsw"),
                                    (Mode.dense,), where)
                 filtered[label] = (exact, ann)
             timing = {"rag.db": run_sqlite(searcher, timed_texts, vectors)}
-            timing.update({label: run_postgres(searcher, pg, timed_texts, vectors, ranking)
+            timing.update({label: run_postgres(on_pg, timed_texts, vectors, ranking)
                            for label, ranking in VARIANTS})
             print(f"{load()} after the searches")
         print(f"\np50 / p95 (best) ms over {len(timed_texts)} questions (a second pass, warm):")

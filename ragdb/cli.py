@@ -14,10 +14,11 @@ import click
 import typer
 
 from ragdb import evaluate as evaluation
-from ragdb.db import default_db_path
+from ragdb.db import location
 from ragdb.errors import RagdbError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, MAX_CHUNK_SIZE
+from ragdb.indexing import MAX_CHUNK_SIZE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 
@@ -35,14 +36,15 @@ app = typer.Typer(
 MAX_SKIPPED_SHOWN = 20
 
 DbOption = typer.Option(
-    None, "--db", help="rag.db to use [default: $RAGDB_DB or data/processed/rag.db]."
+    None, "--db", help="rag.db to use, or a PostgreSQL database as postgresql://user@host/db "
+    "[default: $RAGDB_DB or data/processed/rag.db]."
 )
 
 
-def _rag(path: Optional[Path], model: Optional[str] = None) -> "RagDB":
+def _rag(db: Optional[str], model: Optional[str] = None) -> "RagDB":
     from ragdb.database import RagDB
 
-    return RagDB(path if path is not None else default_db_path(), model=model, warn=_err)
+    return RagDB(location(db), model=model, warn=_err)
 
 
 def _err(message: str) -> None:
@@ -54,7 +56,7 @@ def index(
     paths: list[Path] = typer.Argument(
         None, help="Files or folders to index [default: the roots rag.db records, else data/raw]."
     ),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
     max_chunk_size: Optional[int] = typer.Option(
         None,
         "--max_chunk_size",
@@ -109,7 +111,7 @@ def index(
     recorded: list[Path] = []
     if not roots:
         try:
-            recorded = [Path(r.path) for r in rag.roots()] if rag.path.exists() else []
+            recorded = [Path(r.path) for r in rag.roots()] if rag.exists() else []
         except RagdbError:  # not an index yet (or a foreign file: index() says so)
             recorded = []
         roots = recorded or [Path("data/raw")]
@@ -190,7 +192,7 @@ def roots_command(
         None, "--remove", help="Delete this root's files, chunks and vectors from rag.db.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the roots as JSON."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """List the indexed roots with their file and chunk counts, or remove one."""
     rag = _rag(db)
@@ -316,7 +318,7 @@ def search_command(
     exclude: Optional[list[str]] = ExcludeOption,
     as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
     with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Print the k most relevant places for a question: `path [first:last]` and a preview."""
     from ragdb.retrieve import Filters
@@ -388,7 +390,7 @@ def _search_dataset(
     path: Optional[list[str]] = PathOption,
     lang: Optional[list[str]] = LangOption,
     exclude: Optional[list[str]] = ExcludeOption,
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Search every question of a dataset and save the results in the assignment's format."""
     from ragdb.schemas import RagDataset
@@ -475,7 +477,7 @@ def answer_command(
         Path("data/outputs/answers"), "--save_directory", "--save-directory",
         help="Where the StudentSearchResultsAndAnswer JSON is written.",
     ),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
     from ragdb.answering import answer_record, question_id
@@ -531,6 +533,10 @@ def _check_summary(check: dict[str, Any]) -> str:
         line += f" (first: {dropped[0]['reason']})"
     if check.get("replaced_code"):
         line += f"; {len(check['replaced_code'])} code replaced by the source's own lines"
+    if check.get("recited"):
+        line += f"; {len(check['recited'])} cited to the given source that says it"
+    if check.get("completed_with_code_of"):
+        line += "; followed by the code lines it was read from"
     if check.get("fallback"):
         line += "; too little survived, so the answer is passages of the sources"
     return line
@@ -547,7 +553,7 @@ def _answer_dataset(
     ),
     model: Optional[str] = ModelOption,
     style: Style = StyleOption,
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Answer every question of a search-dataset output; a rerun resumes where it stopped."""
     from ragdb.schemas import StudentSearchResults
@@ -664,23 +670,23 @@ def serve_command(
         "127.0.0.1", "--host", help="Interface to bind (loopback unless told otherwise)."
     ),
     model: Optional[str] = ModelOption,
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
     from ragdb.datasette_plugin.serve import serve
 
-    serve(db if db is not None else default_db_path(), host=host, port=port, model=model)
+    serve(location(db), host=host, port=port, model=model)
 
 
 @app.command("mcp")
 def mcp_command(
     model: Optional[str] = ModelOption,
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
 ) -> None:
     """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
     from ragdb.mcp_server import run_stdio
 
-    run_stdio(db if db is not None else default_db_path(), model=model)
+    run_stdio(location(db), model=model)
 
 
 def main(argv: Optional[list[str]] = None) -> None:

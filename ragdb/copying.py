@@ -12,16 +12,14 @@ says to replace it; a PostgreSQL database of another application (tables and no 
 is always refused. A bad URL, a server that is down or refuses the login: one line, with the
 password masked.
 
-The PostgreSQL connection and the schema (migrations/postgresql/*.sql applied in order to an
-empty database) are done here with the least that works (connect_pg, migrate_pg); the
-engine layer's own connect and migrations runner take their place where they exist: both are
-called from one place each.
+The PostgreSQL connection, the schema (migrations/postgresql/*.sql, by its runner), the
+statement loader and the index lock's key are the engine layer's (ragdb.postgres); the rows
+themselves go by COPY on its psycopg connection.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import time
 from array import array
@@ -30,13 +28,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, LiteralString, cast
-from urllib.parse import unquote, urlsplit
 
 from ragdb.db import connect, index_lock, read_transaction, scalar, write_transaction
-from ragdb.errors import ForeignDatabaseError, IndexRunningError, RagdbError
-from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_sql
+from ragdb.errors import IndexRunningError, RagdbError
+from ragdb import postgres
+from ragdb.pg_search import PG_SETTINGS, PgRanking
+from ragdb.postgres import INDEX_LOCK_KEY, PostgresConnection, display, is_url, pg_statements
+from ragdb.postgres import _one_line
 from ragdb.postings import Postings
-from ragdb.resources import resource_dir, sql
+from ragdb.resources import sql
 from ragdb.tokenize import analyse, analyse_names, defined_names
 from ragdb.vectors import VECTOR_DIM
 
@@ -44,106 +44,40 @@ if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a copy needs 
     import apsw
     import psycopg
 
-#: The advisory lock an index run or a copy holds on a PostgreSQL database ("RAGD", as
-#: rag.db's application_id); the engine layer's index lock uses the same key.
-INDEX_LOCK_KEY = 0x52414744
-
 _BLOCK = 1 << 20  # bytes per write of a spooled COPY stream
 
 
-def is_postgres_url(text: str) -> bool:
-    return text.startswith(("postgresql://", "postgres://"))
-
-
-_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
-
-
-def _passwords(url: str) -> list[str]:
-    """The passwords a URL holds: its user's, and a `password=` query parameter's."""
-    found = [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # too broken to parse: whatever lies between user: and the last @
-        userinfo = url.partition("://")[2].rpartition("@")[0]
-        password = userinfo.partition(":")[2] or None
-    return [q for p in [password, *found] if p for q in {p, unquote(p)}]
-
-
 def masked(url: str) -> str:
-    """The URL as it may be shown: any password replaced by ***."""
-    url = _QUERY_PASSWORD.sub(r"\1***", url)
-    try:
-        password = urlsplit(url).password
-    except ValueError:  # a URL too broken to parse: hide all before the host
-        password = None
-        if "@" in url and "://" in url:
-            scheme, _, rest = url.partition("://")
-            return f"{scheme}://***@{rest.rpartition('@')[2]}"
-    if password:
-        head, _, tail = url.rpartition("@")
-        user, _, _ = head.partition("://")[2].partition(":")
-        scheme = url.partition("://")[0]
-        return f"{scheme}://{user}:***@{tail}"
-    return url
+    """The URL as messages show it: without its password (ragdb.postgres.display)."""
+    return display(url)
 
 
-def _scrub(message: str, url: str) -> str:
-    """A driver's message on one line, without the password it might quote."""
-    line = " ".join(str(message).split())
-    for password in _passwords(url):
-        line = line.replace(password, "***")
-    return line
+def _pg(url: str, *, create: bool) -> PostgresConnection:
+    """The engine layer's connection (ragdb.postgres.connect: one line on a bad URL, a server
+    that is down or a refused login; another application's database refused; with `create`,
+    migrations/postgresql/ applied by its runner)."""
+    return postgres.connect(url, create=create)
 
 
-def connect_pg(url: str) -> psycopg.Connection[Any]:
-    """A connection to a PostgreSQL URL (autocommit: transactions are explicit), or one line
-    saying why not."""
-    try:
-        import psycopg
-    except ImportError:
-        raise RagdbError("PostgreSQL needs psycopg: install ragdb with the postgres extra "
-                         "(pip install 'ragdb[postgres]')") from None
-    shown = masked(url)
-    try:
-        psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise RagdbError(f"{shown} is not a valid PostgreSQL URL "
-                         f"({_scrub(str(exc), url)})") from None
-    try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise RagdbError(f"cannot connect to {shown}: {_scrub(str(exc), url)}") from None
+def _statement(name: str) -> LiteralString:
+    """sql/postgresql/<name>.sql as psycopg takes it, by the engine layer's loader
+    (one statement; ragdb's own file, never text from a user)."""
+    return cast(LiteralString, pg_statements(name)[0])
+
+
+def _run(pg: psycopg.Connection[Any], name: str, params: dict[str, Any] | None = None) -> None:
+    """Every statement of sql/postgresql/<name>.sql, in order."""
+    for statement in pg_statements(name):
+        pg.execute(cast(LiteralString, statement), params)
 
 
 def first_row(conn: psycopg.Connection[Any], name: str,
               params: dict[str, Any] | None = None) -> tuple[Any, ...]:
     """The first row of sql/postgresql/<name>.sql (each of these returns one)."""
-    row = conn.execute(pg_sql(name), params).fetchone()
+    row = conn.execute(_statement(name), params).fetchone()
     if row is None:
         raise RagdbError(f"sql/postgresql/{name}.sql returned no row")
     return tuple(row)
-
-
-def pg_migrations() -> list[tuple[int, Path]]:
-    """migrations/postgresql/NNN_*.sql in order."""
-    found = []
-    for path in sorted((resource_dir("migrations") / "postgresql").glob("*.sql")):
-        number = path.name.split("_", 1)[0]
-        if number.isdigit():
-            found.append((int(number), path))
-    return found
-
-
-def migrate_pg(conn: psycopg.Connection[Any]) -> None:
-    """Bring a ragdb database (or an empty one) to the latest schema, inside the caller's
-    transaction: each migration above ragdb_schema's version, in order."""
-    current = 0
-    if first_row(conn, "copy_target")[0]:
-        current = int(first_row(conn, "copy_schema_version")[0])
-    for number, path in pg_migrations():
-        if number > current:
-            conn.execute(cast(LiteralString, path.read_text(encoding="utf-8")))
-            conn.execute(pg_sql("copy_set_schema_version"), {"version": number})
 
 
 @dataclass
@@ -162,7 +96,7 @@ def copy_index(source: str, target: str, *, replace: bool = False,
     """Copy the index in `source` to `target`: one is a rag.db path, the other a PostgreSQL
     URL. `ranking` (PostgreSQL targets) picks the lexical and vector legs, kept in settings."""
     started = time.perf_counter()
-    to_pg, from_pg = is_postgres_url(target), is_postgres_url(source)
+    to_pg, from_pg = is_url(target), is_url(source)
     if to_pg == from_pg:
         raise RagdbError("ragdb copy goes from a rag.db to a PostgreSQL URL "
                          "(postgresql://...) or back; got "
@@ -194,59 +128,47 @@ def _to_postgres(source: Path, url: str, replace: bool, ranking: PgRanking,
         with read_transaction(lite):  # one committed state of rag.db
             if not lite.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
                 raise RagdbError(f"{source} holds no index: nothing to copy")
-            pg = connect_pg(url)
+            engine = _pg(url, create=True)
+            pg = engine.driver
             try:
                 with pg.transaction():
                     _prepare_target(pg, shown, replace)
                     stats = _write_postgres(lite, pg, ranking, progress)
-                pg.execute(pg_sql("copy_vacuum"))
+                _run(pg, "copy_vacuum")
             except psycopg.errors.UndefinedFile as exc:  # e.g. no pg_textsearch library
-                raise RagdbError(f"{shown}: {_scrub(str(exc), url)}") from None
+                raise RagdbError(f"{shown}: {_one_line(exc, url)}") from None
             except psycopg.errors.FeatureNotSupported as exc:
-                raise RagdbError(f"{shown}: {_scrub(str(exc), url)}") from None
+                raise RagdbError(f"{shown}: {_one_line(exc, url)}") from None
             except psycopg.OperationalError as exc:
                 raise RagdbError(f"lost the connection to {shown}; nothing was copied "
-                                 f"({_scrub(str(exc), url)})") from None
+                                 f"({_one_line(exc, url)})") from None
             except psycopg.Error as exc:
-                raise RagdbError(f"{shown}: nothing was copied: {_scrub(str(exc), url)}"
+                raise RagdbError(f"{shown}: nothing was copied: {_one_line(exc, url)}"
                                  ) from None
             finally:
-                pg.close()
+                engine.close()
     finally:
         lite.close()
     return stats
 
 
 def _prepare_target(pg: psycopg.Connection[Any], shown: str, replace: bool) -> None:
-    """Lock the target, refuse what must not be written, and give it the latest schema."""
-    import psycopg
-
+    """Lock the target and refuse to overwrite an index without `replace` (the schema is
+    the engine layer's: _pg)."""
     if not first_row(pg, "copy_lock", {"key": INDEX_LOCK_KEY})[0]:
         raise IndexRunningError(f"an index run or a copy is in progress on {shown}; "
                                 "try again when it ends")
-    is_ragdb, tables = first_row(pg, "copy_target")
-    if not is_ragdb and tables:
-        raise ForeignDatabaseError(
-            f"{shown} is not a ragdb database ({tables} tables of its own and no "
-            "ragdb_schema); ragdb leaves it untouched: copy into an empty database")
-    try:
-        with pg.transaction():  # a savepoint: its error is told here, not as a lost copy
-            migrate_pg(pg)
-    except psycopg.Error as exc:
-        why = " ".join(str(exc).split())
-        hint = " (pgvector, the vector extension, is needed)" if "vector" in why else ""
-        raise RagdbError(f"{shown} cannot hold a ragdb index{hint}: {why}") from None
     if first_row(pg, "copy_holds_index")[0]:
         if not replace:
             raise RagdbError(f"{shown} already holds an index; --replace replaces it")
-        pg.execute(pg_sql("copy_clear"))
+        _run(pg, "copy_clear")
 
 
 def _write_postgres(lite: apsw.Connection, pg: psycopg.Connection[Any], ranking: PgRanking,
                     progress: Callable[[str], None]) -> CopyStats:
     stats = CopyStats()
     cur = pg.cursor()
-    with cur.copy(pg_sql("copy_write_files")) as copy:
+    with cur.copy(_statement("copy_write_files")) as copy:
         for row in lite.execute(sql("copy_read_files")):
             copy.write_row(row)
             stats.files += 1
@@ -254,7 +176,7 @@ def _write_postgres(lite: apsw.Connection, pg: psycopg.Connection[Any], ranking:
     postings = Postings()
     n_chunks = total_length = 0
     with _spool() as fts_rows, _spool() as posting_rows:
-        with cur.copy(pg_sql("copy_write_chunks")) as copy:
+        with cur.copy(_statement("copy_write_chunks")) as copy:
             for row in lite.execute(sql("copy_read_chunks")):
                 chunk_id = int(row[0])
                 if row[9] is None:  # no full-text row: FTS5 counts no tokens for it
@@ -272,35 +194,35 @@ def _write_postgres(lite: apsw.Connection, pg: psycopg.Connection[Any], ranking:
                 stats.chunks += 1
         progress(f"chunks: {stats.chunks}")
         _copy_spool(cur, "copy_write_chunks_fts", fts_rows)
-        pg.execute(pg_sql("copy_postings_unindex"))  # the table is empty: index after loading
+        _run(pg, "copy_postings_unindex")  # the table is empty: index after loading
         _copy_spool(cur, "copy_write_postings", posting_rows)
-        pg.execute(pg_sql("copy_postings_reindex"))
+        _run(pg, "copy_postings_reindex")
     progress(f"postings: {stats.postings}")
-    pg.execute(pg_sql("copy_write_stats"), {"n_chunks": n_chunks, "total_length": total_length})
-    with cur.copy(pg_sql("copy_write_vectors")) as copy:
+    _run(pg, "copy_write_stats", {"n_chunks": n_chunks, "total_length": total_length})
+    with cur.copy(_statement("copy_write_vectors")) as copy:
         for vector_id, chunk_id, blob in lite.execute(sql("copy_read_vectors")):
             copy.write_row((vector_id, chunk_id, _halfvec_literal(blob)))
             stats.vectors += 1
     progress(f"vectors: {stats.vectors}")
     settings = {str(k): str(v) for k, v in lite.execute(sql("copy_read_settings"))}
     settings.update(ranking.as_settings())
-    with cur.copy(pg_sql("copy_write_settings")) as copy:
+    with cur.copy(_statement("copy_write_settings")) as copy:
         for item in sorted(settings.items()):
             copy.write_row(item)
     for name in ("roots", "index_runs", "common_terms"):
-        with cur.copy(pg_sql(f"copy_write_{name}")) as copy:
+        with cur.copy(_statement(f"copy_write_{name}")) as copy:
             for row in lite.execute(sql(f"copy_read_{name}")):
                 copy.write_row(row)
     chunks_seq, files_seq, runs_seq = lite.execute(sql("copy_read_sequences")).fetchall()[0]
-    pg.execute(pg_sql("copy_write_sequences"),
-               {"chunks": chunks_seq, "files": files_seq, "index_runs": runs_seq})
-    pg.execute(pg_sql("copy_analyze"))
+    _run(pg, "copy_write_sequences",
+         {"chunks": chunks_seq, "files": files_seq, "index_runs": runs_seq})
+    _run(pg, "copy_analyze")
     if ranking.vectors == "hnsw":
         progress("building the HNSW index")
-        pg.execute(pg_sql("vectors_ann_index"))
+        _run(pg, "vectors_ann_index")
     if ranking.lexical == "pg_textsearch":
         progress("building the pg_textsearch index")
-        pg.execute(pg_sql("fts_textsearch_index"))
+        _run(pg, "fts_textsearch_index")
     return stats
 
 
@@ -328,7 +250,7 @@ def _spool() -> Iterator[IO[bytes]]:
 
 def _copy_spool(cur: psycopg.Cursor[Any], statement: str, spool: IO[bytes]) -> None:
     spool.seek(0)
-    with cur.copy(pg_sql(statement)) as copy:
+    with cur.copy(_statement(statement)) as copy:
         while block := spool.read(_BLOCK):
             copy.write(block)
 
@@ -341,13 +263,9 @@ def _to_sqlite(url: str, target: Path, replace: bool,
     import psycopg
 
     shown = masked(url)
-    pg = connect_pg(url)
+    engine = _pg(url, create=False)
+    pg = engine.driver
     try:
-        is_ragdb, tables = first_row(pg, "copy_target")
-        if not is_ragdb:
-            raise ForeignDatabaseError(f"{shown} holds no ragdb index"
-                                       + (f" ({tables} tables of another application)"
-                                          if tables else ""))
         if target.is_dir():
             raise RagdbError(f"{target} is a directory, not a ragdb database")
         existed = target.exists()
@@ -357,7 +275,7 @@ def _to_sqlite(url: str, target: Path, replace: bool,
             raise RagdbError(f"cannot create {target}: {target.parent} is not a folder") from None
         try:
             with pg.transaction():
-                pg.execute(pg_sql("copy_snapshot"))
+                _run(pg, "copy_snapshot")
                 if not first_row(pg, "copy_holds_index")[0]:
                     raise RagdbError(f"{shown} holds no index: nothing to copy")
                 with index_lock(target):
@@ -374,15 +292,15 @@ def _to_sqlite(url: str, target: Path, replace: bool,
                         lite.close()
         except psycopg.OperationalError as exc:
             raise RagdbError(f"lost the connection to {shown}; {target} was not changed "
-                             f"({_scrub(str(exc), url)})") from None
+                             f"({_one_line(exc, url)})") from None
         except psycopg.Error as exc:
-            raise RagdbError(f"{shown}: nothing was copied: {_scrub(str(exc), url)}") from None
+            raise RagdbError(f"{shown}: nothing was copied: {_one_line(exc, url)}") from None
         except BaseException:
             if not existed:
                 _remove_db(target)
             raise
     finally:
-        pg.close()
+        engine.close()
     return stats
 
 
@@ -402,7 +320,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
     def rows(statement: str) -> Iterator[tuple[Any, ...]]:
         with pg.cursor(name=f"ragdb_copy_{statement}") as cur:
             cur.itersize = 5000
-            cur.execute(pg_sql(statement))
+            cur.execute(_statement(statement))
             yield from cur
 
     lite.executemany(sql("copy_write_files"), rows("copy_read_files"))

@@ -23,23 +23,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from ragdb.answering import Answer, answer_dataset
 from ragdb.db import (
+    Connection,
+    Location,
     Setting,
     bump_generation,
     connect,
-    default_db_path,
+    data_version,
     get_setting,
     index_lock,
     index_running,
+    location,
     scalar,
+    shown,
     write_transaction,
 )
 from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
-from ragdb.errors import RagdbError
+from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.models import ResolvedModel, resolve_model
@@ -50,19 +52,7 @@ from ragdb.generate.styles import (
     Style,
     extractive_wanted,
 )
-from ragdb.indexing import (
-    DEFAULT_EXCLUDE,
-    DEFAULT_INCLUDE,
-    MAX_CHUNK_SIZE,
-    IndexStats,
-    WalkOptions,
-    check_roots,
-    check_working_folder,
-    distinct_roots,
-    language_of,
-    stored_path,
-    update_index,
-)
+from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     MAX_K,
@@ -86,6 +76,15 @@ if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
         StudentSearchResultsAndAnswer,
     )
 from ragdb.vectors import VectorStats, dense_coverage, has_vectors, vector_count
+from ragdb.walking import (
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    WalkOptions,
+    check_roots,
+    distinct_roots,
+    language_of,
+    stored_path,
+)
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]
 
@@ -117,7 +116,8 @@ class Root:
 
 
 class RagDB:
-    """One rag.db: index it, search it, answer from it.
+    """One rag.db: index it, search it, answer from it. (Or a PostgreSQL database: `path` a
+    postgresql:// URL; everything below works the same on it, see ragdb/postgres.py.)
 
     The connection, the Searcher (with its embedder) and the answer model are opened on first
     need and kept: a cached search never loads a model, a search never loads the answer model.
@@ -126,17 +126,18 @@ class RagDB:
 
     def __init__(
         self,
-        path: Path | str | None = None,
+        path: Location | None = None,
         *,
         model: str | None = None,
         warn: Callable[[str], None] = _warn_stderr,
         use_cache: bool = True,
     ) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
+        #: A rag.db Path, or a postgresql:// URL (text).
+        self.path: Location = location(path)
         self.use_cache = use_cache
         self.model_spec = model
         self.warn = warn
-        self._conn: apsw.Connection | None = None
+        self._conn: Connection | None = None
         self._searcher: Searcher | None = None
         self._generator: Generator | None = None
         self._generator_lock = threading.Lock()
@@ -148,7 +149,17 @@ class RagDB:
     # -- the connection --------------------------------------------------------------------
 
     @property
-    def conn(self) -> apsw.Connection:
+    def shown(self) -> str:
+        """The database as messages name it (a URL without its password)."""
+        return shown(self.path)
+
+    def exists(self) -> bool:
+        """Whether there may be an index to read: the file exists (a server is asked when
+        connected to)."""
+        return not isinstance(self.path, Path) or self.path.exists()
+
+    @property
+    def conn(self) -> Connection:
         """The open rag.db; a missing or foreign database is a one-line RagdbError."""
         if self._conn is None:
             self._conn = connect(self.path)
@@ -191,7 +202,7 @@ class RagDB:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
         Every file the walk reaches is indexed in its language, any other UTF-8 text as
-        text (indexing.WalkOptions); `include` globs add files the default rule leaves out
+        text (walking.WalkOptions); `include` globs add files the default rule leaves out
         (lockfiles, generated, minified, credentials), `exclude` globs take files out (an
         `include` wins);
         `ignore` honours .gitignore files, .git/info/exclude and their negations; `hidden`
@@ -232,7 +243,7 @@ class RagDB:
 
     def _reindex_recorded(self, **kwargs: Any) -> IndexResult:
         """One run per set of walk options among the recorded roots (usually just one)."""
-        recorded = self.roots() if self.path.exists() else []
+        recorded = self._recorded_roots()
         if not recorded:
             raise RagdbError("nothing to index: give a folder, e.g. `ragdb index data/raw`")
         check_working_folder(self.conn, [Path(root.path) for root in recorded])
@@ -256,6 +267,18 @@ class RagDB:
         assert result is not None
         return result
 
+    def _recorded_roots(self) -> list[Root]:
+        """The recorded roots; none where there is no index yet (a blank PostgreSQL database
+        included; another application's is still refused)."""
+        if isinstance(self.path, Path):
+            return self.roots() if self.path.exists() else []
+        try:
+            return self.roots()
+        except ForeignDatabaseError:
+            raise
+        except MissingIndexError:
+            return []
+
     def roots(self) -> list[Root]:
         """The indexed roots, with their files and chunks counted from the rows."""
         return [Root(str(p), str(a), str(t), int(f), int(c), json.loads(str(o) or "{}"))
@@ -274,7 +297,7 @@ class RagDB:
         if path not in known:
             shown = ", ".join(sorted(known)) or "none"
             raise RagdbError(f"{root} is not an indexed root (roots: {shown})")
-        with index_lock(self.path), write_transaction(conn):
+        with index_lock(conn), write_transaction(conn):
             removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
             bump_generation(conn)
         return removed
@@ -339,7 +362,8 @@ class RagDB:
 
     def index_running(self) -> bool:
         """Whether an index run (any process, any door) is working on this rag.db now."""
-        return index_running(self.path)
+        return index_running(self._conn if self._conn is not None and not isinstance(
+            self.path, Path) else self.path)
 
     def mode_warning(self, mode: Mode | str) -> str | None:
         """What a search in this mode cannot find here, in one line; None when nothing is
@@ -357,7 +381,7 @@ class RagDB:
         while an index run is still embedding); None for an index built without vectors."""
         # Recomputed only when another connection committed (PRAGMA data_version) or this one
         # ran an index (generation): counting the vectors on every search cost ~4 ms.
-        key = (int(scalar(self.conn, "PRAGMA data_version")), index_generation(self.conn))
+        key = (data_version(self.conn), index_generation(self.conn))
         if self._coverage is None or self._coverage[0] != key:
             covered = round(dense_coverage(self.conn), 4) if has_vectors(self.conn) else None
             self._coverage = (key, covered)
@@ -477,7 +501,7 @@ class RagDB:
         """Counts and settings of the index, for people and for the HTTP API."""
         conn = self.conn
         return {
-            "db_path": str(self.path),
+            "db_path": self.shown,
             "generation": index_generation(conn),
             "has_chunks": not index_is_empty(conn),
             "files": int(scalar(conn, "SELECT count(*) FROM files") or 0),

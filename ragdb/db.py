@@ -1,5 +1,11 @@
 """rag.db: opening it, recognising it as ragdb's own, migrations, transactions and settings.
 
+The database may also be PostgreSQL (`--db postgresql://...`, ragdb/postgres.py): `connect`
+then returns a PostgresConnection, which ragdb's logic uses as it uses apsw's Connection, and
+each function below that differs by engine (transactions, the index lock, the full-text rows,
+the cache write) hands that connection's work to it. Nothing above this module branches on
+the engine.
+
 ragdb never writes a SQLite file that is not its own: a database is recognised by its
 `PRAGMA application_id` mark (or, for indexes made before the mark existed, by ragdb's schema
 version together with its core tables), and anything else is refused before a single pragma
@@ -18,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence, Union, overload
 from urllib.parse import quote
 
 import apsw
@@ -30,9 +36,14 @@ from ragdb.errors import (
     MissingIndexError,
     RagdbError,
 )
+from ragdb.postgres import PostgresConnection, is_url
 from ragdb.resources import resource_dir
 
 DEFAULT_DB = Path("data/processed/rag.db")
+#: An open index: rag.db through apsw, or a PostgreSQL database (ragdb/postgres.py).
+Connection = Union[apsw.Connection, PostgresConnection]
+#: Where an index is: a rag.db path, or a postgresql:// URL.
+Location = Union[Path, str]
 BUSY_TIMEOUT_MS = 5000
 #: "RAGD": ragdb's mark in the database header (PRAGMA application_id).
 APPLICATION_ID = 0x52414744
@@ -74,6 +85,21 @@ def _check_allowed(path: Path) -> None:
 def default_db_path() -> Path:
     """`RAGDB_DB` wins over the default so scripts and tests can point elsewhere."""
     return Path(os.environ.get("RAGDB_DB") or DEFAULT_DB)
+
+
+def location(value: Path | str | None = None) -> Location:
+    """A --db value (or, when None, `RAGDB_DB`, else the default): a postgresql:// URL stays
+    text, anything else is a rag.db path."""
+    if value is None:
+        value = os.environ.get("RAGDB_DB") or DEFAULT_DB
+    return value if is_url(value) else Path(value)
+
+
+def shown(where: Location) -> str:
+    """A location as messages name it: a URL without its password."""
+    from ragdb.postgres import display
+
+    return display(where) if isinstance(where, str) else str(where)
 
 
 def migrations() -> list[tuple[int, Path]]:
@@ -174,14 +200,29 @@ def _vec_path() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
 
 
+@overload
+def connect(path: Path, *, create: bool = ..., into_existing: bool = ...) -> apsw.Connection:
+    ...
+
+
+@overload
+def connect(path: Path | str, *, create: bool = ..., into_existing: bool = ...) -> Connection:
+    ...
+
+
 def connect(path: Path | str, *, create: bool = False,
-            into_existing: bool = False) -> apsw.Connection:
-    """Open rag.db with sqlite-vec loaded, WAL on and migrations applied.
+            into_existing: bool = False) -> Connection:
+    """Open rag.db with sqlite-vec loaded, WAL on and migrations applied (a postgresql:// URL:
+    the PostgreSQL database, ragdb.postgres.connect).
 
     Without `create`, a missing file is a MissingIndexError rather than a new empty database,
     so `ragdb search` before `ragdb index` says what to do instead of returning nothing.
     A file that is not a ragdb index is refused before anything is written to it.
     """
+    if is_url(path):
+        from ragdb import postgres
+
+        return postgres.connect(str(path), create=create, into_existing=into_existing)
     path = Path(path)
     _check_allowed(path)
     if not path.exists():
@@ -274,7 +315,7 @@ def _check_current(conn: apsw.Connection, path: Path) -> None:
         )
 
 
-def scalar(conn: apsw.Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
+def scalar(conn: Connection, statement: str, params: dict[str, Any] | None = None) -> Any:
     """The first column of the first row, or None: apsw's row types are too wide for mypy."""
     rows = conn.execute(statement, params or {}).fetchall()
     return rows[0][0] if rows else None
@@ -299,13 +340,17 @@ def _migrate(conn: apsw.Connection, path: Path) -> None:
 
 
 @contextmanager
-def write_transaction(conn: apsw.Connection) -> Iterator[None]:
+def write_transaction(conn: Connection) -> Iterator[None]:
     """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (Ctrl-C included).
 
     A deferred transaction that reads before it writes fails at once (no busy wait) when
     another connection commits in between, e.g. a search caching its result; taking the write
     lock up front makes writers queue on the busy timeout instead.
     """
+    if isinstance(conn, PostgresConnection):
+        with conn.write_transaction():
+            yield
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -327,12 +372,12 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
         raise
 
 
-def get_setting(conn: apsw.Connection, key: str) -> str | None:
+def get_setting(conn: Connection, key: str) -> str | None:
     value = scalar(conn, "SELECT value FROM settings WHERE key = :key", {"key": key})
     return None if value is None else str(value)
 
 
-def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
+def set_setting(conn: Connection, key: str, value: str) -> None:
     conn.execute(
         "INSERT INTO settings(key, value) VALUES (:key, :value) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -340,30 +385,35 @@ def set_setting(conn: apsw.Connection, key: str, value: str) -> None:
     )
 
 
-def generation(conn: apsw.Connection) -> int:
+def generation(conn: Connection) -> int:
     """Bumped by every index run that changed something: caches keyed on it stay correct."""
     return int(get_setting(conn, Setting.GENERATION) or 0)
 
 
-def bump_generation(conn: apsw.Connection) -> None:
+def bump_generation(conn: Connection) -> None:
     """Mark the index as changed: cached query results of earlier generations are dropped."""
     set_setting(conn, Setting.GENERATION, str(generation(conn) + 1))
     conn.execute("DELETE FROM query_cache")
 
 
-def vectors_version(conn: apsw.Connection) -> int:
+def vectors_version(conn: Connection) -> int:
     """Changes with every commit that changes chunk_vectors (see Setting.VECTORS_VERSION)."""
     return int(get_setting(conn, Setting.VECTORS_VERSION) or 0)
 
 
-def bump_vectors_version(conn: apsw.Connection) -> None:
+def bump_vectors_version(conn: Connection) -> None:
     set_setting(conn, Setting.VECTORS_VERSION, str(vectors_version(conn) + 1))
 
 
 @contextmanager
-def read_transaction(conn: apsw.Connection) -> Iterator[None]:
+def read_transaction(conn: Connection) -> Iterator[None]:
     """One snapshot for several reads (BEGIN ... COMMIT, deferred): a search reads settings,
-    vectors and rows as of one committed state, never half of an index run's next commit."""
+    vectors and rows as of one committed state, never half of an index run's next commit.
+    (PostgreSQL: REPEATABLE READ, READ ONLY.)"""
+    if isinstance(conn, PostgresConnection):
+        with conn.read_transaction():
+            yield
+        return
     if not conn.getautocommit():  # already inside a transaction: it is the snapshot
         yield
         return
@@ -373,6 +423,53 @@ def read_transaction(conn: apsw.Connection) -> Iterator[None]:
     finally:
         if not conn.getautocommit():
             conn.execute("COMMIT")  # read only: ends the snapshot, nothing to write
+
+
+def data_version(conn: Connection) -> int:
+    """Changes when another connection commits what a count of vectors reads: SQLite's
+    PRAGMA data_version; PostgreSQL: the vectors version (every vector commit bumps it)."""
+    if isinstance(conn, PostgresConnection):
+        return vectors_version(conn)
+    return int(scalar(conn, "PRAGMA data_version"))
+
+
+def write_if_free(conn: Connection, statement: str, params: dict[str, Any]) -> bool:
+    """One small write (a search caching its result) that never waits on a writer: skipped
+    while an index run holds the write lock. False when the database cannot be written here
+    (read-only, a full disk): the caller stops trying."""
+    if isinstance(conn, PostgresConnection):
+        return conn.write_if_free(statement, params)
+    conn.set_busy_timeout(0)
+    try:
+        with conn:
+            conn.execute(statement, params)
+    except apsw.BusyError:
+        pass  # an index run holds the write lock: skip rather than wait
+    except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.CantOpenError):
+        return False
+    finally:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return True
+
+
+# --- the full-text rows -------------------------------------------------------------------------
+
+def write_full_text(conn: Connection, statement: str,
+                    rows: Sequence[tuple[int, str, str, str]]) -> None:
+    """Full-text rows (chunk id, path, context, body: analysed text) in one batch: into
+    chunks_fts (`statement`, sql/index_fts_insert.sql); PostgreSQL: FTS5's tokens of the same
+    texts as postings rows, and each chunk's row length."""
+    if isinstance(conn, PostgresConnection):
+        conn.write_postings(rows)
+    else:
+        conn.executemany(statement, rows)
+
+
+def full_text_done(conn: Connection) -> None:
+    """After an index run changed rows: PostgreSQL recomputes N and the total row length BM25
+    reads (fts_stats); FTS5 keeps its own."""
+    if isinstance(conn, PostgresConnection):
+        conn.full_text_done()
 
 
 # --- one index run at a time ------------------------------------------------------------------
@@ -389,15 +486,22 @@ def index_lock_path(db_path: Path | str) -> Path:
 
 
 @contextmanager
-def index_lock(db_path: Path | str, *, wait: bool = False,
+def index_lock(db_path: Path | str | Connection, *, wait: bool = False,
                on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold rag.db's index lock for one index run: a second run (any door, any process) is
     refused with IndexRunningError, or with `wait` waits for the first to end.
 
     An flock on `rag.db.lock`: the kernel releases it when the holder dies, even by SIGKILL,
     so a killed run never leaves rag.db locked. The holder removes the file before releasing
-    it; a run that locked a file already removed tries again on the new one.
+    it; a run that locked a file already removed tries again on the new one. (Given a
+    connection: its database's lock; PostgreSQL's is an advisory lock, PostgresConnection.)
     """
+    if isinstance(db_path, PostgresConnection):
+        with db_path.index_lock(wait=wait, on_wait=on_wait):
+            yield
+        return
+    if isinstance(db_path, apsw.Connection):
+        db_path = db_path.filename
     if not str(db_path):  # an in-memory database: no other process can reach it
         yield
         return
@@ -440,8 +544,16 @@ def index_lock(db_path: Path | str, *, wait: bool = False,
         os.close(fd)
 
 
-def index_running(db_path: Path | str) -> bool:
+def index_running(db_path: Path | str | Connection) -> bool:
     """Whether an index run holds rag.db's index lock now (any process)."""
+    if isinstance(db_path, PostgresConnection):
+        return db_path.index_running()
+    if is_url(db_path):
+        from ragdb import postgres
+
+        return postgres.index_running(str(db_path))
+    if isinstance(db_path, apsw.Connection):
+        db_path = db_path.filename
     path = index_lock_path(db_path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

@@ -159,7 +159,7 @@ class _Server(MCPServer):
             raise type(exc)(" ".join(text.splitlines())) from cause
 
 
-def build_server(db: Path, *, model: str | None = None) -> MCPServer:
+def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
     """The MCP server for one rag.db (one RagDB, used by one tool call at a time)."""
     rag = RagDB(db, model=model, warn=lambda message: None)
     lock = threading.Lock()
@@ -376,7 +376,7 @@ async def serve_stdio(server: MCPServer) -> None:
             await lowlevel.run(server_in, server_out, lowlevel.create_initialization_options())
 
 
-def run_stdio(db: Path, *, model: str | None = None) -> None:
+def run_stdio(db: Path | str, *, model: str | None = None) -> None:
     """Serve until the client closes stdin (or Ctrl-C)."""
     server = build_server(db, model=model)
     try:

@@ -11,21 +11,16 @@ and kept in its settings (PgRanking).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING, Any, LiteralString, cast
+from typing import TYPE_CHECKING, Any
 
 from ragdb.errors import RagdbError
 from ragdb.postings import Postings
-from ragdb.resources import resource_dir
-from ragdb.retrieve import Hit
 from ragdb.vectors import VECTOR_DIM
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a search needs it
-    import psycopg
+    from ragdb.postgres import PostgresConnection
 
 #: settings keys of a PostgreSQL index (PostgreSQL only: `ragdb copy` back to a rag.db drops
 #: them).
@@ -83,18 +78,6 @@ class PgRanking:
                 "bm25_scan": int(self.lexical == "pg_textsearch")}
 
 
-_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-
-
-@cache
-def pg_sql(name: str) -> LiteralString:
-    """sql/postgresql/<name>.sql with `:name` parameters in psycopg's `%(name)s` form (and a
-    literal `%` doubled). A stand-in for the engine layer's loader, which does the same.
-    (LiteralString: the statements are ragdb's own files, never text from a user.)"""
-    text = (resource_dir("sql") / "postgresql" / f"{name}.sql").read_text(encoding="utf-8")
-    return cast(LiteralString, _PARAM.sub(r"%(\1)s", text.replace("%", "%%")))
-
-
 _STEMMER: Postings | None = None
 
 
@@ -125,12 +108,16 @@ def halfvec_text(vector: bytes) -> str:
     return "[" + ",".join(map(str, values)) + "]"
 
 
-def pg_params(params: Mapping[str, Any], terms: Sequence[str],
-              ranking: PgRanking = PgRanking()) -> dict[str, Any]:
+def pg_params(params: Mapping[str, Any], ranking: PgRanking = PgRanking()) -> dict[str, Any]:
     """The parameters of a sql/postgresql search file from those of the SQLite one (as
-    Searcher.plan makes them) and the informative terms its :match was made from."""
-    out = {key: value for key, value in params.items() if key != "match"}
-    out["terms"] = query_stems(terms)  # text[]: the planner counts an array's elements
+    Searcher.plan makes them): :terms and :bridge_terms, the informative terms the MATCH
+    expressions were made from, become their stems (text[]: the planner counts an array's
+    elements), the vector halfvec text."""
+    out = {key: value for key, value in params.items() if key not in ("match", "bridge_match")}
+    terms = list(params.get("terms") or [])
+    out["terms"] = query_stems(terms)
+    bridge = params.get("bridge_terms")
+    out["bridge_terms"] = query_stems(bridge) if bridge else None
     out["query_text"] = " ".join(terms)
     vector = params.get("query_vector")
     out["query_vector"] = halfvec_text(vector) if isinstance(vector, bytes) else None
@@ -138,26 +125,30 @@ def pg_params(params: Mapping[str, Any], terms: Sequence[str],
     return out
 
 
-def search_rows(conn: psycopg.Connection[Any], statement: str, params: Mapping[str, Any],
-                terms: Sequence[str], ranking: PgRanking = PgRanking()) -> list[Hit]:
-    """Run the PostgreSQL twin of a SQLite search file (Searcher.plan's statement, parameters
-    and terms) on a ragdb PostgreSQL database: its settings for this search, then the search,
-    in one transaction (the caller's, if one is open)."""
-    import psycopg
-
+def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, Any],
+                ranking: PgRanking = PgRanking()) -> list[tuple[Any, ...]]:
+    """Run the PostgreSQL twin of a SQLite search file (Searcher.plan's statement and
+    parameters) on a ragdb PostgreSQL database: its settings for this search, then the
+    search, in one snapshot (the caller's, if one is open). The rows are sql/search_*.sql's."""
     knn_depth = int(params.get("knn_depth") or 0)
     settings = ranking.settings_params(knn_depth, bool(params.get("filtered")))
-    values = pg_params(params, terms, ranking)
+    values = pg_params(params, ranking)
     name = ranking.statement(statement)
-    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    with conn.transaction() if idle else nullcontext():
-        conn.execute(pg_sql("search_settings"), settings)
+    with conn.read_transaction():
+        conn.run("search_settings", settings)
         if name.endswith("_textsearch"):  # the BM25 index's hits, then the rest
             depth = int(values["depth"])
             values["hits_limit"] = depth if statement == "search_hybrid" else max(
                 int(values["k"]), depth)
-            hits = conn.execute(pg_sql("search_textsearch_hits"), values).fetchall()
+            hits = conn.run("search_textsearch_hits", values)
             values["hit_ids"] = [int(row[0]) for row in hits]
             values["hit_scores"] = [float(row[1]) for row in hits]
-        rows = conn.execute(pg_sql(name), values).fetchall()
-    return [Hit.of_row(row) for row in rows]
+            if values["bridge_terms"]:  # the bridge leg's hits from the same index
+                bridge = conn.run("search_textsearch_hits",
+                                  {**values, "query_text": " ".join(params["bridge_terms"]),
+                                   "hits_limit": depth})
+                values["bridge_ids"] = [int(row[0]) for row in bridge]
+                values["bridge_scores"] = [float(row[1]) for row in bridge]
+            else:
+                values["bridge_ids"] = values["bridge_scores"] = []
+        return list(conn.run(name, values))

@@ -18,10 +18,22 @@ def resource_dir(name: str) -> Path:
     raise FileNotFoundError(f"ragdb's {name}/ folder is missing next to {_PACKAGE}")
 
 
+class SqlText(str):
+    """A statement's SQLite text that knows its file's name: an engine with its own version of
+    the file (PostgreSQL: sql/postgresql/<name>.sql) runs that one instead."""
+
+    name: str
+
+    def __new__(cls, text: str, name: str) -> "SqlText":
+        made = super().__new__(cls, text)
+        made.name = name
+        return made
+
+
 @cache
-def sql(name: str) -> str:
+def sql(name: str) -> SqlText:
     """Text of `sql/<name>.sql`, read once per process."""
-    return (resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8")
+    return SqlText((resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8"), name)
 
 
 def models_dir() -> Path:

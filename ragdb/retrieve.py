@@ -14,22 +14,27 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ragdb.db import (
-    BUSY_TIMEOUT_MS,
+    Connection,
     Setting,
     generation,
     get_setting,
     read_transaction,
     vectors_version,
+    write_if_free,
 )
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
+from ragdb.pg_search import PG_SETTINGS, PgRanking, search_rows
+from ragdb.postgres import PostgresConnection
 from ragdb.resources import sql
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
-from ragdb.tokenize import analyse_terms, fts_query, query_terms
+from ragdb.tokenize import STOPWORDS, analyse_terms, fts_query, named_identifiers, query_terms
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
 MAX_K = 100
+#: The bridge leg reads the doc passages among the first this many results of a first run.
+BRIDGE_FROM = 10
 
 
 class Mode(str, Enum):
@@ -86,6 +91,13 @@ class SearchParams:
     # name, or a first-level folder of a root that holds only folders), chunks outside the
     # named projects have their score multiplied by this.
     root_prior: float = 0.5
+    # Plain words to code through the docs (the bridge leg, sql/search_hybrid.sql): the
+    # identifiers named by the best `bridge_docs` doc passages among a first run's ten results
+    # (at most `bridge_terms` of them, in order) query the code chunks again, each code chunk
+    # adding w_bridge / (c + its rank there); w_bridge 0: off. Measured: README, "Any codebase".
+    w_bridge: float = 0.2
+    bridge_docs: int = 3
+    bridge_terms: int = 64
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters, with w_dense_plain as w_dense when the question is plain words."""
@@ -104,8 +116,9 @@ class SearchParams:
             "prior_paths": (json.dumps(list(self.prior_paths))
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),
+            "w_bridge": float(self.w_bridge),
             # Set per index and per question by Searcher._run: off when run as is.
-            "dense_kinds": None, "named_roots": None,
+            "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
             **({"w_dense_plain": float(self.w_dense_plain)}
                if self.w_dense_plain is not None else {}),
         }
@@ -304,7 +317,7 @@ def check_dataset_questions(questions: Sequence[UnansweredQuestion]) -> list[str
     return texts
 
 
-def index_is_empty(conn: apsw.Connection) -> bool:
+def index_is_empty(conn: Connection) -> bool:
     return not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall()
 
 
@@ -326,7 +339,7 @@ class Searcher:
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         params: SearchParams = SearchParams(),
         *,
         use_cache: bool = True,
@@ -347,6 +360,7 @@ class Searcher:
         self._embedder: Embedder | None = None
         self._loaded_for: str | None = None  # _made_by when the embedder was loaded
         self._mismatch = False  # the loaded embedder is not the one that made the vectors
+        self._pg_ranking = PgRanking()  # PostgreSQL: the legs its settings name
 
     # -- state shared by queries -------------------------------------------------------------
 
@@ -361,6 +375,10 @@ class Searcher:
             self._common = frozenset(str(row[0]) for row in rows)
             self._projects = [(str(name).lower(), str(path))
                               for name, path in self.conn.execute(sql("search_projects"))]
+            if isinstance(self.conn, PostgresConnection):
+                self._pg_ranking = PgRanking.of_settings(
+                    {key: value for key in PG_SETTINGS
+                     if (value := get_setting(self.conn, key)) is not None})
             self._generation = current
         if (current, version) != self._state:
             self._has_vectors = has_vectors(self.conn)
@@ -397,13 +415,21 @@ class Searcher:
 
         Uses the common terms as of the last _refresh() (search_many does one per call).
         """
+        return self._informative(query_terms(question))
+
+    def _informative(self, terms: Sequence[str]) -> list[str]:
+        """Terms with a stem outside the index's common terms (see informative_terms)."""
         kept = []
-        for term in query_terms(question):
-            stems = self._stem(term.encode(), apsw.FTS5_TOKENIZE_QUERY, None,
-                               include_offsets=False, include_colocated=False)
+        for term in terms:
+            stems = self._stems(term)
             if not stems or any(stem not in self._common for stem in stems):
                 kept.append(term)
         return kept
+
+    def _stems(self, term: str) -> list[str]:
+        """FTS5's tokens of one query term (what it matches in the index)."""
+        return list(self._stem(term.encode(), apsw.FTS5_TOKENIZE_QUERY, None,
+                               include_offsets=False, include_colocated=False))
 
     # -- the search itself -------------------------------------------------------------------
 
@@ -472,26 +498,53 @@ class Searcher:
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> list[Hit]:
         planned = self.plan(question, k, mode, vector, filters)
-        return self._rows(*planned[:2]) if planned else []
+        if planned is None:
+            return []
+        statement, params = planned
+        if statement != "search_hybrid" or self.params.w_bridge <= 0 or self._dense_kinds is None:
+            return self._rows(statement, params)
+        first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)})
+        terms = self._bridge_terms(question, first[:BRIDGE_FROM])
+        if not terms:
+            return first[:k]
+        return self._rows(statement, self.bridged(params, terms))
 
     def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
-             filters: Filters = NO_FILTERS
-             ) -> tuple[str, dict[str, Any], list[str]] | None:
-        """Which search file answers a question and with what parameters, and the informative
-        terms its :match was made from (another engine's files take those in its place);
-        None when there is nothing to search. As of the last _refresh()."""
+             filters: Filters = NO_FILTERS) -> tuple[str, dict[str, Any]] | None:
+        """Which search file answers a question and with what parameters (for either engine:
+        :match is the FTS5 expression rag.db's files take, :terms the informative terms it was
+        made from, which the PostgreSQL files take as stems in its place, ragdb.pg_search);
+        None when there is nothing to search. As of the last _refresh(). A hybrid search with
+        bridge terms runs its file a second time (_run, `bridged`)."""
         terms = self.informative_terms(question) if mode is not Mode.dense else []
         match = fts_query(terms)
         params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
-                                  **filters.as_sql(), "k": k, "match": match,
+                                  **filters.as_sql(), "k": k, "match": match, "terms": terms,
                                   "query_vector": vector, "dense_kinds": self._dense_kinds,
                                   "named_roots": self._named_roots(question)}
         if vector is None:  # lexical, or hybrid on an index without vectors
-            return ("search_lexical", params, terms) if match else None
+            return ("search_lexical", params) if match else None
         if mode is Mode.dense or not match:
             params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
-            return "search_dense", params, terms
-        return "search_hybrid", params, terms
+            return "search_dense", params
+        return "search_hybrid", params
+
+    @staticmethod
+    def bridged(params: dict[str, Any], terms: Sequence[str]) -> dict[str, Any]:
+        """A hybrid search's parameters with its bridge leg on: :bridge_match, the FTS5
+        expression of the bridge terms, and :bridge_terms, the terms themselves (stems on
+        PostgreSQL, as :terms)."""
+        return {**params, "bridge_match": fts_query(list(terms)), "bridge_terms": list(terms)}
+
+    def _bridge_terms(self, question: str, hits: Sequence[Hit]) -> list[str]:
+        """The identifiers the best doc passages among `hits` name (the kinds the index
+        embeds), less the question's own terms and stopwords: the bridge leg's query."""
+        kinds = set(json.loads(self._dense_kinds or "[]"))
+        docs = [hit for hit in hits if hit.language in kinds][: self.params.bridge_docs]
+        own = set(query_terms(question))
+        named = (term for hit in docs for term in named_identifiers(hit.text))
+        terms = [term for term in dict.fromkeys(named) if term not in own and term not in STOPWORDS]
+        return self._informative(terms)[: self.params.bridge_terms]
 
     def _named_roots(self, question: str) -> str | None:
         """The projects (see SearchParams.root_prior) the question names, as JSON; None if none
@@ -504,6 +557,11 @@ class Searcher:
         return json.dumps(named) if named else None
 
     def _rows(self, statement: str, params: dict[str, Any]) -> list[Hit]:
+        """A search file's hits: rag.db's sql/<statement>.sql, or on PostgreSQL its twin with
+        the parameters ragdb.pg_search makes from the same ones."""
+        if isinstance(self.conn, PostgresConnection):
+            rows = search_rows(self.conn, statement, params, self._pg_ranking)
+            return [Hit.of_row(row) for row in rows]
         return [Hit.of_row(row) for row in self.conn.execute(sql(statement), params)]
 
     # -- the query cache ---------------------------------------------------------------------
@@ -533,23 +591,15 @@ class Searcher:
 
     def _remember(self, key: str, hits: list[Hit]) -> None:
         payload = json.dumps([[h.chunk_id, h.score] for h in hits])
-        self.conn.set_busy_timeout(0)  # never make a search wait on a writer just to cache
-        try:
-            with self.conn:
-                self.conn.execute(sql("cache_put"), {
-                    "key": key, "generation": self._generation, "hits": payload,
-                    "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                })
-        except apsw.BusyError:
-            pass  # an index run holds the write lock: skip caching rather than wait
-        except (apsw.ReadOnlyError, apsw.FullError, apsw.IOError, apsw.CantOpenError):
-            # A read-only index or a full disk: searches go on answering, uncached.
-            self.use_cache = False
-        finally:
-            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        # Never wait on a writer just to cache; a read-only index or a full disk: searches go
+        # on answering, uncached.
+        self.use_cache = write_if_free(self.conn, sql("cache_put"), {
+            "key": key, "generation": self._generation, "hits": payload,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })
 
 
-def source_span(conn: apsw.Connection, path: str, first: int, last: int) -> Hit | None:
+def source_span(conn: Connection, path: str, first: int, last: int) -> Hit | None:
     """The text and lines of a span of an indexed file, rebuilt from its chunks.
 
     None when the file is no longer in the index (or the span lies outside it). Characters

@@ -137,6 +137,35 @@ def query_terms(question: str) -> list[str]:
     return list(seen)
 
 
+# An identifier as prose writes it: in backticks on one line, or snake_case, camelCase or
+# PascalCase with an inner capital (plain capitalised words are not identifiers). A fenced code
+# block is no backtick span: only its multi-part identifiers count, not every word of it.
+_NAMED_IDENTIFIER = re.compile(
+    r"`([^`\n]+)`"
+    r"|\b([A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
+    r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)\b"
+)
+
+
+def named_identifiers(text: str) -> list[str]:
+    """The identifiers a passage of prose names, as query terms, once each in order: each
+    multi-part identifier as its joined term (`exit_code` -> `exitcode`), a one-word name in
+    backticks (`pids`) as itself when it has three letters or more.
+
+    Docs name the code that implements what they describe; these terms let a question in plain
+    words reach that code (the bridge leg of sql/search_hybrid.sql).
+    """
+    terms: list[str] = []
+    for match in _NAMED_IDENTIFIER.finditer(text):
+        for token in _TOKEN.findall(match.group(1) or match.group(2)):
+            parts = split_identifier(token)
+            if len(parts) > 1:
+                terms.append("".join(parts))
+            elif parts and len(parts[0]) > 2:
+                terms.append(parts[0])
+    return list(dict.fromkeys(terms))
+
+
 def fts_query(terms: list[str]) -> str:
     """An FTS5 MATCH expression: any of the terms, each quoted so none is an operator.
 

@@ -17,9 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-import apsw
-
 from ragdb.db import (
+    Connection,
     Setting,
     bump_vectors_version,
     get_setting,
@@ -29,7 +28,7 @@ from ragdb.db import (
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
-from ragdb.syntax_chunking import SYNTAX_LANGUAGES
+from ragdb.file_types import SYNTAX_LANGUAGES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made: a no-op index run needs none
     import numpy as np
@@ -301,16 +300,16 @@ def query_blob(embedder: Embedder, text: str) -> bytes:
     return to_int8(embedder.embed([text]))[0].tobytes()
 
 
-def vector_count(conn: apsw.Connection) -> int:
+def vector_count(conn: Connection) -> int:
     """Vectors (windows), not chunks: see migrations/002_vectors.sql."""
     return cast(int, conn.execute(sql("vectors_count")).fetchall()[0][0])
 
 
-def has_vectors(conn: apsw.Connection) -> bool:
+def has_vectors(conn: Connection) -> bool:
     return bool(conn.execute(sql("vectors_any")).fetchall())
 
 
-def vector_kinds(conn: apsw.Connection) -> frozenset[str] | None:
+def vector_kinds(conn: Connection) -> frozenset[str] | None:
     """The file kinds (languages) whose chunks the index's vector policy embeds, read from the
     policy key stored with the vectors; None when that key is missing or unreadable."""
     try:
@@ -344,7 +343,7 @@ class VectorStats:
         return self.tokens / self.seconds if self.seconds else 0.0
 
 
-def vectors_pending(conn: apsw.Connection, identity: str,
+def vectors_pending(conn: Connection, identity: str,
                     policy: VectorPolicy = DEFAULT_POLICY) -> bool:
     """Whether sync_vectors would change anything: another embedder or policy, orphan vectors,
     or a chunk the policy wants that has no vector yet."""
@@ -357,7 +356,7 @@ def vectors_pending(conn: apsw.Connection, identity: str,
                for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
 
 
-def dense_coverage(conn: apsw.Connection, policy: VectorPolicy = DEFAULT_POLICY) -> float:
+def dense_coverage(conn: Connection, policy: VectorPolicy = DEFAULT_POLICY) -> float:
     """The share of the chunks the policy wants a vector for that have one: below 1.0 while an
     index run is still embedding (the lexical index is already complete then), or after one
     was interrupted until the next run completes them."""
@@ -367,7 +366,7 @@ def dense_coverage(conn: apsw.Connection, policy: VectorPolicy = DEFAULT_POLICY)
     return have / (have + missing) if have + missing else 1.0
 
 
-def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
+def sync_vectors(conn: Connection, embedder: Embedder, *,
                  batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: Callable[[int, int], None] | None = None,
                  policy: VectorPolicy = DEFAULT_POLICY,
@@ -433,7 +432,7 @@ def sync_vectors(conn: apsw.Connection, embedder: Embedder, *,
     return stats
 
 
-def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int],
+def _embed_batch(conn: Connection, embedder: Embedder, chunk_ids: list[int],
                  max_tokens: int, batch_size: int, policy: VectorPolicy,
                  memo: dict[str, np.ndarray] | None = None) -> int:
     """Embed and store one batch (every window of its chunks) in its own transaction.
@@ -470,11 +469,10 @@ def _embed_batch(conn: apsw.Connection, embedder: Embedder, chunk_ids: list[int]
                 f"the vectors of {conn.filename} were switched to another embedder while this "
                 "run computed them; nothing of this batch was kept: run `ragdb index` again")
         bump_vectors_version(conn)
-        for (chunk_id, number), vector in zip(keys, vectors):
-            conn.execute(sql("vectors_insert"), {
-                "vector_id": chunk_id * WINDOWS_PER_CHUNK + number, "chunk_id": chunk_id,
-                "blob": vector.tobytes(),
-            })
+        conn.executemany(sql("vectors_insert"), [{
+            "vector_id": chunk_id * WINDOWS_PER_CHUNK + number, "chunk_id": chunk_id,
+            "blob": vector.tobytes(),
+        } for (chunk_id, number), vector in zip(keys, vectors)])
     return len(rows)
 
 

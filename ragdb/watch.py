@@ -36,8 +36,11 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
         options = {k: v for k, v in options.items() if k not in _WALK_OPTIONS}
     from watchfiles import DefaultFilter
 
-    own = {os.path.abspath(f"{rag.path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
-    own.add(str(index_lock_path(rag.path)))
+    own: set[str] = set()
+    if isinstance(rag.path, Path):  # rag.db's own files change with every run (not PostgreSQL)
+        own = {os.path.abspath(f"{rag.path}{suffix}")
+               for suffix in ("", "-wal", "-shm", "-journal")}
+        own.add(str(index_lock_path(rag.path)))
     default = DefaultFilter()
 
     def relevant(change: Any, path: str) -> bool:

@@ -23,11 +23,11 @@ import apsw
 
 from ragdb.answering import Answer
 from ragdb.database import RagDB
-from ragdb.db import Setting, check_is_ragdb, get_setting
+from ragdb.db import Location, Setting, check_is_ragdb, get_setting, location
 from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.styles import Style
-from ragdb.indexing import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 #: A file path: while that file exists, an index run pauses after each file (at most 30 s).
@@ -72,7 +72,7 @@ def init(db_path: str, model: str | None, parent: int | None = None) -> None:
     if parent is not None:
         die_with_parent(parent)
     os.environ.setdefault("OPENVINO_TELEMETRY_DISABLE", "1")
-    _state["db_path"] = Path(db_path)
+    _state["db_path"] = location(db_path)
     _state["model"] = model
 
 
@@ -101,7 +101,7 @@ def _busy(fn: Any) -> Any:
 
 def check(db_path: str) -> None:
     """Open (and migrate) rag.db once, refusing a foreign database: `ragdb serve`'s start."""
-    RagDB(Path(db_path)).conn.close()
+    RagDB(location(db_path)).conn.close()
 
 
 def warm_up() -> None:
@@ -155,8 +155,8 @@ def answer(question: str, hits: list[Hit], k: int, mode: Mode, search_ms: float,
 def index(roots: list[str] | None, include: list[str] | None, vectors: bool,
           embedder_name: str | None, exclude: list[str] | None = None) -> dict[str, Any]:
     """The same steps as `ragdb index`, on a RagDB of its own; the embedder is kept."""
-    db_path: Path = _state["db_path"]
-    if db_path.exists() and db_path.stat().st_size:
+    db_path: Location = _state["db_path"]
+    if isinstance(db_path, Path) and db_path.exists() and db_path.stat().st_size:
         check_is_ragdb(db_path)
     hold = os.environ.get(HOLD_ENV)
 

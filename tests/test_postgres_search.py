@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,37 +19,22 @@ import pytest
 
 from ragdb.copying import copy_index
 from ragdb.db import connect, read_transaction
-from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_params, pg_sql, search_rows
+from ragdb import postgres
+from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_params
+from ragdb.postgres import pg_statements
 from ragdb.resources import resource_dir, sql
-from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
+from ragdb.retrieve import BRIDGE_FROM, NO_FILTERS, Filters, Hit, Mode, Searcher
 from tests.conftest import DATASETS, free_port, one_line_error, run_cli
 
 pgserver = pytest.importorskip("pgserver")
 psycopg = pytest.importorskip("psycopg")
 
-PASSWORD = "s3cret-Passw0rd"  # of the role the cluster makes log in with a password
-
-
-@pytest.fixture(scope="session")
-def _pg_cluster() -> Iterator[Any]:
-    """A throw-away PostgreSQL cluster for the session (the lead folds it into conftest's
-    pg_url). One role, ragdb_pw, must log in with a password, so a wrong one is refused."""
-    # Under /tmp, not pytest's root-only folder: run as root, pgserver runs the server as
-    # its own user, which must reach the data folder.
-    folder = Path(tempfile.mkdtemp(prefix="ragdb-pg-"))
-    folder.chmod(0o755)
-    server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE ragdb_pw LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
-        hba = Path(conn.execute("SHOW hba_file").fetchone()[0])
-        hba.write_text("local all ragdb_pw scram-sha-256\n" + hba.read_text())
-        conn.execute("SELECT pg_reload_conf()")
-    yield server
-    server.cleanup()
-    shutil.rmtree(folder, ignore_errors=True)
-
-
 _databases = iter(range(1, 10_000))
+
+
+def pg_sql(name: str) -> Any:
+    """sql/postgresql/<name>.sql as psycopg runs it (the engine layer's loader)."""
+    return pg_statements(name)[0]
 
 
 def new_database(cluster: Any) -> str:
@@ -64,8 +46,8 @@ def new_database(cluster: Any) -> str:
 
 
 @pytest.fixture
-def pg_db(_pg_cluster: Any) -> str:
-    return new_database(_pg_cluster)
+def pg_db(pg_server: Any) -> str:
+    return new_database(pg_server)
 
 
 @pytest.fixture(scope="session")
@@ -81,9 +63,9 @@ def slice_index(corpus_slice: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="session")
-def copied(_pg_cluster: Any, slice_index: Path) -> str:
+def copied(pg_server: Any, slice_index: Path) -> str:
     """The slice index copied into PostgreSQL (exact legs), by the real CLI."""
-    url = new_database(_pg_cluster)
+    url = new_database(pg_server)
     done = run_cli("copy", str(slice_index), url, cwd=slice_index.parent)
     assert done.returncode == 0, done.stderr
     assert "1 files" not in done.stdout and "chunks" in done.stdout
@@ -103,23 +85,42 @@ def questions(every: int = 4) -> list[str]:
                     "serve serving served server"]                   # one stem, four phrases
 
 
-def compare(searcher: Searcher, pg: Any, texts: list[str], mode: Mode,
-            filters: Filters = NO_FILTERS, ranking: PgRanking = PgRanking(),
-            ) -> tuple[list[tuple[list[Hit], list[Hit]]], int]:
-    """Each question's (rag.db hits, PostgreSQL hits), run with the same parameters and
-    vector, and how many questions had hits at all."""
+def compare(searcher: Searcher, url: str, texts: list[str], mode: Mode,
+            filters: Filters = NO_FILTERS) -> tuple[list[tuple[list[Hit], list[Hit]]], int]:
+    """Each question's (rag.db hits, PostgreSQL hits), each by its engine's Searcher._run
+    (the bridge's second run included) with the same vector, and how many questions had hits
+    at all. The PostgreSQL legs are those its settings name (PgRanking)."""
     pairs = []
+    other = Searcher(postgres.connect(url), use_cache=False)
+    try:
+        with read_transaction(searcher.conn), read_transaction(other.conn):
+            searcher._refresh()
+            other._refresh()
+            vectors = searcher._query_vectors(texts, mode)
+            for text in texts:
+                vector = vectors.get(text)
+                if searcher.plan(text, 10, mode, vector, filters) is None:
+                    continue
+                pairs.append((searcher._run(text, 10, mode, vector, filters),
+                              other._run(text, 10, mode, vector, filters)))
+    finally:
+        other.conn.close()
+    return pairs, sum(1 for lite, _ in pairs if lite)
+
+
+def bridged(searcher: Searcher, texts: list[str]) -> int:
+    """How many of the questions' hybrid searches run the bridge leg (bridge terms found)."""
+    count = 0
     with read_transaction(searcher.conn):
         searcher._refresh()
-        vectors = searcher._query_vectors(texts, mode)
+        vectors = searcher._query_vectors(texts, Mode.hybrid)
         for text in texts:
-            planned = searcher.plan(text, 10, mode, vectors.get(text), filters)
-            if planned is None:
+            planned = searcher.plan(text, 10, Mode.hybrid, vectors.get(text))
+            if planned is None or planned[0] != "search_hybrid":
                 continue
-            name, params, terms = planned
-            pairs.append((searcher._rows(name, params),
-                          search_rows(pg, name, params, terms, ranking)))
-    return pairs, sum(1 for lite, _ in pairs if lite)
+            first = searcher._rows(planned[0], {**planned[1], "k": BRIDGE_FROM})
+            count += bool(searcher._bridge_terms(text, first))
+    return count
 
 
 def assert_same(pairs: list[tuple[list[Hit], list[Hit]]]) -> None:
@@ -135,8 +136,9 @@ def assert_same(pairs: list[tuple[list[Hit], list[Hit]]]) -> None:
 def test_postgres_ranks_the_same_top_10_with_the_same_scores(
         slice_index: Path, copied: str, mode: Mode) -> None:
     searcher = Searcher(connect(slice_index), use_cache=False)
-    with psycopg.connect(copied, autocommit=True) as pg:
-        pairs, answered = compare(searcher, pg, questions(), mode)
+    pairs, answered = compare(searcher, copied, questions(), mode)
+    if mode is Mode.hybrid:  # the bridge leg's second run is part of what is compared
+        assert bridged(searcher, questions()) >= 5
     assert answered >= 40  # the comparison is about real rankings, not empty lists
     assert_same(pairs)
 
@@ -150,14 +152,13 @@ def test_postgres_ranks_the_same_top_10_with_the_same_scores(
 def test_filters_rank_the_same_inside_both_legs(slice_index: Path, copied: str,
                                                 filters: Filters) -> None:
     searcher = Searcher(connect(slice_index), use_cache=False)
-    with psycopg.connect(copied, autocommit=True) as pg:
-        for mode in (Mode.lexical, Mode.dense, Mode.hybrid):
-            pairs, answered = compare(searcher, pg, questions(every=8), mode, filters)
-            assert_same(pairs)
-            assert answered > 0 or mode is Mode.dense
-            for lite, _ in pairs:  # and the filter did apply
-                for hit in lite:
-                    assert not filters.langs or hit.language in filters.langs
+    for mode in (Mode.lexical, Mode.dense, Mode.hybrid):
+        pairs, answered = compare(searcher, copied, questions(every=8), mode, filters)
+        assert_same(pairs)
+        assert answered > 0 or mode is Mode.dense
+        for lite, _ in pairs:  # and the filter did apply
+            for hit in lite:
+                assert not filters.langs or hit.language in filters.langs
 
 
 def test_searcher_plan_is_what_a_search_runs(slice_index: Path) -> None:
@@ -172,7 +173,12 @@ def test_searcher_plan_is_what_a_search_runs(slice_index: Path) -> None:
                 vector = searcher._query_vectors([text], mode).get(text)
                 planned = searcher.plan(text, 10, mode, vector)
                 assert planned is not None
-                planned_hits = searcher._rows(*planned[:2])
+                planned_hits = searcher._rows(*planned)
+                if planned[0] == "search_hybrid":  # the bridge: a second run, when it has terms
+                    first = searcher._rows(planned[0], {**planned[1], "k": BRIDGE_FROM})
+                    terms = searcher._bridge_terms(text, first)
+                    planned_hits = (searcher._rows(planned[0], Searcher.bridged(planned[1], terms))
+                                    if terms else first[:10])
             assert [h.chunk_id for h in ran] == [h.chunk_id for h in planned_hits]
 
 
@@ -293,9 +299,9 @@ def test_another_applications_database_is_left_untouched(slice_index: Path, pg_d
         pg.execute("INSERT INTO invoices VALUES (1, 9.5)")
     error = one_line_error(run_cli("copy", str(slice_index), pg_db, "--replace",
                                    cwd=tmp_path))
-    assert "not a ragdb database" in error
+    assert "not a ragdb index" in error and "untouched" in error
     error = one_line_error(run_cli("copy", pg_db, str(tmp_path / "x.db"), cwd=tmp_path))
-    assert "no ragdb index" in error
+    assert "not a ragdb index" in error
     assert not (tmp_path / "x.db").exists()
     with psycopg.connect(pg_db) as pg:
         tables = {r[0] for r in pg.execute(
@@ -305,16 +311,18 @@ def test_another_applications_database_is_left_untouched(slice_index: Path, pg_d
 
 
 def test_bad_urls_a_server_down_and_a_wrong_password_are_one_line_without_the_password(
-        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
-    socket_dir = Path(str(_pg_cluster.get_uri()).rsplit("host=", 1)[1])
-    wrong = f"postgresql://ragdb_pw:not-{PASSWORD}@/postgres?host={socket_dir}"
-    right = f"postgresql://ragdb_pw:{PASSWORD}@/postgres?host={socket_dir}"
+        pg_server: Any, own_role: tuple[str, str, str], slice_index: Path,
+        tmp_path: Path) -> None:
+    role, PASSWORD, database = own_role  # a role that must log in with its password
+    socket_dir = Path(str(pg_server.get_uri()).rsplit("host=", 1)[1])
+    wrong = f"postgresql://{role}:not-{PASSWORD}@/{database}?host={socket_dir}"
+    right = f"postgresql://{role}:{PASSWORD}@/{database}?host={socket_dir}"
     down = f"postgresql://bob:{PASSWORD}@127.0.0.1:{free_port()}/ragdb"
     broken = f"postgresql://bob:{PASSWORD}@[::1/ragdb"
     with psycopg.connect(right):  # the password itself works
         pass
     for url, why in ((wrong, "password authentication failed"), (down, "cannot connect"),
-                     (broken, "not a valid PostgreSQL URL")):
+                     (broken, "cannot read the PostgreSQL URL")):
         for args in ((str(slice_index), url), (url, str(tmp_path / "new.db"))):
             error = one_line_error(run_cli("copy", *args, cwd=tmp_path))
             assert why in error, error
@@ -335,8 +343,8 @@ def test_pg_sql_files_name_only_their_own_parameters() -> None:
         comments = "\n".join(line.split("--", 1)[1] for line in lines if "--" in line)
         assert set(re.findall(pattern, comments)) <= set(re.findall(pattern, code)), path.name
         assert "::" not in code, path.name
-        assert len(re.findall(r"%\(\w+\)s", pg_sql(path.stem))) == len(
-            re.findall(pattern, "\n".join(lines))), path.name
+        loaded = "\n".join(pg_statements(path.stem))  # comments dropped
+        assert len(re.findall(r"%\(\w+\)s", loaded)) == len(re.findall(pattern, code)), path.name
 
 
 def _recall(lite: list[Hit], post: list[Hit], k: int = 10) -> float:
@@ -345,8 +353,8 @@ def _recall(lite: list[Hit], post: list[Hit], k: int = 10) -> float:
 
 
 def test_hnsw_option_uses_its_index_and_finds_what_exact_search_finds(
-        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
-    url = new_database(_pg_cluster)
+        pg_server: Any, slice_index: Path, tmp_path: Path) -> None:
+    url = new_database(pg_server)
     done = run_cli("copy", str(slice_index), url, "--vectors", "hnsw", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     ranking = PgRanking(vectors="hnsw")
@@ -356,7 +364,7 @@ def test_hnsw_option_uses_its_index_and_finds_what_exact_search_finds(
         searcher = Searcher(connect(slice_index), use_cache=False)
         recalls = []
         for mode in (Mode.dense, Mode.hybrid):
-            pairs, answered = compare(searcher, pg, questions(every=8), mode, ranking=ranking)
+            pairs, answered = compare(searcher, url, questions(every=8), mode)
             assert answered > 10
             recalls += [_recall(lite, post) for lite, post in pairs]
         with read_transaction(searcher.conn):
@@ -371,14 +379,14 @@ def test_hnsw_option_uses_its_index_and_finds_what_exact_search_finds(
             pg.execute("SET LOCAL enable_seqscan = off")
             plan = "\n".join(r[0] for r in pg.execute(
                 "EXPLAIN " + pg_sql("search_dense"),
-                pg_params(planned[1], planned[2], ranking)))
+                pg_params(planned[1], ranking)))
     assert "chunk_vectors_hnsw" in plan
     assert sum(recalls) / len(recalls) >= 0.95
 
 
 def test_pg_textsearch_option_ranks_with_its_bm25_index(
-        _pg_cluster: Any, slice_index: Path, tmp_path: Path) -> None:
-    url = new_database(_pg_cluster)
+        pg_server: Any, slice_index: Path, tmp_path: Path) -> None:
+    url = new_database(pg_server)
     done = run_cli("copy", str(slice_index), url, "--lexical", "pg_textsearch", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     ranking = PgRanking(lexical="pg_textsearch")
@@ -386,11 +394,10 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
         settings = dict(pg.execute("SELECT key, value FROM settings").fetchall())
         assert PgRanking.of_settings(settings) == ranking
         searcher = Searcher(connect(slice_index), use_cache=False)
-        pairs, answered = compare(searcher, pg, questions(every=8), Mode.lexical,
-                                  ranking=ranking)
-        hybrid, _ = compare(searcher, pg, questions(every=8), Mode.hybrid, ranking=ranking)
-        filtered, _ = compare(searcher, pg, questions(every=8), Mode.lexical,
-                              Filters.of(langs="markdown"), ranking=ranking)
+        pairs, answered = compare(searcher, url, questions(every=8), Mode.lexical)
+        hybrid, _ = compare(searcher, url, questions(every=8), Mode.hybrid)
+        filtered, _ = compare(searcher, url, questions(every=8), Mode.lexical,
+                              Filters.of(langs="markdown"))
         # The scores are the index scan's own: what its operator gives for those chunks.
         for text in ("LoRA adapters at run time", "SamplingParams temperature"):
             for lang in (None, "markdown"):
@@ -429,13 +436,10 @@ def test_a_copy_leaves_the_postings_keyed_as_the_migrations_make_them(
         copied: str, pg_db: str) -> None:
     """The copy loads the postings unindexed and builds their keys after: the same keys and
     index as a database the migrations made."""
-    from ragdb.copying import connect_pg, migrate_pg
-
-    with connect_pg(pg_db) as pg, pg.transaction():
-        migrate_pg(pg)
+    postgres.connect(pg_db, create=True).close()  # the engine layer's migrations
     fresh, after_copy = _postings_schema(pg_db), _postings_schema(copied)
     assert fresh == after_copy
-    assert {"postings_pkey", "postings_chunk_id_fkey"} <= {name for name, _ in fresh[1]}
+    assert "postings_pkey" in {name for name, _ in fresh[1]}
 
 
 def test_the_other_ports_answer_as_their_sqlite_files(slice_index: Path, copied: str) -> None:
@@ -451,7 +455,8 @@ def test_the_other_ports_answer_as_their_sqlite_files(slice_index: Path, copied:
         terms = both("common_terms")
         assert terms[0] and terms[0] == terms[1]
         pg.execute("DELETE FROM fts_common_terms")
-        pg.execute(pg_sql("index_common_terms"))
+        for statement in pg_statements("index_common_terms"):
+            pg.execute(statement)
         assert both("common_terms") == terms  # remade from the postings: the same terms
         projects = both("search_projects")
         assert projects[0] and projects[0] == projects[1]

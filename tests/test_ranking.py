@@ -342,3 +342,84 @@ def test_http_search_and_search_dataset_take_exclude(server: str) -> None:
         found = json.loads(response.read())
     got = [s["file_path"] for s in found["search_results"][0]["retrieved_sources"]]
     assert got and "proj/docs/flags.md" not in got
+
+
+# -- the bridge leg: plain words reach code through the docs that name it -------------------
+
+BRIDGE_FILES = {
+    "docs/retries.md": (
+        "# Retries\n\n"
+        "When a request fails, the client waits before trying the request again. The wait "
+        "doubles after every failure, starting at half a second and never longer than thirty "
+        "seconds; the schedule comes from `compute_backoff` in the transport module.\n"
+    ),
+    "docs/install.md": "# Install\n\nInstall the package with pip and import it in Python.\n",
+    "docs/logging.md": "# Logging\n\nEvery response is logged with its status and duration.\n",
+    "src/netclient/transport.py": (
+        '"""Sending requests over the network."""\n\n\n'
+        "def compute_backoff(attempt: int) -> float:\n"
+        '    """Seconds to wait before attempt number `attempt`."""\n'
+        "    return min(30.0, 0.5 * 2 ** attempt)\n"
+    ),
+    "src/netclient/queue.py": (
+        '"""Requests waiting for a free connection."""\n\n\n'
+        "def wait_for_slot(client: object, request: object) -> None:\n"
+        '    """The client request waits here until a connection is free, then tries again;\n'
+        '    a request that fails to get one is tried again later."""\n'
+        "    while not getattr(client, 'free', True):\n"
+        "        pass\n"
+    ),
+    "src/netclient/log.py": (
+        '"""Response logging."""\n\n\n'
+        "def log_response(status: int, duration: float) -> str:\n"
+        "    return f'{status} in {duration:.3f}s'\n"
+    ),
+    "src/netclient/install.py": (
+        '"""Package metadata."""\n\n\n'
+        "def package_version() -> str:\n"
+        "    return '1.0'\n"
+    ),
+}
+BRIDGE_QUESTION = "How long does the client wait before trying a failed request again?"
+
+
+@pytest.fixture(scope="module")
+def bridge_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository whose docs page names the function behind what it describes."""
+    work = tmp_path_factory.mktemp("bridge")
+    write_corpus(work / "proj", BRIDGE_FILES)
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work
+
+
+def _ranks(db: Path, params: SearchParams) -> list[str]:
+    hits = Searcher(connect(db), params, use_cache=False).search(BRIDGE_QUESTION, 10)
+    return [hit.file_path.split("/", 1)[1] for hit in hits]
+
+
+def test_docs_naming_a_function_bring_a_plain_words_question_to_it(bridge_repo: Path) -> None:
+    """The question shares its words with the queue helper, not with `compute_backoff`; the
+    docs page that answers it names `compute_backoff`, and the bridge leg ranks that code above
+    the helper whose words merely match. Without the leg the helper stays above it."""
+    db = bridge_repo / "rag.db"
+    with_bridge = _ranks(db, SearchParams())
+    without = _ranks(db, SearchParams(w_bridge=0.0))
+    implementation, helper = "src/netclient/transport.py", "src/netclient/queue.py"
+    assert with_bridge[0] == "docs/retries.md"
+    assert with_bridge.index(implementation) < with_bridge.index(helper)
+    assert implementation not in without or without.index(implementation) > without.index(helper)
+    # the leg keeps to the filters like the others: an excluded file does not come back by it
+    excluded = Searcher(connect(db), SearchParams(), use_cache=False).search(
+        BRIDGE_QUESTION, 10, Mode.hybrid, Filters.of(excludes=["*/transport.py"]))
+    assert excluded and all(not hit.file_path.endswith("transport.py") for hit in excluded)
+
+
+def test_named_identifiers_are_the_code_names_of_prose() -> None:
+    from ragdb.tokenize import named_identifiers
+
+    text = ("Call `compute_backoff` (or `pids`) from the TransportClient; plain Words and "
+            "`a` are not names, and exit_code joins.\n\n```python\nimport retry\n"
+            "retry.run(max_tries=3)\n```\n")
+    assert named_identifiers(text) == ["computebackoff", "pids", "transportclient", "exitcode",
+                                       "maxtries"]

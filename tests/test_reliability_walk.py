@@ -442,7 +442,7 @@ def test_ignore_patterns_match_as_pathspec_reads_them() -> None:
 
     import pathspec
 
-    from ragdb.indexing import _Spec
+    from ragdb.ignore_rules import _Spec
 
     rnd = random.Random(17)
     atoms = ["a", "b", "ab", "*", "?", "**", "[ab]", "[!a]", "a*", "*b", "a*b", "\\*", "*a*",

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragdb.chunking import Chunk
-from ragdb.syntax_chunking import (
-    SYNTAX_LANGUAGES, chunk_as_text, chunk_code, chunk_source, is_generated_or_minified,
-    is_vendored_dir, is_vendored_path, language_for,
+from ragdb.file_types import (
+    SYNTAX_LANGUAGES, is_generated_or_minified, is_vendored_dir, is_vendored_path, language_for,
 )
+from ragdb.syntax_chunking import chunk_as_text, chunk_code, chunk_source
 from ragdb.tokenize import analyse
 from tests.test_chunking import check_invariants, chunk_holding, text_of
 

@@ -13,12 +13,13 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ragdb.answering import answer_json
-from ragdb.generate.checking import CitedSource
+from ragdb.generate.checking import CitedSource, check_answer
 from ragdb.generate.generator import Generator
 from ragdb.generate.install import (
     PART_VERSION,
@@ -36,7 +37,7 @@ from ragdb.generate.styles import (
     extractive_wanted,
 )
 from tests.conftest import MODELS, REPO, run_cli, write_corpus
-from tests.test_checking import LORA, STACK
+from tests.test_checking import LORA, STACK, WAIT, XGRAMMAR
 
 NEEDS_PARTS = pytest.mark.skipif(
     not parts_installed(),
@@ -261,6 +262,63 @@ def test_writer_answers_with_checked_citations_end_to_end(tmp_path: Path) -> Non
                    for t in texts), (code, answer.text)
     assert answer.timings["total_s"] < 600  # a guard against a hang, not a speed claim
     shutil.rmtree(tmp_path / "proj")
+
+
+@pytest.fixture(scope="module")
+def writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generator]:
+    """The installed writer, loaded once for this module (skipped where it is not installed:
+    `make install-writer`, or the end-to-end test above, installs it)."""
+    path = MODELS / WRITER_FILE
+    if not path.is_file():
+        pytest.skip("the writer is not installed in data/models (make install-writer)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield Generator(resolve_model(str(path), MODELS, warn=pytest.fail))
+
+
+def _as_prompt(source: CitedSource) -> PromptSource:
+    return PromptSource(source.file_path, 0, len(source.text), 1,
+                        source.text.count("\n") + 1, source.text)
+
+
+@pytest.mark.slow
+def test_the_writer_gives_the_asked_value_then_the_code_it_read_it_from(
+    writer: Generator,
+) -> None:
+    """A question about a default in code: the written sentence names the value, passes the
+    check, and the code lines it was read from follow it, verbatim."""
+    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "python"))
+    pieces: list[str] = []
+    result = answerer.answer("What is the default max_threads value used when creating the "
+                             "GrammarCompiler in vLLM's XGrammar backend?",
+                             [_as_prompt(XGRAMMAR)], on_token=pieces.append)
+    assert result.check is not None and result.check["fallback"] is None, result.text
+    prose, _, code = result.text.partition("```")
+    assert re.search(r"\b8\b", prose) and prose.rstrip().endswith("[1]."), result.text
+    assert result.check["completed_with_code_of"] == [1] and result.cited == [1]
+    for line in code.split("\n")[1:]:
+        if line.strip() and not line.startswith(("```", "[1]")) and line.strip() != "...":
+            assert line.strip() in XGRAMMAR.text, line
+    assert "".join(pieces) == result.text  # what streamed is what was checked
+    assert result.total_s < 300  # a guard against a hang, not a speed claim
+
+
+@pytest.mark.slow
+def test_what_the_writer_cannot_support_never_reaches_the_reader(writer: Generator) -> None:
+    """A question its one source does not answer (psutil's docs of Process.wait, asked about
+    wait_procs): what is shown is passages, or sentences the check keeps as they are."""
+    question = ("What does `psutil.wait_procs()` return, and does it raise when the timeout "
+                "expires?")
+    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "text"))
+    pieces: list[str] = []
+    result = answerer.answer(question, [_as_prompt(WAIT)], on_token=pieces.append)
+    assert result.check is not None
+    if result.check["fallback"] is None:
+        again = check_answer(result.text, [WAIT], question=question)
+        assert again.text == result.text and not again.report.dropped, result.check
+    else:
+        assert result.model == EXTRACTIVE_NAME and result.text.strip()
+    assert "".join(pieces) == result.text
 
 
 def test_the_repository_ignores_the_models_folder() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragdb.datasette_plugin.service import PLUGIN, PluginConfig, service_for
 from ragdb import worker
-from ragdb.db import forbid_in_this_process
+from ragdb.db import Location, forbid_in_this_process, location, shown
 from ragdb.errors import MissingIndexError, RagdbError
 
 
@@ -26,9 +26,12 @@ def ensure_registered() -> None:
         pm.register(module, PLUGIN)
 
 
-def make_datasette(db_path: Path, *, corpus_roots: list[Path] | None = None,
+def make_datasette(db_path: Location, *, corpus_roots: list[Path] | None = None,
                    model: str | None = None, extra: dict[str, Any] | None = None) -> Any:
-    """A Datasette over rag.db with ragdb's plugin configured (used by `serve` and tests)."""
+    """A Datasette over rag.db with ragdb's plugin configured (used by `serve` and tests).
+
+    A PostgreSQL database (a postgresql:// URL) is not a file Datasette can serve: the
+    plugin's API and question page work on it, and Datasette serves no database."""
     from datasette.app import Datasette
 
     ensure_registered()
@@ -40,7 +43,8 @@ def make_datasette(db_path: Path, *, corpus_roots: list[Path] | None = None,
     config.update(extra or {})
     PluginConfig.from_metadata(config)  # fail now on a bad value
     metadata = {"title": "ragdb", "plugins": {PLUGIN: config}}
-    return Datasette(files=[str(db_path)], metadata=metadata)
+    files = [str(db_path)] if isinstance(db_path, Path) else []
+    return Datasette(files=files, metadata=metadata)
 
 
 #: Seconds a client may take to send a request's headers (uvicorn has no such limit).
@@ -100,7 +104,7 @@ def _check_port(host: str, port: int) -> None:
             raise RagdbError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
+def serve(db_path: Location, *, host: str = "127.0.0.1", port: int = 8001,
           corpus_roots: list[Path] | None = None, model: str | None = None) -> None:
     """Serve rag.db with Datasette and ragdb's routes until interrupted (as `datasette serve`).
 
@@ -109,8 +113,8 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
     """
     import uvicorn
 
-    db_path = Path(db_path)
-    if not db_path.exists():
+    db_path = location(db_path)
+    if isinstance(db_path, Path) and not db_path.exists():
         raise MissingIndexError(f"no index at {db_path}: run `ragdb index` first")
     # Refuses a foreign database and applies migrations, in a child process: this process
     # reads rag.db through Datasette's SQLite only (see ragdb/worker.py).
@@ -118,7 +122,8 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
                              initializer=worker.die_with_parent,
                              initargs=(os.getpid(),)) as pool:
         pool.submit(worker.check, str(db_path)).result()
-    forbid_in_this_process(db_path)
+    if isinstance(db_path, Path):
+        forbid_in_this_process(db_path)
     if not 1 <= port <= 65535:
         raise RagdbError(f"--port must be between 1 and 65535, got {port}")
     _check_port(host, port)
@@ -128,7 +133,7 @@ def serve(db_path: Path, *, host: str = "127.0.0.1", port: int = 8001,
                                extra={"allowed_hosts": bound} if bound else None)
     asyncio.run(datasette.invoke_startup())
     service_for(datasette).warm_up()
-    print(f"ragdb: serving {db_path} on http://{host}:{port}/ "
+    print(f"ragdb: serving {shown(db_path)} on http://{host}:{port}/ "
           f"(questions: http://{host}:{port}{service_for(datasette).ask_url()})",
           file=sys.stderr, flush=True)
     # Stalled clients are dropped: headers not in within HEADER_TIMEOUT_S, idle keep-alive

@@ -3,7 +3,8 @@ index runs on a connection of their own, one answer model shared by all requests
 
 Plugin configuration lives in metadata under `"plugins": {"ragdb": {...}}`:
 
-    db              path of rag.db for ragdb's own connection [the first database file served]
+    db              path of rag.db for ragdb's own connection [the first database file served],
+                    or a postgresql:// URL (Datasette then serves no database; the API does)
     corpus_roots    folders `POST /-/ragdb/index` re-indexes [the roots of the last index run]
     model           --model of `ragdb answer` [Qwen3-0.6B, else the offline SmolLM2]
     vectors         whether an index run also embeds new chunks [true]
@@ -33,6 +34,7 @@ from typing import Any, Callable, Sequence
 
 from ragdb.answering import Answer
 from ragdb import worker
+from ragdb.db import Location, location, shown
 from ragdb.errors import (
     DatabaseBusyError,
     IndexRunningError,
@@ -41,7 +43,7 @@ from ragdb.errors import (
     UnavailableError,
 )
 from ragdb.generate.styles import Style
-from ragdb.indexing import WalkOptions
+from ragdb.walking import WalkOptions
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
 PLUGIN = "ragdb"
@@ -67,7 +69,7 @@ def is_hidden_table(name: str) -> bool:
 
 @dataclass
 class PluginConfig:
-    db: Path | None = None
+    db: Location | None = None
     corpus_roots: list[Path] | None = None
     model: str | None = None
     vectors: bool = True
@@ -110,7 +112,7 @@ class PluginConfig:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise RagdbError("plugin configuration ragdb.max_body_bytes must be a positive integer")
         return cls(
-            db=Path(db) if db else None,
+            db=location(db) if db else None,
             corpus_roots=[Path(r) for r in roots] if roots else None,
             model=model,
             vectors=vectors,
@@ -190,7 +192,7 @@ class RagdbService:
         self.datasette = datasette
         self.config = config
         self.db_name: str | None = None
-        self.db_path: Path | None = config.db
+        self.db_path: Location | None = config.db
         self.is_ragdb = False
         self.hidden_tables: list[str] = []
         self.indexing = False
@@ -206,6 +208,8 @@ class RagdbService:
         """Pick the served database that is rag.db and note its internal tables."""
         files = [db for db in self.datasette.databases.values() if db.path and not db.is_memory]
         chosen = None
+        if isinstance(self.config.db, str):  # PostgreSQL: no file of Datasette's is it
+            return
         if self.config.db is not None:
             wanted = self.config.db.resolve()
             chosen = next((db for db in files if Path(db.path).resolve() == wanted), None)
@@ -310,7 +314,7 @@ class RagdbService:
     async def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "database": self.db_name,
-            "db_path": str(self.db_path) if self.db_path else None,
+            "db_path": shown(self.db_path) if self.db_path else None,
             "indexing": self.indexing,
             "last_index": self.last_index,
             "model": self.model,

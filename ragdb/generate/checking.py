@@ -4,8 +4,13 @@ A language model's answer is only shown where what it says can be found in the s
 cites: every sentence must cite a given source as [n]; code and commands must appear verbatim
 in a cited source (a block that does not is replaced by that source's own lines, when they
 are clearly the ones meant); identifiers, flags, paths and numbers written in prose must appear
-in a cited source. A sentence that fails is dropped, with the reason recorded. Plain words are
-not checked: a claim made only of ordinary words ("it is faster") passes when it cites a source.
+in a cited source, unless the question itself names them. Then the sentence's own words: what
+it says beyond the question (its content words, less stopwords, the question's words and words
+that only frame a claim, such as "default" or "allows") must be found in the cited source, all
+but a few, and together, in one stretch of it next to what the question asks about, not
+scattered over it. A sentence that says nothing beyond the question ("The default value of
+x is [1].", "Yes, it can read files [1].") or only that the sources do not say is dropped.
+A sentence that fails is dropped, with the reason recorded.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from ragdb.generate.support import DEFAULT_SUPPORT, SupportSettings, support
+from ragdb.tokenize import split_identifier
 
 _CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
 _FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?P<body>.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
@@ -44,6 +52,11 @@ _NOT_NAMES = re.compile(r"^(?:e\.g|i\.e|etc)$", re.I)
 MIN_KEPT_SHARE = 1 / 3
 
 
+#: What every sentence was checked for, as the answer's JSON says.
+CHECKED = ["citations", "code verbatim", "identifiers, flags, paths, numbers",
+           "words in the cited source, together", "says more than the question"]
+
+
 @dataclass(frozen=True)
 class CitedSource:
     """A source as the check sees it: its number in the answer, path and full text."""
@@ -70,17 +83,21 @@ class CheckReport:
     kept: int = 0
     dropped: list[dict[str, str]] = field(default_factory=list)
     replaced: list[dict[str, Any]] = field(default_factory=list)
+    recited: list[dict[str, Any]] = field(default_factory=list)
+    completed: list[int] = field(default_factory=list)  # sources whose code lines were added
     removed_citations: list[int] = field(default_factory=list)
     fallback: str | None = None  # "extractive" when too little survived
     writer: str | None = None  # the model whose answer was checked
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "checked": ["citations", "code verbatim", "identifiers, flags, paths, numbers"],
+            "checked": CHECKED,
             "sentences": self.sentences,
             "kept": self.kept,
             "dropped": self.dropped,
             "replaced_code": self.replaced,
+            "recited": self.recited,
+            "completed_with_code_of": self.completed,
             "removed_citations": self.removed_citations,
             "fallback": self.fallback,
             "writer": self.writer,
@@ -92,6 +109,7 @@ class CheckedAnswer:
     text: str
     cited: list[int]
     report: CheckReport
+    kept_sentences: list[str] = field(default_factory=list)  # the prose units kept, as shown
 
     @property
     def too_little(self) -> bool:
@@ -124,7 +142,20 @@ def _prose_units(prose: str) -> list[tuple[str, list[int]]]:
             position = ending.end()
         if prose[position:end].strip():
             pieces.append(_piece(prose[position:end], masked[position:end]))
-    return [(text, cites) for text, cites in pieces if text.strip()]
+    return _rejoined([(text, cites) for text, cites in pieces if text.strip()])
+
+
+def _rejoined(pieces: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
+    """A piece that cites nothing and ends in a stop and a quote, followed by one starting in
+    lowercase, was cut inside a quotation (`skips "lm_head." if ...`): one sentence again."""
+    out: list[tuple[str, list[int]]] = []
+    for text, cites in pieces:
+        if out and not out[-1][1] and re.match(r"[a-z]", text) \
+                and re.search(r"[.!?][\"')]$", out[-1][0]):
+            out[-1] = (out[-1][0] + " " + text, cites)
+        else:
+            out.append((text, cites))
+    return out
 
 
 def _piece(text: str, masked: str) -> tuple[str, list[int]]:
@@ -192,13 +223,25 @@ def _token_supported(token: str, sources: list[CitedSource]) -> bool:
     return False
 
 
-def _unsupported_tokens(prose: str, sources: list[CitedSource]) -> list[str]:
+def _asked(token: str, question: str) -> bool:
+    """The question names it itself: naming it again claims nothing (where the source spells
+    the name otherwise, `MultiConnector` for the question's `MultiKVConnector`, the retrieval
+    found the right place; the rest of the sentence is still checked)."""
+    token = token.rstrip(".,:;")
+    if token.endswith("()"):
+        token = token[:-2]
+    return bool(token) and _appears(token, question, ignore_case=True)
+
+
+def _unsupported_tokens(prose: str, sources: list[CitedSource], question: str = ""
+                        ) -> list[str]:
     prose = _LIST_MARKER.sub("", _INLINE.sub(" ", prose))
     prose = _CITE.sub(" ", prose)
     found = []
     for match in _CHECKABLE.finditer(prose):
         token = match.group()
-        if not _token_supported(token, sources) and token not in found:
+        if not _token_supported(token, sources) and not _asked(token, question) \
+                and token not in found:
             found.append(token)
     return found
 
@@ -271,11 +314,13 @@ def _sentence_key(text: str) -> str:
     return " ".join(_WORD.findall(_CITE.sub(" ", text).lower()))
 
 
-def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None = None
+def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
+                 writer: str | None = None, settings: SupportSettings = DEFAULT_SUPPORT
                  ) -> CheckedAnswer:
     """Keep the units of `answer` that its cited sources support; report the rest.
 
-    `sources` are those the model was given, numbered as the answer cites them.
+    `sources` are those the model was given, numbered as the answer cites them; `question`
+    is what was asked (its words claim nothing, and a sentence must say more than it).
     """
     by_number = {s.number: s for s in sources}
     report = CheckReport(writer=writer)
@@ -299,9 +344,11 @@ def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None 
             _drop(report, unit.text, "talks about a source, not the question")
             text = None
         else:
-            text = _check_sentence(unit, valid, invalid, by_number, report, seen)
-            if text is not None:
-                previous_cites = valid
+            text = _check_sentence(unit, valid, invalid, by_number, report, seen, question,
+                                   settings)
+            if text is not None:  # (re-cited, it may cite another source than written)
+                previous_cites = [int(n) for n in re.findall(r"\[(\d{1,3})\]", text)
+                                  if int(n) in by_number] or valid
         previous_text = unit.text
         if text is not None:
             kept.append(text)
@@ -309,7 +356,7 @@ def check_answer(answer: str, sources: list[CitedSource], *, writer: str | None 
     text = _join(kept)
     cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", _INLINE.sub(" ", _strip_fences(
         text))) if int(n) in by_number})
-    return CheckedAnswer(text, cited, report)
+    return CheckedAnswer(text, cited, report, [k for k in kept if not k.startswith(("```", "~~~"))])
 
 
 def _drop(report: CheckReport, text: str, reason: str) -> None:
@@ -323,6 +370,27 @@ _META = re.compile(
     re.I)
 
 
+# A Markdown link whose target is no URL or path: "[1]([1])", "[The backend](currently)",
+# "[https://x/SECURITY.md]([2])", from a model that put citations or words in link form.
+_BROKEN_LINK = re.compile(r"\[([^\[\]\n]*)\]\((?!https?://|\.{0,2}/|[\w.-]+/|#)([^()\n]*)\)")
+# "states that ...": a sentence whose subject was a citation, cut off before it.
+_SOURCE_VERB = re.compile(r"(?:also[ \t]+)?(?:states|mentions|says|notes|explains|provides|"
+                          r"indicates|describes|shows|suggests|recommends)\b")
+
+
+def _link_text(match: re.Match[str]) -> str:
+    text = match.group(1)
+    return "" if re.fullmatch(r"\s*\d{1,3}\s*", text) else text
+
+
+# ", as stated in [1]": the citation's place is taken by a phrase that talks about it.
+_AS_STATED = re.compile(
+    r",?[ \t]+(?:as[ \t]+)?(?:stated|indicated|mentioned|shown|described|noted|explained|"
+    r"specified|seen|defined|given)[ \t]+(?:in|by)(?=[ \t]*\[\d{1,3}\])", re.I)
+# "The sources do not say." (the writer is told to write so when they do not answer).
+_NOT_SAID = re.compile(
+    r"\b(?:sources?|documentation|context|text)[ \t]+(?:do(?:es)?[ \t]+not|don't|doesn't)[ \t]+"
+    r"(?:say|mention|specify|contain|provide|state|give|answer|describe|include)", re.I)
 # A sentence that begins with a plain lowercase word right after "stop. [n]" had the citation
 # as its subject ("[1] is a reliable source"): it is about a source, not the project.
 _ABOUT_A_SOURCE = re.compile(r"[a-z]+\b(?![._/-])")
@@ -333,9 +401,18 @@ _PAREN_NUMBER = re.compile(r"[ \t]*\(\d{1,3}\)(?=[.!?:]?[ \t]*\[\d{1,3}\])")
 
 def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                     by_number: dict[int, CitedSource], report: CheckReport,
-                    seen: set[str]) -> str | None:
-    text = _META.sub("", unit.text)
+                    seen: set[str], question: str = "",
+                    settings: SupportSettings = DEFAULT_SUPPORT) -> str | None:
+    text = _BROKEN_LINK.sub(_link_text, unit.text).strip()
+    text = _META.sub("", text)
+    text = _AS_STATED.sub("", text)
+    if _SOURCE_VERB.match(text):
+        _drop(report, text, "talks about a source, not the question")
+        return None
     text = _PAREN_NUMBER.sub("", text)
+    if _NOT_SAID.search(text):
+        _drop(report, text, "says the sources do not answer")
+        return None
     for n in invalid:  # a citation of a source that was not given is never shown
         text = re.sub(rf"[ \t]*\[{n}\]", "", text)
     if not valid:
@@ -347,29 +424,99 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
     if key in seen:
         _drop(report, text, "repeats an earlier sentence")
         return None
-    cited = [by_number[n] for n in valid]
-    where = ", ".join(f"[{n}]" for n in valid)
+    checked, why, replaced = _claim(text, [by_number[n] for n in valid], question, settings)
+    if why is not None and why != NOTHING_NEW:
+        # The writer may cite the wrong one of the sources it saw: where another one alone
+        # supports the whole sentence, it is cited instead (the check is the same).
+        for number, source in by_number.items():
+            if number in valid:
+                continue
+            moved = _recite(text, valid, number)
+            again, failed, moved_replaced = _claim(moved, [source], question, settings)
+            if failed is None:
+                report.recited.append({"text": text, "from": valid, "to": number})
+                checked, why, replaced = again, None, moved_replaced
+                break
+    if why is not None:
+        _drop(report, text, why)
+        return None
+    report.replaced.extend(replaced)
+    seen.add(key)
+    return checked
+
+
+NOTHING_NEW = "says nothing the question did not"
+
+
+def _recite(text: str, old: list[int], new: int) -> str:
+    """The sentence citing [new] where it cited the numbers in `old` (once, at its end)."""
+    stripped = re.sub(r"[ \t]*\[(\d{1,3})\]", lambda m: "" if int(m.group(1)) in old
+                      else m.group(0), text)
+    stripped = stripped.rstrip()
+    stop = re.search(r"[.!?:]$", stripped)
+    if stop:
+        return stripped[:-1] + f" [{new}]" + stripped[-1]
+    return stripped + f" [{new}]"
+
+
+def _claim(text: str, cited: list[CitedSource], question: str, settings: SupportSettings
+           ) -> tuple[str, str | None, list[dict[str, Any]]]:
+    """The sentence (inexact inline commands replaced by the source's own line), why it is
+    not supported by `cited` (None when it is), and what was replaced."""
+    where = ", ".join(f"[{s.number}]" for s in cited)
+    replaced: list[dict[str, Any]] = []
     for match in list(_INLINE.finditer(text)):
         span = match.group(1)
         if _verbatim(span, cited):
             continue
         if re.fullmatch(r"\S+", span.strip()):
-            if _token_supported(span.strip(), cited):
+            if _token_supported(span.strip(), cited) or _asked(span.strip(), question):
                 continue
-            _drop(report, text, f"`{span}` is not in {where}")
-            return None
+            return text, f"`{span}` is not in {where}", []
         line = _command_line(span, cited)
         if line is None:
-            _drop(report, text, f"`{span}` is not in {where}")
-            return None
-        report.replaced.append({"written": span, "source_lines": line[0], "n": line[1]})
+            return text, f"`{span}` is not in {where}", []
+        replaced.append({"written": span, "source_lines": line[0], "n": line[1]})
         text = text.replace(match.group(0), f"`{line[0]}`", 1)
-    missing = _unsupported_tokens(text, cited)
+    missing = _unsupported_tokens(text, cited, question)
     if missing:
-        _drop(report, text, f"{', '.join(missing[:3])} not in {where}")
-        return None
-    seen.add(key)
-    return text
+        return text, f"{', '.join(missing[:3])} not in {where}", []
+    subjects = _asked_names(text, question)
+    if subjects and not any(_token_supported(t, cited) or _in_any_case(t, cited)
+                            for t in subjects):
+        return text, f"{where} is not about {', '.join(subjects[:2])}", []
+    said = support(_LIST_MARKER.sub("", text), question,
+                   [(s.text, s.file_path) for s in cited], settings)
+    if not said.novel:
+        return text, NOTHING_NEW, []
+    if said.fails(settings):
+        if said.missing:
+            return text, f"the words {', '.join(said.missing[:4])} are not in {where}", []
+        return text, f"what it says is not together in one place of {where}", []
+    return text, None, replaced
+
+
+# A name of code (snake_case, dotted, a call, CamelCase with two humps): what a question asks
+# about, when it names one.
+_CODE_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b\w*_\w+\b|\b[A-Za-z]\w*\(\)"
+                        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
+
+
+def _asked_names(text: str, question: str) -> list[str]:
+    """The names of code the sentence repeats from the question."""
+    prose = _CITE.sub(" ", text)
+    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]
+    return [n for n in dict.fromkeys(names) if len(n) > 3 and _asked(n, question)
+            and ("_" in n or "." in n or len(split_identifier(n)) > 1)]  # not vLLM, LoRA
+
+
+def _in_any_case(name: str, sources: list[CitedSource]) -> bool:
+    """`NIXLConnector` for the source's `NixlConnector`, `DeepSeek` in `DeepSeekMTP` (a
+    CamelCase name only: `FP8_MIN` is not the source's local `fp8_min`)."""
+    if "_" in name or "." in name:
+        return False
+    low = name.lower()
+    return any(low in (s.text + "\n" + s.file_path).lower() for s in sources)
 
 
 def _check_block(unit: Unit, cites: list[int], by_number: dict[int, CitedSource],

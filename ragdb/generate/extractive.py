@@ -3,76 +3,78 @@
 No language model writes anything: every passage is a verbatim span of a source
 (`source.text[start:end]`), shown after `clean_markup` and followed by its source number. The
 embedding function is a parameter (unit vectors in, as `ragdb.embed.Embedder.embed` returns),
-so this module depends on nothing but `ragdb.tokenize` and numpy.
+so this module and its parts (spans, markup, answer_signals, code_window) depend on nothing but
+`ragdb.tokenize` and numpy.
 
-How a passage is scored (settings in `Settings`, chosen on the first 50 public docs questions;
-numbers in benchmarks/EXTRACTIVE.md):
+How a passage is scored (settings in `Settings`, global, chosen on the tuning questions: the
+first 50 public docs questions, the code questions outside bench_accept's sample, half A of
+the four repositories; numbers in benchmarks/EXTRACTIVE.md):
 
-* units are sentences, list items, table rows and whole fenced code blocks of prose, and whole
-  definitions or short blocks of code files; an introducing sentence ending in ':' travels with
-  the block it introduces, and a sentence leaning on the one before ("This ...") with that one;
+* units are sentences, list items, table rows, fenced code blocks and rst literal blocks of
+  prose, and whole definitions or short blocks of code files; an introducing sentence ending
+  in ':' (or naming "the following" block) travels with the block it introduces, a list or
+  table right under a heading is a unit with it, and a sentence leaning on the one before
+  ("This ...", "However, this limitation ...") with that one;
 * score = lexical_weight * BM25 + (1 - lexical_weight) * cosine, each scaled to [0, 1] over the
   question's candidate units (BM25 over identifier-split, lightly stemmed terms, IDF over the
   units themselves, so a word common to all the sources counts little); only the
-  `embed_limit` units best by BM25 and rank are embedded (embedding is nearly all the time on
-  2 cores, and embedding all units measured no better), the rest keep their BM25 part;
-* a prior for the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1)): the
-  first source holds the reference most often) and for length (units past `soft_chars` lose
-  score in proportion), because token F1 against short reference answers, and a reader, both
-  prefer short passages;
+  `embed_limit` units best by BM25 and priors are embedded (embedding is nearly all the time
+  on 2 cores, and embedding all units measured no better), the rest keep their BM25 part;
+* priors: the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1))), length
+  (units past `soft_chars` lose score in proportion), code files (`code_weight`) and the
+  answer-bearing signals of answer_signals.py (the asked kind of thing held or not, the asked
+  thing's phrase, pointers, units made of the question's own words, definitions of a name the
+  question writes);
 * greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
   least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
-  order;
-* a chosen piece of a definition longer than a code unit is shown as the run of that
-  definition's lines, as long as the piece, that best matches the question (BM25 over lines),
-  under the signature lines it lies in (`class ...:`, `def ...(`), `...` marking lines left
-  out: the lines that answer, not the definition's head;
-* a unit cut out of its context (code that closes a bracket it did not open or leaves the
-  block it starts in, a sentence the chunk's start cut) or one that is only imports is scored
-  with the others but never chosen.
+  order, a table row under its header row;
+* code is shown as the lines that answer (code_window.py): a chosen piece of a definition
+  longer than a code unit as the run of its lines that best matches the question, under the
+  signature lines it lies in, `...` marking lines left out, closing the brackets it opens;
+  code a chunk cut inside a statement the same way, under `...`; the first code passage led by
+  one sentence of its source's docstring or comment where the code does not show it;
+* a unit cut out of its context in prose (a sentence the chunk's start cut) or code that is only
+  imports or a comment banner is scored with the others but never chosen.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ragdb.tokenize import STOPWORDS, analyse_terms
+from ragdb.generate.answer_signals import (
+    Asked,
+    Signals,
+    Weights,
+    asked,
+    factor,
+    signals,
+    wants_targets,
+)
+from ragdb.generate.code_window import lead_sentence, windowed
+from ragdb.generate.markup import ADMONITION as _ADMONITION
+from ragdb.generate.markup import FENCE as _FENCE
+from ragdb.generate.markup import HTML_COMMENT as _HTML_COMMENT
+from ragdb.generate.markup import RST_DIRECTIVE as _RST_DIRECTIVE
+from ragdb.generate.markup import TABLE_RULE as _TABLE_RULE
+from ragdb.generate.markup import UNDERLINE as _UNDERLINE
+from ragdb.generate.markup import clean_markup, literal_block
+from ragdb.generate.spans import Passage, SourceText, is_code, terms
+from ragdb.generate.spans import C_FAMILY as _C_FAMILY
+from ragdb.generate.spans import DEF_LINE as _DEF
+from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
+from ragdb.generate.spans import balanced as _balanced
+from ragdb.generate.spans import bm25 as _bm25
+from ragdb.generate.spans import line_spans as _lines
+from ragdb.generate.spans import trim_span as _trim
 
 if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
     import numpy as np
 
 Embed = Callable[[list[str]], "np.ndarray"]
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """One retrieved source as the answer numbers it (1-based, in search order)."""
-
-    number: int
-    file_path: str
-    kind: str  # file kind (python, markdown, rst, text) or a chunk kind (function, section...)
-    text: str
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A verbatim span of source `number`: `text == source.text[start:end]`, before cleaning."""
-
-    number: int
-    text: str
-    start: int
-    end: int
-    score: float
-    code: bool = False  # raw code from a code file: shown fenced, not cleaned as prose
-    indent: str = ""  # whitespace before `start` on its line, so code keeps its shape
-    # Code only: (offset, text) of whole source lines shown before the passage, verbatim: the
-    # signature lines (`class ...:`, `def ...(`) of the definition a window of lines lies in.
-    context: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,24 +95,32 @@ class Settings:
     # nearly all of an answer's time; the rest keep their BM25 half only.
     embed_limit: int = 8
     code_weight: float = 0.4  # score factor for passages from code files (answers are read)
+    # Answer-bearing signals (answer_signals.py): what the question asks for, held or not.
+    kind_weight: float = 0.3
+    missing_kind: float = 0.2
+    missing_number: float = 0.3
+    focus_weight: float = 1.0
+    missing_focus: float = 0.4
+    pointer_penalty: float = 0.5
+    restating_penalty: float = 0.6
+    novelty_floor: float = 0.3
+    define_weight: float = 1.0
+    # Code windows (code_window.py): the least a window of a long definition shows, and the
+    # most one of code cut out of its context does.
+    window_min_chars: int = 300
+    cut_window_chars: int = 400
+    cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
+    code_lead: int = 1  # 1: a code answer leads with its docstring's or comment's sentence
+
+    def weights(self) -> Weights:
+        return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
+                       missing_number=self.missing_number,
+                       focus=self.focus_weight, missing_focus=self.missing_focus,
+                       pointer=self.pointer_penalty, restating=self.restating_penalty,
+                       novelty_floor=self.novelty_floor, defines=self.define_weight)
 
 
 DEFAULT_SETTINGS = Settings()
-
-CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
-#: File and chunk kinds that are prose; any other language (Go, CUDA, YAML, JSON...) is code.
-PROSE_KINDS = frozenset({"markdown", "rst", "text", "section", "paragraph"})
-_BUILD_FILE = re.compile(
-    r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
-    r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt|/requirements/[^/]+\.(txt|in))$"
-)
-
-
-def is_code(source: SourceText) -> bool:
-    """Code files are split into definitions and blocks, never into sentences."""
-    return (source.kind in CODE_KINDS or source.kind not in PROSE_KINDS
-            or bool(_BUILD_FILE.search("/" + source.file_path)))
-
 
 # --------------------------------------------------------------------------------------------
 # Units
@@ -126,19 +136,14 @@ class _Unit:
     # window is looked for (-1 when the unit is its whole block).
     block_start: int = -1
     block_end: int = -1
+    # A table row: the span of its table's header row (the column names), shown above it.
+    head_start: int = -1
+    head_end: int = -1
 
 
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]*#{1,6}(\s|$)")
-_UNDERLINE = re.compile(r"^[ \t]*([=\-~^\"'`#*+])\1{2,}[ \t]*$")
-# Admonitions, mkdocs content tabs (=== "Tab") and snippet includes (--8<-- "file").
-_ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|:::|===[ \t]+\"|--8<--)")
-_RST_DIRECTIVE = re.compile(r"^[ \t]*\.\.\s")
 _LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d+[.)])[ \t]+\S")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
-# A table's delimiter row, `| :--- | ---: |` or `---|---`: the whole line, nothing else.
-_TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*(?::?-{2,}:?)?[ \t]*$")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z`\[*_(\"'0-9])")
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Dr|Mr|St)\.|\b[A-Z]\.)$")
 _LEANING = re.compile(
@@ -155,24 +160,6 @@ _LEANING = re.compile(
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 _MIN_WORDS = 4  # prose units shorter than this are labels, not answers
 _EMBED_CHARS = 600  # past this a unit's start says enough for its vector
-
-
-def _lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each line, end before its newline."""
-    out, pos = [], 0
-    for line in text.split("\n"):
-        out.append((pos, pos + len(line)))
-        pos += len(line) + 1
-    return out
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span without surrounding whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -241,6 +228,7 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
     units: list[_Unit] = []
     # Each element: (unit index range start, end, structural kind) in document order.
     groups: list[tuple[int, int, str]] = []
+    headings: dict[int, tuple[int, int]] = {}  # group index of a heading -> its span
     para: list[int] = []  # line numbers of the paragraph being gathered
     last_prose = -1  # index of the last prose unit since the last heading, for leaning
     i = _inside_block_end(text, lines)
@@ -296,13 +284,27 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
                 last_prose = -1
                 i = after
                 continue
-        underlined = i + 1 < len(lines) and _UNDERLINE.match(
-            text[lines[i + 1][0]:lines[i + 1][1]]) and not para and line.strip()
+        below = text[lines[i + 1][0]:lines[i + 1][1]] if i + 1 < len(lines) else ""
+        # An rst title's underline; a line of backticks is a fence, not an underline.
+        underlined = _UNDERLINE.match(below) and not below.strip().startswith("`") \
+            and not para \
+            and line.strip()
         if _HEADING.match(line) or underlined:
             flush()
+            headings[len(groups)] = (ls, lines[i + 1][1] if underlined else le)
             groups.append((len(units), len(units), "heading"))
             last_prose = -1
             i += 2 if underlined else 1
+            continue
+        literal = literal_block(text, lines, i)
+        if literal is not None:  # rst `.. code-block::`, a doctest: code, not sentences
+            flush()
+            body_start, body_end = literal
+            index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
+            if index >= 0:
+                groups.append((index, index + 1, "code"))
+            last_prose = -1
+            i = body_end + 1
             continue
         if _ADMONITION.match(line) or _RST_DIRECTIVE.match(line) or _UNDERLINE.match(line):
             flush()
@@ -312,12 +314,18 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
         if _TABLE_ROW.match(line):
             flush()
             first_unit = len(units)
+            head = (-1, -1)
             while i < len(lines) and _TABLE_ROW.match(text[lines[i][0]:lines[i][1]]):
                 row = text[lines[i][0]:lines[i][1]]
                 header = i + 1 < len(lines) and _TABLE_RULE.match(
                     text[lines[i + 1][0]:lines[i + 1][1]])  # column names are no answer
+                if header:
+                    head = lines[i]
                 if not header and not _TABLE_RULE.match(row) and re.search(r"[^\W_]", row):
-                    add(lines[i][0], lines[i][1], "row", -1)
+                    index = add(lines[i][0], lines[i][1], "row", -1)
+                    if index >= 0 and head[0] >= 0:
+                        units[index] = replace(units[index], head_start=head[0],
+                                               head_end=head[1])
                 i += 1
             groups.append((first_unit, len(units), "table"))
             last_prose = -1
@@ -350,8 +358,18 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
             continue
         para.append(i)
         i += 1
+        if line.rstrip().endswith("::"):  # rst: an indented literal block follows
+            literal = literal_block(text, lines, i, len(line) - len(line.lstrip()))
+            if literal is not None:
+                flush()
+                body_start, body_end = literal
+                index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
+                if index >= 0:
+                    groups.append((index, index + 1, "code"))
+                last_prose = -1
+                i = body_end + 1
     flush()
-    return _join(text, units, groups)
+    return _join(text, units, groups, headings)
 
 
 # How a sentence that introduces the block after it ends. A sentence cannot end in a comma or
@@ -365,11 +383,14 @@ def _introduces(sentence: str) -> bool:
     return bool(_INTRODUCING_END.search(sentence))
 
 
-def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> list[_Unit]:
+def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]],
+          headings: dict[int, tuple[int, int]] | None = None) -> list[_Unit]:
     """Introductions joined to what they introduce; leaning sentences joined to their support.
 
     A joined unit replaces the parts that may not stand alone: an introduction ending in ':'
-    and a code block that has one; list items and table rows also stay candidates alone.
+    and a code block that has one; list items and table rows also stay candidates alone. A
+    list or table right under a heading is also a candidate with its heading ("Requirements"
+    then the list): the heading says what the items are.
     """
     out: list[_Unit] = []
     dropped: set[int] = set()
@@ -377,10 +398,18 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
         if kind not in ("code", "list", "table") or g == 0 or last <= first:
             continue
         p_first, p_last, p_kind = groups[g - 1]
+        if headings and g - 1 in headings and kind in ("list", "table"):
+            start = _trim(text, *headings[g - 1])[0]
+            end = max((units[k].end for k in range(first, last)
+                       if units[k].end - start <= _MAX_JOIN), default=-1)
+            if end > 0:
+                out.append(_Unit(start, end, "joined", -1))
+            continue
         if p_last <= p_first or p_kind not in ("para", "list"):
             continue
         intro = units[p_last - 1]
-        if not _introduces(text[intro.start:intro.end]):
+        pointing = _POINTS_AHEAD.search(text[intro.start:intro.end])
+        if not _introduces(text[intro.start:intro.end]) and not pointing:
             continue
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
@@ -395,25 +424,53 @@ def _join(text: str, units: list[_Unit], groups: list[tuple[int, int, str]]) -> 
     for index, unit in enumerate(units):
         if index in dropped:
             continue
-        if unit.kind == "sentence" and _LEANING.match(text[unit.start:unit.end]):
-            support = _support(text, units, index)
-            if support < 0 or unit.end - units[support].start > _MAX_JOIN:
-                continue
-            unit = _Unit(units[support].start, unit.end, "joined", -1)
+        if unit.kind == "sentence":
+            sentence = text[unit.start:unit.end]
+            leaning = bool(_LEANING.match(sentence))
+            refers = _refers_back(sentence)
+            if leaning or refers:
+                support = _support(text, units, index, extra=leaning and refers)
+                if support >= 0 and unit.end - units[support].start <= _MAX_JOIN:
+                    unit = _Unit(units[support].start, unit.end, "joined", -1)
+                elif leaning:
+                    continue
         out.append(unit)
     return sorted(out, key=lambda u: (u.start, u.end))
 
 
-def _support(text: str, units: list[_Unit], index: int) -> int:
-    """The sentence a leaning one stands on: back over up to two leaning ones, else -1."""
+# A sentence pointing at what follows it ("The following code configures ...", "as shown
+# below") introduces the block after it, as one ending in ':' does.
+_POINTS_AHEAD = re.compile(r"\b(?:the following|as follows|(?:shown|given|listed|described) "
+                           r"below|like this)\b", re.I)
+# A demonstrative inside a sentence ("However, this limitation will be fixed", "how these APIs
+# can be used", "the linear layers above"): what it points at was said before. A sentence's
+# pointing at its own document ("this page", "this guide") or "such as" is no such case.
+_REFERS_BACK = re.compile(
+    r"\b(?:this|these|those|such)\s+(?!(?:document|documentation|page|guide|section|tutorial|"
+    r"docs?|file|repository|repo|project|blog|post|chapter|article|as|that|a|an)\b)[a-z][\w-]*"
+    r"|\b(?:the(?:\s+\w+){1,3}\s+above|aforementioned|the former|the latter)\b", re.I)
+
+
+def _refers_back(sentence: str) -> bool:
+    """A demonstrative past the sentence's first word (a first "This" is _LEANING's)."""
+    words = sentence.split(maxsplit=1)
+    return len(words) == 2 and bool(_REFERS_BACK.search(sentence, len(sentence) - len(words[1])))
+
+
+def _support(text: str, units: list[_Unit], index: int, extra: bool = False) -> int:
+    """The sentence a leaning one stands on: back over up to two leaning ones, else -1; with
+    `extra` (a leaning sentence that also points back inside: "However, this limitation ...")
+    one sentence further, where there is one."""
     for _ in range(3):
         index = units[index].prev
-        if index < 0 or not _LEANING.match(text[units[index].start:units[index].end]):
+        if index < 0:
+            return -1
+        sentence = text[units[index].start:units[index].end]
+        if not _LEANING.match(sentence) and not _refers_back(sentence):
+            if extra and units[index].prev >= 0:
+                return units[index].prev
             return index
     return -1
-
-
-_DEF = re.compile(r"(async\s+def|def|class)\s")
 
 
 def _code_units(text: str, max_chars: int) -> list[_Unit]:
@@ -480,29 +537,6 @@ def _split_block(
     return pieces
 
 
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
-_HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
-_SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
-_C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
-                       "java"})
-_OPENING, _CLOSING = "([{", ")]}"
-
-
-def _balanced(code: str, language: str) -> bool:
-    """No bracket closed that the span did not open, none left open: the span is not cut out
-    of the middle of an expression (a chunk of a long file may begin or end inside one)."""
-    comment = _SLASH_COMMENT if language in _C_FAMILY else _HASH_COMMENT
-    depth = 0
-    for char in comment.sub("", _STRING.sub("", code)):
-        if char in _OPENING:
-            depth += 1
-        elif char in _CLOSING:
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
 def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
     text = _HTML_COMMENT.sub(lambda m: " " * len(m.group()), source.text)
     if is_code(source):
@@ -511,97 +545,15 @@ def _units(source: SourceText, max_code_chars: int = 600) -> list[_Unit]:
 
 
 def _passage(source: SourceText, unit: _Unit, score: float = 0.0) -> Passage:
-    code = is_code(source)
+    code = is_code(source) or unit.kind == "literal"  # an rst literal block is code too
     line_start = source.text.rfind("\n", 0, unit.start) + 1
     indent = source.text[line_start:unit.start] if code else ""
     if indent.strip():
         indent = ""
+    context = ((unit.head_start, source.text[unit.head_start:unit.head_end]),) \
+        if unit.head_start >= 0 else ()
     return Passage(source.number, source.text[unit.start:unit.end], unit.start, unit.end,
-                   score, code, indent)
-
-
-_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|for|while|switch|case|default|do|try|"
-                      r"catch|except|finally|with|return|match)\b)")
-
-
-def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
-               python: bool) -> list[int]:
-    """The header lines (`class ...:`, `def ...(`, `fn ...{`) that line `best` lies in, from
-    the block's first line on, outermost first: each earlier line indented less than the one
-    before it, keeping only definitions (no `if`, `for`... of the body), the nearest three."""
-    def indent(n: int) -> int:
-        line = text[slice(*lines[n])]
-        return len(line) - len(line.lstrip())
-
-    found, level = [], indent(best)
-    for n in range(best - 1, first - 1, -1):
-        line = text[slice(*lines[n])]
-        if not line.strip() or indent(n) >= level or line.lstrip()[0] in _CLOSING + "{":
-            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
-        level = indent(n)
-        header = _DEF.match(line.strip()) if python else not _CONTROL.match(line)
-        if header:
-            found.append(n)
-    return sorted(found[:3])
-
-
-def _windowed(source: SourceText, unit: _Unit, score: float, query: set[str],
-              settings: Settings) -> Passage | None:
-    """A piece of a long code block, shown as the run of the block's whole lines that best
-    matches the question (BM25 over lines), no longer than the piece, after the signature
-    lines of the definition it lies in, instead of the piece the block was cut into: the
-    piece was chosen for the block's terms, which may lie lines away from its own start.
-    None when no line holds a question term (the piece is shown as it is)."""
-    text = source.text
-    block = text[unit.block_start:unit.block_end]
-    lines = [(s + unit.block_start, e + unit.block_start) for s, e in _lines(block)]
-    # A term once per line: `self.beta_fast = beta_fast` names it twice, and says no more.
-    bags = [Counter(set(terms(text[s:e]))) for s, e in lines]
-    # The block's first line (its signature) is shown in any case: the window is chosen for
-    # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
-    # Lines are all short: no length normalisation (b = 0), so the same terms score the same
-    # on any line and the earliest run of equals wins (a name's definition before its uses).
-    scores = _bm25(query - set(bags[0]), bags, settings.k1, 0.0)
-    if not len(scores) or float(scores.max()) <= 0:
-        return None
-    budget = unit.end - unit.start
-    # The run of whole lines within the budget holding the most question-term score, the
-    # earliest of equals; then grown to the budget, the line after first (what a line leads
-    # to comes after it).
-    best_sum, low, high = -1.0, 0, 0
-    for first in range(len(lines)):
-        last = first
-        while last + 1 < len(lines) and lines[last + 1][1] - lines[first][0] <= budget:
-            last += 1
-        total = float(scores[first:last + 1].sum())
-        if total > best_sum + 1e-9:
-            best_sum, low, high = total, first, last
-    while scores[low] <= 0 and low < high:
-        low += 1
-    while scores[high] <= 0 and high > low:
-        high -= 1
-    best = low
-    grown = True
-    while grown:
-        grown = False
-        for step in (1, -1):
-            n = high + 1 if step > 0 else low - 1
-            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
-                    <= budget:
-                low, high = min(low, n), max(high, n)
-                grown = True
-    start, end = _trim(text, lines[low][0], lines[high][1])
-    if start >= end:
-        return None
-    first_line = text.rfind("\n", 0, start) + 1
-    low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
-    python = source.kind in ("python", "module", "function", "class", "statements") \
-        or source.file_path.endswith((".py", ".pyi"))
-    heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
-    context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
-    indent = text[first_line:start]
-    return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if indent.strip() else indent, context)
+                   score, code, indent, context)
 
 
 def split_passages(source: SourceText) -> list[Passage]:
@@ -610,130 +562,7 @@ def split_passages(source: SourceText) -> list[Passage]:
 
 
 # --------------------------------------------------------------------------------------------
-# Markup
-
-
-_LINK_REF = re.compile(r"!?\[([^\]\n]+)\]\[[^\]\n]*\]")
-_LINK_URL = re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
-# The vLLM docs' GitHub autolinks (`<gh-file:vllm/config.py>`, `<gh-pr:7279>`).
-_GH_LINK = re.compile(r"<gh-(file|dir|issue|pr):([^>\s]+)>")
-_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`_+")
-_RST_ROLE = re.compile(r":[\w:.-]+:`~?([^`\n]+)`")
-_RST_LITERAL = re.compile(r"``([^`\n]+)``")
-_LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
-
-
-def _gh_link_text(match: re.Match[str]) -> str:
-    kind, target = match.groups()
-    if kind in ("file", "dir"):
-        return f"`{target}`"
-    return f"{'issue' if kind == 'issue' else 'pull request'} #{target}"
-
-
-def _links_as_text(line: str) -> str:
-    line = _GH_LINK.sub(_gh_link_text, line)
-    line = _LINK_REF.sub(r"\1", line)
-    line = _LINK_URL.sub(r"\1", line)
-    return _RST_LINK.sub(r"\1", line)
-
-
-def clean_markup(text: str) -> str:
-    """Markdown and rst markup a reader should not see; fenced code kept fenced and verbatim.
-
-    Links keep their text, admonition markers and heading hashes go, admonition bodies lose
-    their indentation, wrapped prose lines are joined and a table row loses its outer pipes.
-    """
-    text = _HTML_COMMENT.sub("", text)
-    out: list[str] = []
-    fence = ""
-    fence_indent = 0
-    previous_row = False
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if fence:
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                out.append(fence)
-                fence = ""
-            else:
-                cut = min(fence_indent, len(line) - len(line.lstrip()))
-                out.append(line[cut:].rstrip())
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            fence_indent = len(line) - len(line.lstrip())
-            out.append(stripped)
-            continue
-        if _ADMONITION.match(line) or _UNDERLINE.match(line):
-            continue
-        if _RST_DIRECTIVE.match(line) or _TABLE_RULE.match(line):
-            continue
-        stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped))
-        stripped = _RST_ROLE.sub(r"`\1`", stripped)
-        stripped = _RST_LITERAL.sub(r"`\1`", stripped)
-        row = stripped.startswith("|")
-        if row:
-            stripped = " | ".join(c.strip() for c in stripped.strip("|").split("|"))
-        if not stripped:
-            if out and out[-1] != "":
-                out.append("")
-            continue
-        previous = out[-1] if out else ""
-        # A wrapped line joins the one before, a list item's lazy continuation included; a
-        # new item, a table row or anything after a fence or a row starts a line of its own.
-        if (previous and not previous.startswith(("```", "~~~")) and not row
-                and not previous_row and not _LEADING_MARKER.match(stripped)):
-            # Link text wrapped onto this line (`[security\npolicy](url)`) is whole only now.
-            out[-1] = _links_as_text(previous + " " + stripped)
-        else:
-            out.append(stripped)
-        previous_row = row
-    if fence:
-        out.append(fence)
-    return "\n".join(out).strip()
-
-
-# --------------------------------------------------------------------------------------------
 # Scoring and choice
-
-
-def _stem(term: str) -> str:
-    """Plural and -ing/-ed forms folded: `adapters` meets `adapter` without a stemmer."""
-    if len(term) > 4 and term.endswith("ies"):
-        return term[:-3] + "y"
-    if len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
-        return term[:-1]
-    if len(term) > 5 and term.endswith("ing"):
-        return term[:-3]
-    if len(term) > 4 and term.endswith("ed"):
-        return term[:-2]
-    return term
-
-
-def terms(text: str) -> list[str]:
-    """Informative, lightly stemmed terms of a text: what BM25 compares."""
-    return [_stem(t) for t in analyse_terms(text)
-            if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-
-
-def _bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.ndarray:
-    """BM25 of each unit with IDF over the units: a word in every source counts little."""
-    import numpy as np
-
-    n = len(docs)
-    if not n or not query:
-        return np.zeros(n)
-    lengths = np.array([sum(d.values()) for d in docs], dtype=float)
-    avg = max(1.0, float(lengths.mean()))
-    scores = np.zeros(n)
-    for term in query:
-        tf = np.array([d.get(term, 0) for d in docs], dtype=float)
-        df = int((tf > 0).sum())
-        if not df:
-            continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
-    return scores
 
 
 def _scaled(values: np.ndarray) -> np.ndarray:
@@ -757,6 +586,10 @@ class _Candidate:
     # False for a unit not worth showing (see _showable): scored with the rest, so that the
     # IDF and the scaling do not depend on it, but never shown.
     showable: bool = True
+    # Code cut out of its context (a chunk begins inside a statement or block): shown only as
+    # the window of its lines that answers, marked as having lines left out before it.
+    cut: bool = False
+    window: Passage | None = None  # how cut code is shown (its bag and text are the window's)
 
 
 _MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
@@ -781,15 +614,35 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
             if unit.end - unit.start > settings.max_unit_chars:
                 continue
             raw = source.text[unit.start:unit.end]
-            shown = raw if is_code(source) else clean_markup(raw)
+            code = is_code(source) or unit.kind == "literal"
+            if unit.head_start >= 0:  # a row under its column names
+                raw = source.text[unit.head_start:unit.head_end] + "\n" + raw
+            shown = raw if code else clean_markup(raw)
             bag = Counter(terms(shown))
             words = len(re.findall(r"[A-Za-z]{2,}", shown))
-            if words < 3 or (unit.kind != "block" and words < _MIN_WORDS):
+            if words < 3 or (unit.kind not in ("block", "literal") and words < _MIN_WORDS):
                 continue  # a path, a heading-like line or a lone word is no answer
-            if unit.kind != "block" and (_introduces(shown) or shown.rstrip("*_ ").endswith("?")):
+            if unit.kind not in ("block", "literal") and (
+                    _introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
-            out.append(_Candidate(source, unit, shown, bag, _showable(source, unit)))
+            cut = _cut_code(source, unit)
+            out.append(_Candidate(source, unit, shown, bag, cut or _showable(source, unit), cut))
     return out
+
+
+_LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
+
+
+def _signals(ask: Asked, candidate: _Candidate) -> Signals:
+    """The answer-bearing signals of one candidate (see answer_signals)."""
+    unit = candidate.unit
+    listed = unit.kind in ("item", "row") or len(_LISTED.findall(candidate.shown)) >= 2
+    text = candidate.source.text
+    head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
+        if 0 <= unit.block_start < unit.start else ""
+    return signals(ask, candidate.shown, text[unit.start:unit.end],
+                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
+                   head=head, bag=set(candidate.bag))
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
@@ -807,6 +660,10 @@ _INCLUDE_ONLY_BLOCK = re.compile(
     r"(?:[ \t]*(?:--8<--[^\n]*)?\n)*[ \t]*\1[ \t]*$", re.M)
 
 
+# Code that is only comment lines: `#`, `//` or the lines of a `/* ... */` block.
+_COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
+
+
 def _showable(source: SourceText, unit: _Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
     (prose), and not only imports or snippet includes (module paths share many words with a
@@ -815,12 +672,28 @@ def _showable(source: SourceText, unit: _Unit) -> bool:
         code = source.text[unit.start:unit.end]
         if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
             return False
+        words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
+        if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
+            return False  # a banner or a licence line (`# ruff: noqa`), not an answer
         return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
             _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
     if _starts_mid_sentence(source.text, unit.start, unit.kind):
         return False
     raw = source.text[unit.start:unit.end]
     return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
+
+
+def _cut_code(source: SourceText, unit: _Unit) -> bool:
+    """Code of a code file cut out of its context (it closes a bracket it did not open, leaves
+    an unclosed one, or leaves the block it starts in), and not only imports."""
+    if not is_code(source):
+        return False
+    code = source.text[unit.start:unit.end]
+    plain = _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code
+    if _IMPORTS_ONLY.fullmatch(plain):
+        return False
+    leaves = source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code)
+    return leaves or not _balanced(code, source.kind)
 
 
 def _leaves_its_block(text: str, start: int, code: str) -> bool:
@@ -875,70 +748,160 @@ def select_passages(
     Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
     in the order they are returned, so a caller can stream them.
     """
-    import numpy as np
-
-    candidates = _candidates(sources, settings)
-    chosen: list[tuple[_Candidate, float]] = []
+    query = set(terms(question))
+    candidates = [_as_window(c, query, settings) if c.cut else c
+                  for c in _candidates(sources, settings)]
+    passages: list[Passage] = []
     if candidates:
-        query = set(terms(question))
-        lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
-        prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
-                          for c in candidates])
-        if embed is not None:
-            shortlist = np.argsort(-(lexical * prior), kind="stable")
-            if settings.embed_limit > 0:
-                shortlist = shortlist[: settings.embed_limit]
-            texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
-            vectors = np.asarray(embed(texts))
-            dense = np.zeros(len(candidates))
-            dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
-            score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
-        else:
-            score = lexical
-        score = score * prior
-        if settings.code_weight != 1.0:
-            score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
-                                      for c in candidates])
-        for i, c in enumerate(candidates):
-            excess = (c.unit.end - c.unit.start) - settings.soft_chars
-            if excess > 0:
-                score[i] *= settings.soft_chars / (settings.soft_chars + excess)
+        score = _scores(question, candidates, embed, settings)
+        ask = asked(question)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
-        best = float(score[order[0]]) if order else 0.0
-        used = 0
+        chosen: list[_Candidate] = []
+        best, used = 0.0, 0
         for i in order:
             c = candidates[i]
-            if best <= 0 or len(chosen) >= settings.max_passages:
+            if score[i] <= 0 or len(chosen) >= settings.max_passages:
                 break
             if chosen and (score[i] < settings.min_relative * best
                            or used + c.unit.end - c.unit.start > settings.max_chars):
                 continue
             if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
-                   for o, _ in chosen):
+                   for o in chosen):
                 continue
-            chosen.append((c, float(score[i])))
+            shown = _display(c, float(score[i]), query, settings, ask)
+            # Two pieces of one block may give one window: the second is not shown.
+            if shown is None or any(_overlapping(p, shown) for p in passages):
+                continue
+            if not chosen:
+                best = float(score[i])
+            chosen.append(c)
+            passages.append(shown)
             used += c.unit.end - c.unit.start
-    if chosen:
-        query = set(terms(question))
-        passages: list[Passage] = []
-        for c, s in chosen:
-            passage = _passage(c.source, c.unit, s)
-            window = _windowed(c.source, c.unit, s, query, settings) \
-                if c.unit.block_start >= 0 else None
-            # Two pieces of one block may give one window: the second is shown as it is.
-            for option in (window, passage):
-                if option is not None and not any(
-                        p.number == option.number and p.start < option.end
-                        and option.start < p.end for p in passages):
-                    passages.append(option)
-                    break
-    else:
+    if not passages:
         passages = _fallback(sources)
+    passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
+    if settings.code_lead:
+        passages = _with_lead(passages, sources)
     if on_passage is not None:
         for passage in passages:
             on_passage(passage)
     return passages
+
+
+def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
+            settings: Settings) -> np.ndarray:
+    """Each candidate's score: BM25 and cosine, times the rank, answer-signal, code and length
+    priors (see the module's docstring)."""
+    import numpy as np
+
+    query = set(terms(question))
+    lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
+    prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
+                      for c in candidates])
+    ask, weights = asked(question), settings.weights()
+    prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
+    if embed is not None:
+        shortlist = np.argsort(-(lexical * prior), kind="stable")
+        if settings.embed_limit > 0:
+            shortlist = shortlist[: settings.embed_limit]
+        texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
+        vectors = np.asarray(embed(texts))
+        dense = np.zeros(len(candidates))
+        dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
+        score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
+    else:
+        score = lexical
+    score = score * prior
+    if settings.code_weight != 1.0:
+        score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
+                                  for c in candidates])
+    for i, c in enumerate(candidates):
+        if c.cut:
+            score[i] *= settings.cut_weight
+        excess = (c.unit.end - c.unit.start) - settings.soft_chars
+        if excess > 0:
+            score[i] *= settings.soft_chars / (settings.soft_chars + excess)
+    return score
+
+
+def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
+             ask: Asked) -> Passage | None:
+    """How a chosen candidate is shown: code cut out of its context as the window of its lines
+    that answers (None when no line does), a piece of a long definition as its window under
+    the signature, anything else as it is."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        window = windowed(c.source, (unit.start, unit.end), (unit.block_start, unit.block_end),
+                          score, query, settings.k1, min_chars=settings.window_min_chars)
+        if window is not None or c.cut:
+            return window
+    elif c.cut:
+        return replace(c.window, score=score) if c.window is not None else None
+    passage = _passage(c.source, unit, score)
+    if not passage.code and wants_targets(ask, c.shown):
+        passage = replace(passage, link_targets=True)
+    return passage
+
+
+def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate:
+    """Code cut out of its context, scored as what it would show: the window of its lines
+    that answers (not showable when no line does)."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        return c  # a piece of a long definition: shown as the definition's window
+    span = (unit.start, unit.start + min(unit.end - unit.start, settings.cut_window_chars))
+    window = windowed(c.source, span, (unit.start, unit.end), 0.0, query, settings.k1, cut=True)
+    if window is None:
+        return replace(c, showable=False)
+    return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
+    """In source order, the first code passage of a code file led by one sentence of its
+    source's own prose (the docstring or comment that says what the code does), where there
+    is one and the code does not show it: shown right before the code."""
+    by_number = {s.number: s for s in sources}
+    ordered = sorted(passages, key=lambda p: (p.number, p.start))
+    for n, passage in enumerate(ordered):
+        source = by_number.get(passage.number)
+        if source is None or not passage.code or not is_code(source):
+            continue
+        lead = lead_sentence(source, passage)
+        if lead is not None and not any(_overlapping(lead, p) for p in ordered
+                                        if p is not passage):
+            return ordered[:n] + [lead] + ordered[n:]
+        break
+    return ordered
+
+
+def _overlapping(a: Passage, b: Passage) -> bool:
+    """Two passages of one source share text: their spans, or one's span and the other's
+    context lines (a window under `def f(` and a window that is that line)."""
+    if a.number != b.number:
+        return False
+
+    def meets(start: int, end: int, other: Passage) -> bool:
+        return any(start < e and s < end for s, e in
+                   [(other.start, other.end)] + [(s, s + len(x)) for s, x in other.context])
+
+    return meets(a.start, a.end, b) or meets(b.start, b.end, a)
+
+
+def _rows_merged(passages: list[Passage]) -> list[Passage]:
+    """Rows of one table shown once under its column names: the last row keeps the others
+    (and the header) as its context lines, in source order."""
+    tables: dict[tuple[int, int], list[Passage]] = {}
+    for passage in passages:
+        if not passage.code and passage.context:
+            tables.setdefault((passage.number, passage.context[0][0]), []).append(passage)
+    out = [p for p in passages if p.code or not p.context]
+    for rows in tables.values():
+        rows.sort(key=lambda p: p.start)
+        last = rows[-1]
+        context = rows[0].context + tuple((p.start, p.text) for p in rows[:-1])
+        out.append(replace(last, context=context, score=max(p.score for p in rows)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -955,13 +918,16 @@ def _shown(passage: Passage) -> str:
             lines.append(line)
             offset = start + len(line) + 1
         window = (passage.indent + passage.text).split("\n")
-        if lines and passage.start - len(passage.indent) != offset:
+        if (lines and passage.start - len(passage.indent) != offset) \
+                or (passage.elided and not lines):
             lines.append(_elision(window[0]))
         lines += window
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
-    return clean_markup(passage.text)
+    # A table row under its column names: both verbatim lines of the source.
+    return clean_markup("\n".join([line for _, line in passage.context] + [passage.text]),
+                        passage.link_targets)
 
 
 def _elision(line: str) -> str:

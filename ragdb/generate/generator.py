@@ -26,6 +26,7 @@ from ragdb.generate.prompt import (
     SYSTEM_PROMPT,
     WRITER_CONTEXT_TOKENS,
     WRITER_MAX_NEW_TOKENS,
+    WRITER_EXAMPLES,
     WRITER_SYSTEM_PROMPT,
     PromptSource,
     build_prompt,
@@ -129,6 +130,7 @@ class Generator:
             else WRITER_CONTEXT_TOKENS if resolved.writer else DEFAULT_CONTEXT_TOKENS
         )
         self.system_prompt = WRITER_SYSTEM_PROMPT if resolved.writer else SYSTEM_PROMPT
+        self.examples = WRITER_EXAMPLES if resolved.writer else ()
         trained = model_context_length(resolved.path)
         self.context_tokens = min(context, trained) if trained else context
         self.question_cap = question_cap
@@ -178,7 +180,7 @@ class Generator:
         for _ in range(4):
             messages, used = build_prompt(
                 question, sources, self.count_tokens, budget, self.question_cap,
-                self.system_prompt,
+                self.system_prompt, self.examples,
             )
             prompt = self.render(messages)
             excess = self.count_tokens(prompt) - self.prompt_budget
@@ -286,9 +288,7 @@ def cited_sentences_regex(n_sources: int, max_units: int = 6) -> str:
     word = r"[\x20\x22-\x2d\x2f-\x3e\x40-\x5a\x5c\x5e\x5f\x61-\x7e]"
     after_stop = r"[\x21-\x5a\x5c\x5e\x5f\x61-\x7e]"
     other = "[\u00a0-\uffff]"  # letters and marks beyond ASCII: é, ’, –, →
-    # A Markdown link, [text](url), whose text starts with no digit: never a citation.
-    link = r"\[[A-Za-z_`][\x20-\x5a\x5c\x5e-\x7e]*\]\([\x21-\x28\x2a-\x7e]+\)"
-    text = f"({word}|{other}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`|{link})+"
+    text = f"({word}|{other}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`)+"
     end = f"( ?{cite}({cite})*[.!?:]|[.!?:] ?{cite}({cite})*)"
     sentence = text + end
     block = r"```[a-z]*\n([\t -\x5f\x61-\x7e][\t -\x7e]*\n){1,20}```"

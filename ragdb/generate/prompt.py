@@ -19,15 +19,35 @@ SYSTEM_PROMPT = (
     "sources do not contain the answer, say plainly that the sources do not contain it."
 )
 # The writer (Qwen2.5-Coder-1.5B) sees only the passages the extractive selector chose and must
-# cite every sentence: its answers are checked against the cited source afterwards.
+# cite every sentence: its answers are checked against the cited source afterwards, so what
+# it should write is the answer in the source's own words, not a paraphrase of the question.
 WRITER_SYSTEM_PROMPT = (
     "You answer questions about a software project using only the numbered sources given. "
-    "Write one to four short sentences. End every sentence with the number of the source it "
-    "comes from, like [1], and never mention the sources otherwise. Copy names, flags, "
-    "paths, numbers and code exactly as the sources write them; put commands in backticks. "
-    "If the sources do not answer the question, say so."
+    "Write one to three short sentences that give the answer itself: the value, name, flag, "
+    "command or steps the question asks for, in the words of the source. Do not repeat the "
+    "question. End every sentence with the number of the source it comes from, like [1], and "
+    "never write about the sources themselves. Copy names, flags, paths, numbers and code "
+    "exactly as the sources write them, in backticks. If the sources do not give the answer, "
+    "write only: The sources do not say. [1]"
 )
 QUESTION_PREFIX = "Question: "
+# One worked example before the question, about a made-up project (the check drops anything
+# taken from it). On the 65 tuning questions (benchmarks/bench_writer.py), with the prompt
+# before it 7 drafts ended a sentence on the citation instead of the value ("The default is
+# [1].") and none with it.
+WRITER_EXAMPLES = ((
+    "Sources:\n\n[1] docs/serve.md:12-15\nThe server listens on port 8080 unless `--port` "
+    "is given. Set `ACME_LOG=debug` to log every request.\n\n[2] acme/config.py:40-41\n"
+    "def load(path: str, strict: bool = False) -> Config:\n    return parse(path, strict)"
+    "\n\nQuestion: Which port does the server use by default, and how do I change it?\n\n"
+    "Answer the question using the sources above, citing them like [1].",
+    "By default the server listens on port 8080 [1]. Pass `--port` to use another port [1].",
+),)
+# Not kept: a second example in which the source does not answer ("The sources do not say.
+# [1]") made the writer say so for 23 of the 65 tuning questions, most of which their passages
+# did answer (without it, for none); a question half answered ("... The sources do not say how
+# long logs are kept [1].") gave 40 supported sentences and 29 unsupported against 44 and 26,
+# and 19 answers falling back to passages against 15 (the tuner's labels, labels.json).
 ANSWER_CUE = "Answer the question using the sources above, citing them like [1]."
 
 # Measured on 2 busy CPU cores with the offline SmolLM2-135M, 10 public docs questions with 5
@@ -136,14 +156,17 @@ def build_prompt(
     budget: int,
     question_cap: int,
     system_prompt: str = SYSTEM_PROMPT,
+    examples: tuple[tuple[str, str], ...] = (),
 ) -> tuple[list[dict[str, str]], list[PromptSource]]:
     """Chat messages holding as many whole sources as `budget` tokens allow, in rank order.
 
     Sources are numbered [1]..[n] in the order given; the first one is cut at a line boundary
     when it does not fit whole, later ones are left out whole so numbers keep their rank.
+    `examples` are (question turn, answer turn) pairs shown before the question.
     """
     question = cap_question(question, count_tokens, question_cap)
-    system_tokens = count_tokens(system_prompt)
+    system_tokens = count_tokens(system_prompt) + sum(
+        count_tokens(user) + count_tokens(assistant) for user, assistant in examples)
 
     def total(blocks: list[str]) -> int:
         return system_tokens + count_tokens(_user_content(question, blocks))
@@ -176,10 +199,11 @@ def build_prompt(
         else:
             used.pop()
     blocks = [_source_block(i, s) for i, s in enumerate(used, 1)]
-    messages = [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": _user_content(question, blocks)},
-    ]
+    messages = [{"role": "system", "content": system_prompt}]
+    for user, assistant in examples:
+        messages += [{"role": "user", "content": user},
+                     {"role": "assistant", "content": assistant}]
+    messages.append({"role": "user", "content": _user_content(question, blocks)})
     return messages, used
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from enum import Enum
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
@@ -30,6 +30,7 @@ from ragdb.generate.extractive import (
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource
+from ragdb.generate.support import holds_claim
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
 
@@ -102,7 +103,7 @@ def writer_sources(passages: list[Passage], sources: list[PromptSource]
         source = sources[number - 1]
         chosen = sorted(by_source[number], key=lambda p: p.start)
         first, last = chosen[0], chosen[-1]
-        text = "\n...\n".join((p.indent + p.text) if p.code else p.text for p in chosen)
+        text = "\n...\n".join(_as_shown(p) for p in chosen)
         shown.append(replace(
             source, text=text, first=source.first + first.start, last=source.first + last.end,
             start_line=source.start_line + source.text.count("\n", 0, first.start),
@@ -112,12 +113,21 @@ def writer_sources(passages: list[Passage], sources: list[PromptSource]
     return shown, mapping
 
 
+def _as_shown(passage: Passage) -> str:
+    """A passage as the extractive answer shows it, without its citation: prose with its
+    markup cleaned (mkdocs links as their text, which the writer otherwise copied as garbled
+    links), code fenced under the signature lines of the definition it lies in."""
+    shown = next(compose_pieces([passage]))
+    return re.sub(r"\s*\[\d{1,3}\]$", "", shown)
+
+
 class _Gate:
     """Streams a written answer one checked unit at a time: a sentence is shown only once it
     is complete and has passed the check, so nothing unsupported ever reaches the reader."""
 
-    def __init__(self, mapping: dict[int, int], cited: list[CitedSource],
+    def __init__(self, question: str, mapping: dict[int, int], cited: list[CitedSource],
                  on_token: Callable[[str], None] | None) -> None:
+        self.question = question
         self.mapping = mapping
         self.cited = cited
         self.on_token = on_token
@@ -140,7 +150,8 @@ class _Gate:
             cut = self.view.rfind(last.text)
             if cut <= 0:
                 return
-        text = check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited).text
+        text = check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited,
+                            question=self.question).text
         self.push(text)
 
     def push(self, text: str) -> None:
@@ -148,6 +159,31 @@ class _Gate:
             delta = text[len(self.emitted):]
             self.emitted = text
             self.on_token(delta)
+
+
+@dataclass
+class Draft:
+    """What the writer wrote for one question, before the check: kept apart so that the check
+    can be measured and tuned on drafts written once (benchmarks/bench_writer.py)."""
+
+    passages: list[Passage]
+    shown: list[PromptSource]  # the writer's sources: the chosen passages, numbered 1..n
+    mapping: dict[int, int]  # the writer's numbers -> the sources' own numbers
+    given: list[CitedSource]  # the sources it saw, whole, as the check reads them
+    written: GeneratedAnswer
+    selected_s: float  # choosing the passages, before the writer started
+
+
+def _proof(question: str, text: str, sentences: list[str], passages: list[Passage]
+           ) -> list[Passage]:
+    """The chosen code passages a prose answer's sentences were read from, shown after them
+    verbatim: "The default is `None` [3]." then the lines that say so. Code already in the
+    answer, or passages of prose (the sentences say what they say), add nothing."""
+    if "```" in text:
+        return []
+    cited = {int(n) for n in re.findall(r"\[(\d{1,3})\]", text)}
+    return [p for p in passages if p.code and p.number in cited
+            and any(f"[{p.number}]" in s and holds_claim(s, question, p.text) for s in sentences)]
 
 
 class CheckedAnswerer:
@@ -170,33 +206,61 @@ class CheckedAnswerer:
         started = time.perf_counter()
         if not sources:
             return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
-        passages = self.extractive.passages(question, sources)
-        if not passages:  # no source has any text: there is nothing to write from
+        gate = _Gate(question, {}, [], on_token)
+        draft = self.draft(question, sources, gate)
+        if draft is None:  # no source has any text: there is nothing to write from
             return self.extractive.answer(question, sources, on_token)
+        return self.settle(question, sources, draft, gate, started)
+
+    def draft(self, question: str, sources: list[PromptSource], gate: _Gate | None = None
+              ) -> Draft | None:
+        """The writer's answer from the chosen passages, streamed through `gate` (None where
+        no source has any text)."""
+        started = time.perf_counter()
+        passages = self.extractive.passages(question, sources)
+        if not passages:
+            return None
         shown, mapping = writer_sources(passages, sources)
         cited = [CitedSource(n, s.file_path, s.text) for n, s in enumerate(sources, 1)]
         given = [c for c in cited if c.number in mapping.values()]
-        gate = _Gate(mapping, given, on_token)
+        if gate is not None:
+            gate.mapping, gate.cited = mapping, given
         selected_s = time.perf_counter() - started
-        written = self.generator.answer(question, shown, on_token=gate.feed)
-        checked = check_answer(renumber_citations(written.text, mapping), given,
-                               writer=self.model)
+        written = self.generator.answer(question, shown,
+                                        on_token=gate.feed if gate is not None else None)
+        return Draft(passages, shown, mapping, given, written, selected_s)
+
+    def settle(self, question: str, sources: list[PromptSource], draft: Draft,
+               gate: _Gate | None = None, started: float | None = None) -> GeneratedAnswer:
+        """The checked answer, or the extractive one when too little of the draft survived."""
+        written = draft.written
+        checked = check_answer(renumber_citations(written.text, draft.mapping), draft.given,
+                               question=question, writer=self.model)
         report = checked.report
         model = self.model
+        on_token = gate.on_token if gate is not None else None
         if checked.too_little:
             model = EXTRACTIVE_NAME
             report.fallback = "extractive"
-            text, cited_numbers = compose(passages)
-            if not gate.emitted and on_token is not None:
-                for piece in compose_pieces(passages):
+            text, cited_numbers = compose(draft.passages)
+            if gate is not None and not gate.emitted and on_token is not None:
+                for piece in compose_pieces(draft.passages):
                     on_token(piece)
         else:
             text, cited_numbers = checked.text, checked.cited
-            gate.push(text)
+            shown = _proof(question, checked.text, checked.kept_sentences, draft.passages)
+            if shown:
+                report.completed = sorted({p.number for p in shown})
+                text += "\n\n" + "".join(compose_pieces(shown)).lstrip("\n")
+                cited_numbers = sorted(set(cited_numbers) | set(report.completed))
+            if gate is not None:
+                gate.push(text)
+        total = (time.perf_counter() - started if started is not None
+                 else draft.selected_s + written.total_s)
         return GeneratedAnswer(
             text=text, cited=cited_numbers, model=model,
             prompt_tokens=written.prompt_tokens, new_tokens=written.new_tokens,
-            first_token_s=selected_s + written.first_token_s,
-            total_s=time.perf_counter() - started, sources=list(sources),
+            first_token_s=draft.selected_s + written.first_token_s,
+            total_s=total, sources=list(sources),
             check=report.as_json(),
         )

@@ -3,7 +3,8 @@
 -- the MATCH expression) and the dense leg of sql/postgresql/search_dense.sql (pgvector, :ann = 0 exact or
 -- 1 HNSW). Same parameters otherwise, same result columns, same scores and ties.
 --
---   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)) * priors
+--   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--                   + :w_bridge / (:c + rank_bridge)) * priors
 --
 -- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows);
 -- the legs are joined on chunk id, and a chunk missing from one leg gets nothing from it.
@@ -12,6 +13,11 @@
 -- the nearest window's distance from :gate_near to :gate_far, times the best code chunk's
 -- BM25 over the best doc chunk's from :gate_low to :gate_high; a range whose ends are equal
 -- or reversed counts 1 throughout).
+--
+-- The bridge leg (as sql/search_hybrid.sql's): :bridge_terms (text[] of stems, or NULL: no
+-- leg) are the identifiers the best doc passages of a first run name; their BM25 over the
+-- postings ranks chunks of the kinds outside :dense_kinds only (the path prior applied
+-- before ranking), each adding :w_bridge / (:c + rank_bridge).
 --
 -- Filters (:filtered = 1: :paths, :excludes GLOB arrays, :langs) apply inside both legs;
 -- priors (:prior_paths / :prior, :named_roots / :root_prior) multiply the fused score;
@@ -109,6 +115,57 @@ dense AS MATERIALIZED (                 -- a chunk ranks by its best window
     ORDER BY rank
     LIMIT CAST(:depth AS integer)
 ),
+bridge_phrases AS MATERIALIZED (             -- the bridge leg's phrases (:bridge_terms)
+    SELECT t.phrase, t.term,
+           CASE WHEN x.idf <= 0.0 THEN CAST(1e-6 AS double precision) ELSE x.idf END AS idf
+    FROM unnest(CAST(:bridge_terms AS text[])) WITH ORDINALITY AS t(term, phrase)
+    CROSS JOIN fts_stats AS s
+    CROSS JOIN LATERAL (SELECT count(*) AS hits FROM postings AS p WHERE p.term = t.term) AS h
+    CROSS JOIN LATERAL (
+        SELECT ln((CAST(s.n_chunks - h.hits AS double precision) + 0.5)
+                  / (CAST(h.hits AS double precision) + 0.5)) AS idf) AS x
+),
+bridge_bm25 AS (
+    SELECT p.chunk_id,
+           -1.0 * sum(ph.idf * ((m.tf * (s.k1 + 1.0))
+                                / (m.tf + s.k1 * ((1.0 - s.b)
+                                                  + s.b * CAST(c.fts_length AS double precision)
+                                                    / s.avgdl)))
+                      ORDER BY ph.phrase) AS score
+    FROM bridge_phrases AS ph
+    JOIN postings AS p ON p.term = ph.term
+    CROSS JOIN LATERAL (
+        SELECT CAST(:w_path AS double precision) * p.tf_path
+               + CAST(:w_context AS double precision) * p.tf_context
+               + CAST(:w_body AS double precision) * p.tf_body AS tf) AS m
+    JOIN chunks AS c ON c.id = p.chunk_id
+    CROSS JOIN stats AS s
+    WHERE CAST(:filtered AS integer) = 0 OR p.chunk_id IN (SELECT id FROM allowed)
+    GROUP BY p.chunk_id
+),
+bridge_hits AS MATERIALIZED (          -- the bridge leg: code the best doc passages name
+    SELECT chunk_id, score
+    FROM bridge_bm25
+    ORDER BY score, chunk_id
+    LIMIT CAST(:depth AS integer)
+),
+bridge AS MATERIALIZED (
+    SELECT h.chunk_id,
+           row_number() OVER (
+               ORDER BY h.score
+                        * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
+                                    AND ragdb_glob_any(
+                                        translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+                                                  'abcdefghijklmnopqrstuvwxyz'),
+                                        CAST(:prior_paths AS jsonb), false)
+                               THEN CAST(:prior AS double precision) ELSE 1.0 END,
+                        h.chunk_id) AS rank
+    FROM bridge_hits AS h
+    JOIN chunks AS c ON c.id = h.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+    WHERE CAST(:dense_kinds AS jsonb) IS NOT NULL
+      AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
+),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
     SELECT CASE WHEN CAST(:gate_far AS double precision)
                      <= CAST(:gate_near AS double precision) THEN 1.0
@@ -131,7 +188,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
           FROM lexical) AS best
 ),
 joined AS (
-    SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,
+    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
                                                         + lexical.rank), 0.0)
              + CASE WHEN dense.rank IS NOT NULL
@@ -141,9 +198,12 @@ joined AS (
                     THEN CAST(:w_absent AS double precision) / (CAST(:c AS double precision)
                                                                 + lexical.rank)
                          * (SELECT code FROM gate)
-                    ELSE 0.0 END AS score
+                    ELSE 0.0 END
+             + coalesce(CAST(:w_bridge AS double precision) / (CAST(:c AS double precision)
+                                                              + bridge.rank), 0.0) AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
+    FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
 ),
 scored AS (
     SELECT j.chunk_id,

@@ -1,7 +1,8 @@
 -- Hybrid search on PostgreSQL with the pg_textsearch option (settings('pg_lexical') =
 -- 'pg_textsearch'): sql/postgresql/search_hybrid.sql with the lexical leg's hits made by
 -- search_textsearch_hits.sql (its BM25 index), passed in as :hit_ids and :hit_scores, best
--- first (ragdb.pg_search.search_rows). The dense leg, fusion, gate, priors, filters,
+-- first (ragdb.pg_search.search_rows), and the bridge leg's likewise as :bridge_ids and
+-- :bridge_scores (the same index on the bridge terms). The dense leg, fusion, gate, priors, filters,
 -- duplicate slots and result columns are the same.
 WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
@@ -59,6 +60,28 @@ dense AS MATERIALIZED (                 -- a chunk ranks by its best window
     ORDER BY rank
     LIMIT CAST(:depth AS integer)
 ),
+bridge_hits AS (                            -- the bridge leg's hits, the same way
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:bridge_ids AS bigint[]), CAST(:bridge_scores AS double precision[]))
+         AS h(chunk_id, score)
+),
+bridge AS MATERIALIZED (
+    SELECT h.chunk_id,
+           row_number() OVER (
+               ORDER BY h.score
+                        * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
+                                    AND ragdb_glob_any(
+                                        translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+                                                  'abcdefghijklmnopqrstuvwxyz'),
+                                        CAST(:prior_paths AS jsonb), false)
+                               THEN CAST(:prior AS double precision) ELSE 1.0 END,
+                        h.chunk_id) AS rank
+    FROM bridge_hits AS h
+    JOIN chunks AS c ON c.id = h.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+    WHERE CAST(:dense_kinds AS jsonb) IS NOT NULL
+      AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
+),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
     SELECT CASE WHEN CAST(:gate_far AS double precision)
                      <= CAST(:gate_near AS double precision) THEN 1.0
@@ -81,7 +104,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
           FROM lexical) AS best
 ),
 joined AS (
-    SELECT coalesce(lexical.chunk_id, dense.chunk_id) AS chunk_id,
+    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
                                                         + lexical.rank), 0.0)
              + CASE WHEN dense.rank IS NOT NULL
@@ -91,9 +114,12 @@ joined AS (
                     THEN CAST(:w_absent AS double precision) / (CAST(:c AS double precision)
                                                                 + lexical.rank)
                          * (SELECT code FROM gate)
-                    ELSE 0.0 END AS score
+                    ELSE 0.0 END
+             + coalesce(CAST(:w_bridge AS double precision) / (CAST(:c AS double precision)
+                                                              + bridge.rank), 0.0) AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
+    FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
 ),
 scored AS (
     SELECT j.chunk_id,

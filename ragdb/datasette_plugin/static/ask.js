@@ -90,6 +90,12 @@
     if (check.replaced_code && check.replaced_code.length) {
       line += ", " + check.replaced_code.length + " code replaced by the source's lines";
     }
+    if (check.recited && check.recited.length) {
+      line += ", " + check.recited.length + " cited to the given source that says it";
+    }
+    if (check.completed_with_code_of && check.completed_with_code_of.length) {
+      line += ", followed by the code lines it was read from";
+    }
     if (check.fallback) {
       line += "; too little survived, so these are passages of the sources (the " +
         check.writer + " answer was not shown)";

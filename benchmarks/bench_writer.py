@@ -1,0 +1,207 @@
+"""The writer's drafts on tuning questions, written once, and the claim check measured on them.
+
+Issue 19 asks that a written answer hold no claim its cited source does not make. The check
+(ragdb/generate/checking.py) is tuned here, on questions the accept sample never uses
+(benchmarks/bench_accept.py): public docs questions 1-50, the public code questions outside the
+sample (those whose position is not 0 or 2 modulo 5), and the repos set's half A; every other
+one of each, 65 in all. `draft` writes the writer's answers before the check
+(data/bench/writer/drafts.json: question, the sources it saw, what it wrote, timings); `check`
+re-runs the check on them, as often as the check changes, without the model, and prints each
+sentence kept or dropped, next to the tuner's own labels where data/bench/writer/labels.json
+has them (sentence text -> "ok" or "bad"; written by whoever tunes the check, never a reader).
+
+    uv run --frozen python -m benchmarks.bench_writer draft      # needs the writer installed
+    uv run --frozen python -m benchmarks.bench_writer check [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_accept import sample
+from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
+from benchmarks.common import BENCH_DIR, dataset, host_line
+from ragdb import RagDB
+from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.cleaning import renumber_citations
+from ragdb.generate.styles import CheckedAnswerer
+from ragdb.retrieve import Mode
+from ragdb.schemas import RagDataset
+
+WRITER_DIR = BENCH_DIR / "writer"
+DRAFTS = WRITER_DIR / "drafts.json"
+LABELS = WRITER_DIR / "labels.json"
+#: The 65 writer answers strict readers judged in the first round (answers_writer.json and
+#: verdicts_writer_*.json of data/bench/accept as they were), each with its verdict: the check
+#: is validated on them as a mechanism (does it drop what readers flagged, keep what they
+#: accepted?), never tuned on them.
+JUDGED = WRITER_DIR / "judged_round1.json"
+
+
+def tuning() -> list[tuple[Question, str, Path]]:
+    """(question, reference answer, index): never a question of the accept sample."""
+    answers: dict[str, str] = {}
+    for kind in ("docs", "code"):
+        data = RagDataset.model_validate_json(dataset(kind).read_text())
+        answers.update({q.question_id: q.answer for q in data.rag_questions})
+    public = vllm_questions()
+    docs = [q for q in public if q.kind == "docs"][:50:2]
+    code_questions = [q for q in public if q.kind == "code"]
+    code = [q for i, q in enumerate(code_questions) if i % 5 not in (0, 2)][::3]
+    repos_answers: dict[str, str] = {}
+    for path in Path("../shared/datasets/repos/AnsweredQuestions").glob("dataset_*.json"):
+        for q in json.loads(path.read_text())["rag_questions"]:
+            repos_answers[q["question_id"]] = q["answer"]
+    repos = [q for q in repo_questions() if q.half == "A"][::2]
+    chosen = ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
+              + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos])
+    held_out = {q.question_id for q, _, _ in sample()}
+    assert not held_out & {q.question_id for q, _, _ in chosen}
+    return chosen
+
+
+def draft(k: int, limit: int | None, only: str = "") -> None:
+    out: list[dict[str, Any]] = []
+    rags: dict[Path, RagDB] = {}
+    chosen = tuning()[:limit]
+    if only:
+        chosen = [chosen[int(i)] for i in only.split(",")]
+    for question, reference, db in chosen:
+        rag = rags.setdefault(db, RagDB(db, model="writer", use_cache=False))
+        answerer = rag.answerer("generate")
+        assert isinstance(answerer, CheckedAnswerer)
+        hits = rag.searcher.search(question.question, k, Mode.hybrid)
+        sources = [rag_source for rag_source in _prompt_sources(hits)]
+        started = time.perf_counter()
+        written = answerer.draft(question.question, sources)
+        seconds = time.perf_counter() - started
+        if written is None:
+            continue
+        out.append({
+            "id": question.question_id, "set": question.set_name, "kind": question.kind,
+            "question": question.question, "reference_answer": reference,
+            "written": renumber_citations(written.written.text, written.mapping),
+            "given": [{"n": c.number, "file_path": c.file_path, "text": c.text}
+                      for c in written.given],
+            "shown": [{"n": written.mapping[i], "text": s.text}
+                      for i, s in enumerate(written.shown, 1)],
+            "seconds": round(seconds, 2),
+            "first_token_s": round(written.selected_s + written.written.first_token_s, 2),
+            "prompt_tokens": written.written.prompt_tokens,
+            "new_tokens": written.written.new_tokens,
+        })
+        print(f"{len(out):3d} {question.set_name:10s} {seconds:5.1f} s "
+              f"{question.question[:50]!r} -> {out[-1]['written'][:80]!r}", flush=True)
+    for rag in rags.values():
+        rag.close()
+    WRITER_DIR.mkdir(parents=True, exist_ok=True)
+    DRAFTS.write_text(json.dumps(out, indent=1))
+    print(f"{host_line()}\nwrote {DRAFTS}; seconds per draft p50 "
+          f"{statistics.median(a['seconds'] for a in out):.2f}, first token p50 "
+          f"{statistics.median(a['first_token_s'] for a in out):.2f}")
+
+
+def _prompt_sources(hits: list[Any]) -> list[Any]:
+    from ragdb.generate.prompt import prompt_source
+
+    return [prompt_source(h) for h in hits]
+
+
+def check(verbose: bool) -> None:
+    drafts = json.loads(DRAFTS.read_text())
+    labels: dict[str, str] = json.loads(LABELS.read_text()) if LABELS.exists() else {}
+    tally = {f"{fate} {label}": 0 for label in ("ok", "bad", "empty")
+             for fate in ("kept", "dropped")}
+    tally["unlabelled"] = 0
+    fallbacks = 0
+    for item in drafts:
+        given = [CitedSource(g["n"], g["file_path"], g["text"]) for g in item["given"]]
+        checked = check_answer(item["written"], given, question=item["question"])
+        fallbacks += checked.too_little
+        dropped = {d["text"]: d["reason"] for d in checked.report.dropped}
+        recited = {r["text"]: r["to"] for r in checked.report.recited}
+        if verbose:
+            print(f"\n## {item['set']} {item['question']}\n"
+                  f"   ref: {item['reference_answer'][:200]}")
+        for unit in split_units(item["written"]):
+            label = labels.get(unit.text)
+            gone = next((r for t, r in dropped.items() if t and t[:40] in unit.text), None)
+            moved = next((n for t, n in recited.items() if t and t[:40] in unit.text), None)
+            if label is None:
+                tally["unlabelled"] += 1
+            elif moved is not None and not gone:
+                tally["recited"] = tally.get("recited", 0) + 1
+            else:
+                tally[f"{'dropped' if gone else 'kept'} {label}"] += 1
+            if verbose:
+                mark = "DROP" if gone else f"re-cited [{moved}]" if moved else "keep"
+                print(f"   {mark} [{label or '?'}] {unit.text[:300]!r}"
+                      + (f"\n        -- {gone}" if gone else ""))
+        if verbose and checked.too_little:
+            print("   => falls back to passages")
+    print(f"\n{len(drafts)} drafts; fall back to passages: {fallbacks}; sentences: {tally}")
+
+
+def validate(verbose: bool) -> None:
+    """The check on the judged answers' sentences, next to the readers' verdicts."""
+    judged = json.loads(JUDGED.read_text())
+    rows = {"flagged": [0, 0, 0], "accepted": [0, 0, 0], "other": [0, 0, 0]}
+    rescued: list[str] = []
+    for item in judged:
+        verdict = item["verdict"]
+        given = [CitedSource(c["n"], c["file_path"], c["text"]) for c in item["cited_sources"]]
+        if item["check"]["fallback"]:
+            # Readers judged the passages; the writer's own sentences had been dropped.
+            for dropped in item["check"]["dropped"]:
+                checked = check_answer(dropped["text"], given, question=item["question"])
+                if checked.report.kept:
+                    rescued.append(f"{item['question'][:70]!r}\n      kept now: "
+                                   f"{checked.text[:200]!r}")
+            continue
+        group = ("flagged" if verdict.get("unsupported")
+                 else "accepted" if verdict["exam"] else "other")
+        checked = check_answer(item["answer"], given, question=item["question"])
+        rows[group][0] += 1
+        rows[group][1] += checked.report.sentences - checked.report.kept
+        rows[group][2] += checked.too_little
+        if verbose:
+            print(f"\n[{group}] {item['question']}\n   reader: {verdict['reason'][:160]}")
+            for d in checked.report.dropped:
+                print(f"   DROP {d['text'][:160]!r}\n        -- {d['reason']}")
+            if checked.report.kept:
+                print(f"   KEEP {checked.text[:200]!r}")
+    print("\n| judged writer answers (first round) | answers | sentences dropped now "
+          "| would fall back to passages |\n|---|---|---|---|")
+    for group, (n, dropped, fell) in rows.items():
+        print(f"| {group} | {n} | {dropped} | {fell} |")
+    print(f"\nwritten sentences the old check dropped (the answer fell back) that the new one "
+          f"keeps: {len(rescued)}")
+    for line in rescued:
+        print("   " + line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("draft", "check", "validate"))
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--only", default="", help="comma-separated positions in the tuning "
+                        "list (a quick look at a few)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    if args.action == "draft":
+        draft(args.k, args.limit, args.only)
+    elif args.action == "check":
+        check(args.verbose)
+    else:
+        validate(args.verbose)
+
+
+if __name__ == "__main__":
+    main()

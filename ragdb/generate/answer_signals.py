@@ -1,0 +1,233 @@
+"""What a question asks for, and whether a passage holds it: the answer-bearing signals of
+extractive passage choice (issue 19).
+
+BM25 and cosine reward the unit that shares the question's words, and the sentence that
+restates a question shares them best ("The `_call_hf_processor` method specifies both
+`mm_kwargs` and `tok_kwargs`", asked how the two differ). What answers holds something the
+question lacks, of the kind it asks for: a number for "how many" or "which version", a name,
+flag or command for "which parameter" or "how do I", a path or link for "where", several items
+for "what are the ...s". These signals read only the question's wording and the unit's text
+(never a particular question or file), and weigh a unit's score by:
+
+* the asked kind: held (and not already written in the question) or not;
+* the focus: the words of the asked thing's phrase ("key capabilities" in "What are the key
+  capabilities of Ray Serve LLM ...?"), which the restating sentence lacks;
+* a pointer ("see ...", "refer to ...", "Full example: ...") sends the reader elsewhere; it
+  answers only "where";
+* novelty: the share of the unit's terms the question does not hold (a unit made only of the
+  question's words restates it);
+* code: a definition of a name the question writes (`def get_num_new_matched_tokens`) over
+  its callers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragdb.generate.spans import terms
+
+#: The asked thing's phrase ends at the verb or preposition after it.
+_PHRASE_END = (r"(?=\s+(?:do|does|did|is|are|was|were|can|could|should|must|will|would|has|"
+               r"have|had|of|for|in|on|at|when|that|which|who|used|to|from|by|with|between|"
+               r"under|if|after|before|during|get|gets|need|needs|required|supported|"
+               r"available|recommended|allowed)\b|[?,]|$)")
+_WHAT = re.compile(r"^(?:so\s+|and\s+)?(?:what|which)(?:'s|\s+is|\s+are|\s+was|\s+were)?\s+"
+                   r"(?:(?:the|a|an|all(?:\s+the)?|some|any)\s+)?"
+                   r"(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|must|has|"
+                   r"have|happens?|\w+ed)\b)(?P<focus>[^?]+?)" + _PHRASE_END)
+_HOW_MANY = re.compile(r"^how\s+(?:many|much)\s+(?P<focus>[^?]+?)" + _PHRASE_END)
+_HOW_NUMBER = re.compile(r"^how\s+(?:long|deep(?:ly)?|large|big|often|far|fast|old|high|low)\b")
+_WHERE = re.compile(r"^(?:where|in which (?:file|directory|folder|module|page))\b")
+_HOW_TO = re.compile(r"^(?:how|what)\s+(?:do|does|can|could|should|would|must)\s+"
+                     r"(?:i|you|we|one|users?|developers?)\s+(?P<verb>\w+)")
+#: Verbs of "how do I ..." whose answer is a command, a flag, a setting or code.
+_DOING = frozenset("""install build run start serve launch deploy uninstall enable disable set
+    configure specify pass use load turn add make check view evaluate compile register select
+    change override implement create write call import define choose switch limit control
+    increase reduce stop debug profile benchmark test upgrade downgrade""".split())
+#: Words of an asked thing whose answer is a number.
+_NUMBER_NOUNS = frozenset("""version versions number count size port timeout limit bytes length
+    threshold percentage percent ratio seconds samples rank depth width height dimension
+    dimensions iterations steps""".split())
+#: Words of an asked thing whose answer is a name, a flag, a setting or code.
+_CODE_NOUNS = frozenset("""method methods function functions class classes parameter parameters
+    param params argument arguments arg args flag flags option options variable variables endpoint
+    endpoints command commands decorator field fields attribute attributes
+    type types exception error errors setting settings interface interfaces backend
+    backends implementation implementations architecture architectures constant constants
+    property properties module modules file files name names value values format formats api
+    apis object objects kernel kernels connector connectors hook hooks callback mode modes
+    parser parsers class subclass base tool tools engine metric metrics field""".split())
+_NUMBER_WORDS = frozenset("two three four five six seven eight nine ten".split())
+_GENERIC_FOCUS = frozenset("""happens happen difference differences purpose role way ways thing
+    things kind kinds main primary current currently exactly specifically""".split())
+
+# A name written as code: `anything`, snake_case, CamelCase with an inner capital, --flags,
+# dotted.paths and ALL_CAPS constants.
+_NAME = re.compile(r"`([^`\n]+)`|(--?[a-z][\w-]+)|\b([A-Za-z_][\w]*_[\w]*|[a-z]+[A-Z]\w*|"
+                   r"[A-Z][a-z0-9]+[A-Z]\w*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:\.post\d+)?\b")
+_LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.M)
+_PLACE = re.compile(r"\]\(|https?://|<gh-(?:file|dir):|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|"
+                    r"\b[\w-]+\.(?:md|py|rst|txt|json|ya?ml|toml|sh|cfg|ini|ts|js|c|h|cu|rs)\b")
+_POINTER = re.compile(
+    r"(?:^|[.(;:]\s+|\b(?:please|also|and|or)\s+)(?:see|refer to|check out|consult|visit)\b"
+    r"|\b(?:refer to|check out|learn more|for more (?:information|details|info)"
+    r"|more (?:information|details) (?:can|is|are)|can be found|full example|see also"
+    r"|(?:is|are) (?:described|documented|explained) (?:in|at|on|here)"
+    r"|the (?:next|following|previous|later) (?:section|chapter|page)s?)\b", re.I)
+# A line that defines a name: `def f(`, `class C`, `fn f`, `function f`, `struct S`,
+# `#define M`, `const X =`...; and a constant or field, `NAME = ...` or `name: int = ...`.
+_DEFINITION = re.compile(
+    r"^[ \t]*(?:(?:pub(?:\([^)]*\))?|export|static|inline|async|const|unsafe|extern|virtual|"
+    r"public|private|protected|default)\s+)*"
+    r"(?:def|class|fn|function|struct|enum|trait|impl|interface|type|macro_rules!|#\s*define|"
+    r"const|let|var)\s+([A-Za-z_]\w*)", re.M)
+_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)\s*(?::[^=\n]+)?=[^=]")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the question asks for, read from its wording alone."""
+
+    terms: frozenset[str]
+    focus: frozenset[str]  # terms of the asked thing's phrase
+    kinds: frozenset[str]  # number, code, place, list: what an answer holds
+    names: frozenset[str]  # names the question writes as code, lower-cased
+    numbers: frozenset[str]  # numbers the question writes (an answer brings others)
+
+
+def _name_forms(text: str) -> set[str]:
+    out = set()
+    for match in _NAME.finditer(text):
+        name = next(g for g in match.groups() if g)
+        out.add(name.strip("`").lower())
+        out.update(part.lower() for part in re.findall(r"[A-Za-z_]\w+", name))
+    return out
+
+
+def asked(question: str) -> Asked:
+    """The question's terms, the asked thing's phrase, and the kinds of thing that answer."""
+    text = " ".join(question.strip().split())
+    low = text.lower()
+    kinds: set[str] = set()
+    focus_words: list[str] = []
+    match = _HOW_MANY.match(low) or _WHAT.match(low)
+    if match:
+        focus_words = [w for w in re.findall(r"[\w-]+", match.group("focus"))
+                       if w not in _GENERIC_FOCUS]
+        if _HOW_MANY.match(low):
+            kinds.add("number")
+    if _HOW_NUMBER.match(low):
+        kinds.add("number")
+    if _WHERE.match(low):
+        kinds.add("place")
+    doing = _HOW_TO.match(low)
+    if doing and doing.group("verb") in _DOING:
+        kinds.add("code")
+    words = {w.lower() for w in focus_words}
+    if words & _NUMBER_NOUNS or re.search(r"\b(?:minimum|maximum|max|min)\b.*\b"
+                                          r"(?:value|version|number|size)\b", low):
+        kinds.add("number")
+    if words & _CODE_NOUNS:
+        kinds.add("code")
+    plural = bool(focus_words) and focus_words[-1].endswith("s") \
+        and not focus_words[-1].endswith(("ss", "us", "is"))
+    if (plural and re.match(r"^(?:what|which)\b", low) and "number" not in kinds) \
+            or words & _NUMBER_WORDS or re.search(r"\b(?:list|all the|each of)\b", low):
+        kinds.add("list")
+    quoted = _name_forms(text)
+    return Asked(frozenset(terms(text)), frozenset(terms(" ".join(focus_words))),
+                 frozenset(kinds), frozenset(quoted),
+                 frozenset(m.group() for m in _NUMBER.finditer(text)))
+
+
+@dataclass(frozen=True)
+class Signals:
+    """How far a unit holds what the question asks for."""
+
+    kind: bool  # holds a thing of an asked kind the question does not already hold
+    focus: float  # share of the focus terms it holds
+    pointer: bool  # sends the reader elsewhere
+    novelty: float  # share of its terms the question does not hold
+    defines: float  # code: share of the names the question writes that it defines
+    code: bool = False  # a unit of code: the focus words ("default value") are prose words
+    number: bool = False  # holds a number the question does not
+
+
+def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
+            head: str = "", bag: set[str] | None = None) -> Signals:
+    """The unit's signals; `shown` is its cleaned text, `raw` its source span (links and
+    their targets), `code` a code file's unit, `listed` a list or table (items), `head` the
+    first line of the definition a piece of code was cut from; `bag` the terms of `shown`
+    where the caller has them."""
+    if bag is None:
+        bag = set(terms(shown))
+    novelty = len(bag - ask.terms) / len(bag) if bag else 0.0
+    focus = len(ask.focus & bag) / len(ask.focus) if ask.focus else 0.0
+    held = number = False
+    if "number" in ask.kinds:
+        numbers = {m.group() for m in _NUMBER.finditer(_LIST_MARKER.sub("", shown))}
+        held = number = bool(numbers - ask.numbers)
+    if not held and "code" in ask.kinds:
+        held = code or "```" in shown or bool(_name_forms(shown) - ask.names - ask.terms)
+    if not held and "place" in ask.kinds:
+        held = bool(_PLACE.search(raw))
+    if not held and "list" in ask.kinds:
+        held = listed
+    pointer = bool(_POINTER.search(shown)) and not code
+    defines = 0.0
+    if code and ask.names:
+        named: set[str] = set()
+        for text in (head, raw):  # a piece of a long definition is defined by its head
+            named.update(m.group(1).lower() for m in _DEFINITION.finditer(text))
+        first = next((line for line in raw.split("\n")
+                      if line.strip() and not line.lstrip().startswith(("@", "#"))), "")
+        assignment = _ASSIGNMENT.match(first)
+        if assignment:
+            named.add(assignment.group(1).lower())
+        asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
+        if asked_names:
+            defines = len(named & asked_names) / len(asked_names)
+    return Signals(held, focus, pointer, novelty, defines, code, number)
+
+
+def wants_targets(ask: Asked, shown: str) -> bool:
+    """Links are shown with their targets where the question asks "where", or the passage
+    sends the reader elsewhere ("see the security policy"): the target is the answer."""
+    return "place" in ask.kinds or bool(_POINTER.search(shown))
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How much each signal moves a unit's score (global; chosen on the tuning questions)."""
+
+    kind: float = 0.0  # score x (1 + kind) when the asked kind is held
+    missing_kind: float = 0.0  # score x (1 - missing_kind) when a kind is asked and not held
+    # and x (1 - missing_number) more when a number is asked ("how many", "which version")
+    # and it holds none: a number is told apart from words surely, unlike a name.
+    missing_number: float = 0.0
+    focus: float = 0.0  # score x (1 + focus * share of focus terms held)
+    missing_focus: float = 0.0  # score x (1 - missing_focus) when it holds no focus term
+    pointer: float = 0.0  # score x (1 - pointer) for a pointer, unless "where" is asked
+    restating: float = 0.0  # score x (1 - restating * (1 - novelty / novelty_floor))
+    novelty_floor: float = 0.3
+    defines: float = 0.0  # score x (1 + defines x share of the asked names it defines)
+
+
+def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
+    """The multiplier the signals give a unit's score."""
+    value = 1.0
+    if ask.kinds:
+        value *= (1 + weights.kind) if sig.kind else (1 - weights.missing_kind)
+    if "number" in ask.kinds and not sig.number:
+        value *= 1 - weights.missing_number
+    if ask.focus and not sig.code:
+        value *= 1 + weights.focus * sig.focus if sig.focus else 1 - weights.missing_focus
+    if sig.pointer and "place" not in ask.kinds:
+        value *= 1 - weights.pointer
+    if sig.novelty < weights.novelty_floor and not sig.kind:
+        value *= 1 - weights.restating * (1 - sig.novelty / weights.novelty_floor)
+    value *= 1 + weights.defines * sig.defines
+    return max(value, 0.0)

@@ -1,0 +1,286 @@
+"""Code shown as the lines that answer: a window of a long definition under its signature.
+
+A definition longer than a code unit is cut into pieces, and the piece chosen for the block's
+terms may hold none of the lines that answer (the head of a class, asked for a parameter
+further down). `windowed` shows instead the run of the definition's whole lines that best
+matches the question, under the signature lines (`class ...:`, `def ...(`) it lies in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ragdb.generate.spans import (
+    C_FAMILY,
+    CLOSING,
+    DEF_LINE,
+    Passage,
+    SourceText,
+    bm25,
+    depth_changes,
+    line_spans,
+    terms,
+    trim_span,
+)
+
+_CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|elseif|for|foreach|while|switch|case|"
+                      r"default|do|try|catch|except|finally|with|return|match|endif|endforeach|"
+                      r"endwhile|endfunction|endmacro|end|fi|done|esac|then)\b)")
+
+
+def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
+               python: bool) -> list[int]:
+    """The header lines (`class ...:`, `def ...(`, `fn ...{`) that line `best` lies in, from
+    the block's first line on, outermost first: each earlier line indented less than the one
+    before it, keeping only definitions (no `if`, `for`... of the body), the nearest three."""
+    def indent(n: int) -> int:
+        line = text[slice(*lines[n])]
+        return len(line) - len(line.lstrip())
+
+    found, level = [], indent(best)
+    for n in range(best - 1, first - 1, -1):
+        line = text[slice(*lines[n])]
+        if not line.strip() or indent(n) >= level or line.lstrip()[0] in CLOSING + "{":
+            continue  # `) -> None:` or a lone `{` ends a header: the line above opened it
+        level = indent(n)
+        header = DEF_LINE.match(line.strip()) if python else not _CONTROL.match(line)
+        if header:
+            found.append(n)
+    return sorted(found[:3])
+
+
+_CLOSER = re.compile(r"\s*(?:[)\]}][)\]};,]*\s*$|(?:endif|endforeach|endwhile|endfunction|"
+                     r"endmacro|end|fi|done|esac|elseif)\b|else\b(?!\s*:)|}\s*else\b)")
+
+#: How far past its budget a window may grow to close a bracket it opened (or open one it
+#: closes): a statement is shown whole when it is a little longer than the budget.
+_REACH = 300
+_REACH_BACK = 150
+
+
+def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], score: float,
+             query: set[str], k1: float, *, min_chars: int = 0,
+             cut: bool = False) -> Passage | None:
+    """A piece of a long code block, shown as the run of the block's whole lines that best
+    matches the question (BM25 over lines), as long as the piece (at least `min_chars`), after
+    the signature lines of the definition it lies in, instead of the piece the block was cut
+    into: the piece was chosen for the block's terms, which may lie lines away from its own
+    start. The run closes the brackets it opens and opens those it closes where that takes
+    less than _REACH more characters, so that it does not stop inside a statement. `cut`: the
+    block is a chunk's code that begins inside a statement or block; the window is marked as
+    having lines left out before it. None when no line holds a question term."""
+    text = source.text
+    block_start, block_end = block
+    lines = [(s + block_start, e + block_start)
+             for s, e in line_spans(text[block_start:block_end])]
+    # A term once per line: `self.beta_fast = beta_fast` names it twice, and says no more.
+    bags = [Counter(set(terms(text[s:e]))) for s, e in lines]
+    # The block's first line (its signature) is shown in any case: the window is chosen for
+    # the question's other terms (asked for `beta_fast` of `YaRNScaling...`, for `beta_fast`).
+    # Lines are all short: no length normalisation (b = 0), so the same terms score the same
+    # on any line and the earliest run of equals wins (a name's definition before its uses).
+    scores = bm25(query - (set() if cut else set(bags[0])), bags, k1, 0.0)
+    partial = not text[:block_start].strip() and lines and (
+        cut or depth_changes([text[slice(*lines[0])]], source.kind)[0] < 0)
+    if partial:
+        # A chunk that begins inside a statement may begin inside its line too
+        # (`12.8 AND SCALED_MM_ARCHS)`): its first line is never shown, not even as a
+        # signature line.
+        lines, scores = lines[1:], scores[1:]
+    if not len(scores) or float(scores.max()) <= 0:
+        return None
+    budget = max(span[1] - span[0], min_chars)
+    # The run of whole lines within the budget holding the most question-term score, the
+    # earliest of equals; then grown to the budget, the line after first (what a line leads
+    # to comes after it).
+    best_sum, low, high = -1.0, 0, 0
+    for first in range(len(lines)):
+        last = first
+        while last + 1 < len(lines) and lines[last + 1][1] - lines[first][0] <= budget:
+            last += 1
+        total = float(scores[first:last + 1].sum())
+        if total > best_sum + 1e-9:
+            best_sum, low, high = total, first, last
+    while scores[low] <= 0 and low < high:
+        low += 1
+    while scores[high] <= 0 and high > low:
+        high -= 1
+    best = low
+    grown = True
+    while grown:
+        grown = False
+        for step in (1, -1):
+            n = high + 1 if step > 0 else low - 1
+            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
+                    <= budget:
+                low, high = min(low, n), max(high, n)
+                grown = True
+    # The window does not begin inside a block it then leaves (the tail of an `else()`
+    # before `endif()`), nor with lines that only close what came before it (`endif()`, `}`).
+
+    def indent(n: int) -> int:
+        line = text[slice(*lines[n])]
+        return len(line) - len(line.lstrip()) if line.strip() else 10 ** 6
+
+    start = low
+    for k in range(start + 1, high):
+        if _CLOSER.match(text[slice(*lines[k])]) and indent(k) <= indent(start) \
+                and scores[k + 1:high + 1].sum() >= scores[low:k + 1].sum():
+            low = k + 1  # a block the window began inside ends here; the answer is below
+    scored = [n for n in range(low, high + 1) if scores[n] > 0]
+    while scored and low < scored[-1] and (not text[slice(*lines[low])].strip()
+                                           or _CLOSER.match(text[slice(*lines[low])])):
+        low += 1
+    best = max(best, low)
+    # Never cut back past the last line that holds a question term.
+    keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
+        else best
+    low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
+    start, end = trim_span(text, lines[low][0], lines[high][1])
+    if start >= end:
+        return None
+    first_line = text.rfind("\n", 0, start) + 1
+    low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
+    python = source.kind in ("python", "module", "function", "class", "statements") \
+        or source.file_path.endswith((".py", ".pyi"))
+    heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
+    context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
+    lead = text[first_line:start]
+    return Passage(source.number, text[start:end], start, end, score, True,
+                   "" if lead.strip() else lead, context, elided=cut)
+
+
+def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                      keep: int, language: str, reach: int) -> tuple[int, int]:
+    """The run low..high grown to close the brackets it leaves open (`getattr(config,` then
+    its arguments) and to open those it closes, within `reach` characters; where that is out
+    of reach, cut back to the last line at which nothing is left open, keeping line `keep`."""
+    delta = depth_changes([text[s:e] for s, e in lines], language)
+
+    def depths(lo: int, hi: int) -> tuple[int, int]:
+        """(lowest, last) running depth over lines lo..hi, from 0."""
+        depth = lowest = 0
+        for n in range(lo, hi + 1):
+            depth += delta[n]
+            lowest = min(lowest, depth)
+        return lowest, depth
+
+    def open_at_end(lo: int, hi: int) -> int:  # opened after the lowest point, not closed
+        lowest, last = depths(lo, hi)
+        return last - lowest
+
+    def closes_unopened(lo: int, hi: int) -> bool:
+        return depths(lo, hi)[0] < 0
+
+    while open_at_end(low, high) > 0 and high + 1 < len(lines) \
+            and lines[high + 1][1] - lines[low][0] <= reach:
+        high += 1
+    if open_at_end(low, high) > 0:
+        for hi in range(high - 1, keep - 1, -1):
+            if open_at_end(low, hi) <= 0:
+                high = hi
+                break
+    # A bracket closed here opened a few lines up (a call's first line): shown when close by;
+    # farther up, the signature lines or the `...` above the window stand for it.
+    back = lines[low][0] - _REACH_BACK
+    while closes_unopened(low, high) and low > 0 and lines[low - 1][0] >= back:
+        low -= 1
+    return low, high
+
+
+# A docstring's opening quotes; a comment line of Python/shell/CMake or of the C family.
+_DOCSTRING = re.compile(r"[ \t]*[rRuUbBfF]{0,2}(\"\"\"|''')[ \t]*")
+_HASH_LINE = re.compile(r"[ \t]*#[ \t]?")
+_SLASH_LINE = re.compile(r"[ \t]*(?://+|/\*+|\*(?!/))[ \t]?")
+# A sentence's end: a full stop before a space or the end, not after e.g. or i.e.
+_STOP = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!](?=\s|$)")
+_NOT_PROSE = re.compile(r"TODO|FIXME|XXX|HACK|noqa|type:\s*ignore|pragma|https?://|SPDX|"
+                        r"Copyright|^(?:Args|Returns|Raises|Example|Note)s?:", re.I)
+
+
+def lead_sentence(source: SourceText, passage: Passage) -> Passage | None:
+    """One sentence of the source's own prose that says what the shown code does: the first
+    sentence of the docstring of the definition the code lies in, else of the comment just
+    above it; None when there is none or the code shows it already. Verbatim: the sentence's
+    span of the source, shown as prose before the code."""
+    text = source.text
+    first = text.rfind("\n", 0, passage.start) + 1
+    # The signature lines it lies in, innermost first, then the definitions it shows.
+    heads = [start for start, _ in reversed(passage.context)]
+    pos = first
+    for line in text[first:passage.end].split("\n"):
+        if DEF_LINE.match(line.lstrip()):
+            heads.append(pos)
+        pos += len(line) + 1
+    for start in heads:
+        found = _docstring_sentence(text, start)
+        if found is not None and passage.start <= found[0] < passage.end:
+            return None  # the code shows its docstring already
+        if found is not None:
+            return Passage(passage.number, text[found[0]:found[1]], found[0], found[1],
+                           passage.score)
+    found = _comment_sentence(text, first, source.kind in C_FAMILY)
+    if found is not None:
+        return Passage(passage.number, text[found[0]:found[1]], found[0], found[1],
+                       passage.score)
+    return None
+
+
+def _docstring_sentence(text: str, header: int) -> tuple[int, int] | None:
+    """The first sentence of the docstring under the definition whose first line starts at
+    `header` (its header may run over several lines, to the line ending in ':')."""
+    pos, depth = header, 0
+    while True:
+        end = text.find("\n", pos)
+        if end < 0:
+            return None
+        depth += depth_changes([text[pos:end]], "python")[0]
+        if depth <= 0 and text[pos:end].rstrip().endswith(":"):
+            break
+        pos = end + 1
+    line_start = end + 1
+    match = _DOCSTRING.match(text, line_start)
+    if not match:
+        return None
+    close = text.find(match.group(1), match.end())
+    body_end = close if close >= 0 else len(text)
+    paragraph_end = text.find("\n\n", match.end(), body_end)
+    return _sentence(text, match.end(), paragraph_end if paragraph_end >= 0 else body_end)
+
+
+def _comment_sentence(text: str, line_start: int, c_family: bool) -> tuple[int, int] | None:
+    """The first sentence of the comment lines just above the line at `line_start`: one line
+    of a `//` comment, or `#` lines (shown with their marks dropped, as prose)."""
+    marker = _SLASH_LINE if c_family else _HASH_LINE
+    lines: list[tuple[int, int]] = []
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end]
+        if not marker.match(line) or not line.strip().strip("#/*").strip():
+            break
+        lines.insert(0, (start, end))
+        end = start - 1
+    if not lines:
+        return None
+    first = marker.match(text, lines[0][0])
+    assert first is not None
+    span = _sentence(text, first.end(), lines[0][1] if c_family else lines[-1][1])
+    if span is not None and text[span[1] - 1] not in ".!":
+        return None  # a comment that goes on (below, or in the code shown): no sentence
+    return span
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The first whole sentence of text[start:end], of four words or more, that is prose."""
+    s, e = trim_span(text, start, end)
+    if s >= e or not (text[s].isupper() or text[s] == "`"):
+        return None
+    stop = _STOP.search(text, s, e)
+    if stop is not None:
+        e = stop.end()
+    sentence = text[s:e]
+    if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
+        return None
+    return s, e

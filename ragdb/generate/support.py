@@ -1,0 +1,231 @@
+"""Whether a written sentence's own words are in the source it cites, together.
+
+A small writer's unsupported claims are mostly made of ordinary words: "returns a dictionary"
+where the source says a named tuple, "the three patterns are inference, deployment and
+training" citing a page about configuration, "is 512" where the source's 512 is about something
+else. Identifiers and numbers alone do not catch these. So the words a sentence adds to the
+question (its content words, less stopwords, the question's own words and words that only
+frame a claim) are looked up in the cited source, lightly stemmed: all but a few must be there,
+and in one stretch of it (a few lines), next to a word of the question where the source has
+one, so that a value is bound to what the question asks about rather than found anywhere.
+
+The settings were chosen on tuning questions the accept sample never uses
+(benchmarks/bench_writer.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ragdb.tokenize import STOPWORDS, split_identifier
+
+_TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
+_CITE = re.compile(r"\[\d{1,3}\]")
+# Words that frame a claim rather than make one: what kind of thing the answer is ("the
+# default value of the parameter"), how it is reached ("you can use", "allows you to") and
+# talk about the text ("as shown", "the following"). A sentence made of these and the
+# question's words says nothing the question did not.
+FRAME = frozenset("""
+    answer question default defaults value values parameter parameters argument arguments option
+    options flag flags setting settings attribute attributes field fields property properties
+    variable variables method methods function functions class classes module modules file files
+    type types object objects instance instances key keys name names named command commands
+    call calls called return returns returned thing things kind way case cases part parts
+    information detail details example examples following follows above below shown show shows
+    mention mentions mentioned state states stated say says said describe describes described
+    indicate indicates indicated refer refers referred see note noted given give gives find
+    found provide provides provided allow allows allowed let lets enable enables enabled need
+    needs needed make makes made get gets got want wants like simply specific specifically
+    configure configures configured configuring run runs execute
+    order list purpose reason reasons help helps able possible available currently
+    yes no true false
+    one also just then therefore thus however instead well rather both either neither
+    vllm source sources project code codebase library package
+""".split())
+# True and false are values, not frame, where they are what the sentence adds to the question.
+_VALUE_WORDS = frozenset({"true", "false", "none", "null"})
+# Code spells out fewer words than prose about it: `def default(obj): return str(obj)` is
+# "defines a function that returns a string". A source's abbreviation also counts as the word.
+ABBREVIATIONS = {
+    "def": "define", "str": "string", "int": "integer", "bool": "boolean",
+    "dict": "dictionary", "len": "length", "err": "error", "init": "initialize",
+    "arg": "argument", "args": "arguments", "kwargs": "arguments", "param": "parameter",
+    "params": "parameters", "num": "number", "max": "maximum", "min": "minimum",
+    "msg": "message", "cfg": "configuration", "config": "configuration",
+    "attr": "attribute", "ms": "milliseconds", "env": "environment", "var": "variable",
+    "fn": "function", "func": "function", "impl": "implementation", "exc": "exception",
+    "idx": "index", "ctx": "context", "req": "request", "resp": "response", "src": "source",
+    "dst": "destination", "tmp": "temporary", "dir": "directory", "repo": "repository",
+    "pkg": "package", "lib": "library", "doc": "documentation", "docs": "documentation",
+    "opt": "option", "opts": "options", "val": "value", "buf": "buffer",
+    "assert": "assertion", "raise": "raises", "dtype": "type", "cls": "class",
+    "obj": "object", "proc": "process", "procs": "processes", "seq": "sequence",
+    "async": "asynchronous", "sync": "synchronous", "spec": "specification",
+}
+
+
+@dataclass(frozen=True)
+class SupportSettings:
+    """How much of a sentence's own words its cited source must hold (tuning: see module)."""
+
+    max_missing: int = 0  # content words the cited sources may lack
+    window_chars: int = 400  # one stretch: consecutive lines of the source up to this long
+    window_share: float = 0.75  # share of the found words that must lie in one stretch
+    anchored: bool = True  # ... which also holds a word of the question, where the source has one
+
+
+DEFAULT_SUPPORT = SupportSettings()
+
+
+def stem(word: str) -> str:
+    """Plural, -ing, -ed, -er, -ly, -ation and a final e folded: `decides` meets `decide`,
+    `serialization` meets `serialize`, `stopped` meets `stop`."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith(("ies", "ied")):
+        w = w[:-3] + "y"
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if len(w) > 5 and w.endswith("ing"):
+        w = _undouble(w[:-3])
+    elif len(w) > 4 and w.endswith("ed"):
+        w = _undouble(w[:-2])
+    if len(w) > 7 and w.endswith("ation"):
+        w = w[:-5]
+    elif len(w) > 5 and w.endswith("ly"):
+        w = w[:-2]
+    elif len(w) > 5 and w.endswith("er"):
+        w = w[:-2]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+def _undouble(w: str) -> str:
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":
+        return w[:-1]
+    return w
+
+
+def _keys(token: str) -> tuple[str, list[str]]:
+    """A token's joined key (`mlp_bias` -> `mlpbia`... stemmed) and its parts' keys."""
+    parts = split_identifier(token) or [token.lower()]
+    return stem("".join(parts)), [stem(p) for p in parts]
+
+
+@dataclass(frozen=True)
+class _SourceWords:
+    all: frozenset[str]
+    lines: tuple[frozenset[str], ...]
+    lengths: tuple[int, ...]
+
+
+@lru_cache(maxsize=256)
+def _source_words(text: str) -> _SourceWords:
+    """Every key of a source (joined identifiers and their parts), per line and in all."""
+    lines: list[frozenset[str]] = []
+    lengths: list[int] = []
+    for line in text.split("\n"):
+        keys: set[str] = set()
+        for token in _TOKEN.findall(line):
+            joined, parts = _keys(token)
+            keys.add(joined)
+            keys.update(parts)
+            for part in split_identifier(token):
+                if part in ABBREVIATIONS:
+                    keys.add(stem(ABBREVIATIONS[part]))
+        lines.append(frozenset(keys))
+        lengths.append(len(line) + 1)
+    return _SourceWords(frozenset().union(*lines) if lines else frozenset(),
+                        tuple(lines), tuple(lengths))
+
+
+def _with_path(words: _SourceWords, path: str) -> _SourceWords:
+    return _SourceWords(words.all | _source_words(path).all, words.lines, words.lengths)
+
+
+def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
+    """A source holds the token: its joined form, or every part of an identifier."""
+    joined, parts = _keys(token)
+    return joined in keys or (len(parts) > 1 and all(p in keys for p in parts))
+
+
+def question_keys(question: str) -> set[str]:
+    """The words of the question, and its identifiers joined (a part of one is no word of
+    the question: `create_from_handle` does not make "handle" asked)."""
+    return {_keys(token)[0] for token in _TOKEN.findall(question)}
+
+
+def _content(token: str) -> bool:
+    low = token.lower()
+    if low in _VALUE_WORDS:
+        return True
+    if low in STOPWORDS or low in FRAME:
+        return False
+    return len(token) > 1 or token.isdigit()
+
+
+@dataclass
+class Support:
+    """What a sentence adds to the question, and what of it the cited sources lack."""
+
+    novel: list[str]  # content words not in the question
+    missing: list[str]  # ... that no cited source holds
+    scattered: bool  # found, but not together in one stretch next to the question's words
+
+    def fails(self, settings: SupportSettings = DEFAULT_SUPPORT) -> bool:
+        return len(self.missing) > settings.max_missing or self.scattered
+
+
+def support(sentence: str, question: str, sources: list[tuple[str, str]],
+            settings: SupportSettings = DEFAULT_SUPPORT) -> Support:
+    """The sentence's own words against `sources` (the text and path of each it cites; a
+    path's words count as the source's, but are no line of it)."""
+    text = _CITE.sub(" ", sentence)
+    asked = question_keys(question)
+    novel: list[str] = []
+    anchors: list[str] = []
+    for token in dict.fromkeys(_TOKEN.findall(text)):
+        if _keys(token)[0] in asked:  # (`CUDNN_LIBRARY` is new where "CUDNN library" was asked)
+            if token.lower() not in STOPWORDS and len(token) > 1:
+                anchors.append(token)  # a frame word the question uses anchors as well
+        elif _content(token):
+            novel.append(token)
+    words = [_with_path(_source_words(body), path) for body, path in sources]
+    missing = [t for t in novel if not any(_in(t, w.all) for w in words)]
+    found = [t for t in novel if t not in missing]
+    scattered = False
+    anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
+    if found:
+        need = max(1, round(settings.window_share * len(found)))
+        scattered = not any(_together(w, found, anchored if settings.anchored else [], need,
+                                      settings.window_chars) for w in words)
+    return Support(novel, missing, scattered)
+
+
+def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
+              window_chars: int) -> bool:
+    """Whether one stretch of consecutive lines (up to `window_chars`, at least one line)
+    holds `need` of the found words and, where there are any, one of the anchors."""
+    lines, lengths = words.lines, words.lengths
+    for first in range(len(lines)):
+        keys: set[str] = set()
+        size = 0
+        last = first
+        while last < len(lines) and (last == first or size + lengths[last] <= window_chars):
+            keys |= lines[last]
+            size += lengths[last]
+            last += 1
+        held = sum(_in(t, keys) for t in found)
+        if held >= need and (not anchors or any(_in(a, keys) for a in anchors)):
+            return True
+    return False
+
+
+def holds_claim(sentence: str, question: str, text: str, share: float = 0.5) -> bool:
+    """Whether `text` (a passage) holds most of what the sentence adds to the question: the
+    place the claim was read from."""
+    said = support(sentence, question, [(text, "")])
+    found = len(said.novel) - len(said.missing)
+    return bool(said.novel) and found >= share * len(said.novel)

@@ -1,0 +1,397 @@
+"""The walk: which files under the roots an index run reads, and what it leaves out and why.
+
+The default file-type rule (every UTF-8 text, each file in its language), --include and
+--exclude globs, hidden folders, symlinks kept inside the root, and the ignore rules
+(ragdb.ignore_rules). Paths are stored relative to the folder the index is built from."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ragdb.chunking import file_kind
+from ragdb.errors import RagdbError
+from ragdb.file_types import is_vendored_dir, language_for
+from ragdb.ignore_rules import Rules, ancestor_rules, folder_rules, ignored
+from ragdb.reading import inside, link_target
+
+DEFAULT_INCLUDE: tuple[str, ...] = ()  # globs --include adds to the default file-type rule
+DEFAULT_EXCLUDE: tuple[str, ...] = ()  # globs --exclude takes out of it
+#: Python and prose only, what `--include` used to select (the benchmarks compare with it):
+#: WalkOptions(include=PYTHON_AND_DOCS, exclude=EVERYTHING).
+PYTHON_AND_DOCS = ("*.py", "*.md", "*.txt", "*.rst")
+EVERYTHING = ("*",)
+MAX_GLOB_CHARS = 1000  # a longer --include/--exclude glob is refused, not compiled
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".venv", ".tox"})
+
+# --- the file-type rule -----------------------------------------------------------------------
+# Every file the walk reaches is indexed, each in its language (file_language), any other
+# UTF-8 text as "text"; binary content, non-UTF-8, huge, lockfiles, generated and minified
+# files are left out when read. Files in a binary format, .gitignore files and credentials are
+# known by name and never opened (WalkOptions.verdict).
+BINARY_SUFFIXES = frozenset("""
+    .png .jpg .jpeg .gif .bmp .ico .icns .webp .tif .tiff .psd .xcf .heic .avif
+    .pdf .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .epub
+    .zip .gz .tgz .bz2 .xz .zst .lz4 .7z .rar .tar .jar .war .whl .egg .deb .rpm .dmg .iso .apk
+    .so .dll .dylib .a .o .obj .lib .exe .bin .elf .wasm .pyc .pyo .pyd .class
+    .woff .woff2 .ttf .otf .eot .mp3 .mp4 .m4a .wav .ogg .flac .avi .mov .mkv .webm
+    .npy .npz .pt .pth .ckpt .safetensors .onnx .gguf .pb .tflite .h5 .hdf5 .pkl .pickle
+    .parquet .arrow .feather .db .sqlite .sqlite3 .mdb
+""".split())
+#: Files that hold credentials by convention (.env, private keys): never indexed unless an
+#: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
+_SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
+                      r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
+                      r"|keystore|jks|env)")
+#: A file whose first line names one of these interpreters is in that language.
+_SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
+                      r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")
+_SHEBANG_LANGUAGES = {"sh": "shell", "bash": "shell", "dash": "shell", "ksh": "shell",
+                      "zsh": "shell", "node": "javascript", "nodejs": "javascript",
+                      "ruby": "ruby", "perl": "perl", "lua": "lua"}
+
+
+def language_of(path: str) -> str | None:
+    """The language a file is indexed as (stored in files.kind), by name: Python and prose by
+    ragdb.chunking, every other language by ragdb.syntax_chunking; None for a file whose name
+    says nothing (file_language then reads its first line, else it is "text")."""
+    return language_for(path) or file_kind(path)
+
+
+def file_language(name: str, text: str) -> str:
+    """The language of a file read as `text`: by name, else by its #! line, else "text"."""
+    known = language_of(name)
+    if known is not None:
+        return known
+    if text.startswith("#!"):
+        m = _SHEBANG.match(text)
+        if m is not None:
+            interpreter = m.group(1)
+            return "python" if interpreter.startswith("python") else _SHEBANG_LANGUAGES[interpreter]
+    return "text"
+
+
+#: Reasons a file is left out by its name alone (counted, not named one by one).
+EXCLUDED = "excluded"
+BINARY = "binary"
+IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
+SECRETS = "may hold secrets"  # _SECRETS
+INCLUDED = "included"  # WalkOptions.verdict: an --include names the file
+
+
+def _glob_matcher(globs: Sequence[str]) -> Callable[[str, str], bool]:
+    """Whether a file matches any glob: a glob with a '/' is matched against the path under
+    the root (`*` crosses '/'), any other against the file name. Case-sensitive."""
+    names = [re.compile(fnmatch.translate(g)) for g in globs if "/" not in g]
+    paths = [re.compile(fnmatch.translate(g.lstrip("/") + ("*" if g.endswith("/") else "")))
+             for g in globs if "/" in g]
+    name_re = re.compile("|".join(f"(?:{r.pattern})" for r in names)) if names else None
+    path_re = re.compile("|".join(f"(?:{r.pattern})" for r in paths)) if paths else None
+
+    def matches(name: str, rel: str) -> bool:
+        return bool((name_re is not None and name_re.match(name))
+                    or (path_re is not None and path_re.match(rel)))
+    return matches
+
+
+@dataclass(frozen=True)
+class WalkOptions:
+    """Which files a walk yields: the default file-type rule, plus the files `include` names
+    and minus those `exclude` names (a file both name is included)."""
+
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs: indexed even where the rule says no
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE  # globs: left out, unless include names them
+    ignore: bool = True  # honour .gitignore files, .git/info/exclude and their ! negations
+    hidden: bool = False  # walk into folders whose name starts with a dot
+    follow_symlinks: bool = False  # follow links whose target lies outside the root
+
+    def __post_init__(self) -> None:
+        for option, globs in (("--include", self.include), ("--exclude", self.exclude)):
+            for glob in globs:
+                if not glob.strip():
+                    raise RagdbError(f"{option} needs a glob, not an empty string")
+                if len(glob) > MAX_GLOB_CHARS:
+                    raise RagdbError(f"{option} glob is {len(glob)} characters long; at most "
+                                     f"{MAX_GLOB_CHARS} are accepted")
+                if not glob.isprintable():
+                    raise RagdbError(f"{option} glob {json.dumps(glob)} holds control characters")
+        both = sorted(set(self.include) & set(self.exclude))
+        if both:
+            raise RagdbError(f"--include and --exclude both name {', '.join(map(repr, both))}: "
+                             "give it to one of them")
+
+    def verdict(self, name: str, rel: str) -> str:
+        """The file-type rule by name alone, for a file the walk reached (`rel`: its path under
+        the root, needed only when a glob has a '/'): INCLUDED when an --include names it,
+        else the reason it is left out unread, else "" (read, and judged by its content)."""
+        if self.include and _matchers(self.include)(name, rel):
+            return INCLUDED
+        if self.exclude and _matchers(self.exclude)(name, rel):
+            return EXCLUDED
+        if os.path.splitext(name)[1].lower() in BINARY_SUFFIXES:
+            return BINARY
+        if name == ".gitignore":
+            return IGNORE_RULES
+        if _SECRETS.fullmatch(name):
+            return SECRETS
+        return ""
+
+    def to_json(self) -> str:
+        return json.dumps({"include": list(self.include), "exclude": list(self.exclude),
+                           "ignore": self.ignore, "hidden": self.hidden,
+                           "follow_symlinks": self.follow_symlinks})
+
+    @classmethod
+    def from_json(cls, text: str) -> "WalkOptions":
+        raw = json.loads(text or "{}")
+        include = tuple(raw.get("include", DEFAULT_INCLUDE))
+        # Recorded before --exclude existed, --include replaced the rule: the same file set
+        # (an --include '*' was every file already).
+        legacy = EVERYTHING if include and "*" not in include else DEFAULT_EXCLUDE
+        exclude = tuple(raw.get("exclude", legacy))
+        return cls(include=include, exclude=exclude,
+                   ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)),
+                   follow_symlinks=bool(raw.get("follow_symlinks", False)))
+
+
+@lru_cache(maxsize=64)
+def _matchers(globs: tuple[str, ...]) -> Callable[[str, str], bool]:
+    return _glob_matcher(globs)
+
+
+@dataclass
+class Scan:
+    """What a walk of the roots found: files to read, and what it left alone and why."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: Files left out by name (--exclude, a binary format): counted, not named.
+    left_out: list[tuple[Path, str]] = field(default_factory=list)
+    #: Files an --include glob names: the rule's lockfile, generated and minified checks spare
+    #: them (they are still left out when binary, not UTF-8 or too large).
+    included: set[Path] = field(default_factory=set)
+    #: Folders that exist but cannot be listed: their files keep the rows they had.
+    unreadable_dirs: list[Path] = field(default_factory=list)
+
+
+def _is_package(folder: str) -> bool:
+    """A vendored folder the project imports as its own Python package (vllm/third_party with
+    its __init__.py) is code the project ships and calls: it stays in the index."""
+    return os.path.isfile(os.path.join(folder, "__init__.py"))
+
+
+def name_ok(name: str) -> bool:
+    """Whether a file or folder name is UTF-8 (rag.db stores text; os.listdir hands a name
+    that is not as a str with lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(path: Path) -> Path:
+    """A path whose name is not UTF-8, as it can be printed: its bytes escaped (\\xff)."""
+    return Path(os.fsencode(path).decode("utf-8", errors="backslashreplace"))
+
+
+def _entries(folder: str) -> tuple[list[str], list[str]]:
+    """(folder names, other names) of a folder, as os.walk sorts them: a symlink to a folder
+    counts as a folder; one whose target cannot be told, as a file. OSError: unreadable."""
+    dirs: list[str] = []
+    files: list[str] = []
+    with os.scandir(folder) as listing:
+        for entry in listing:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+    return sorted(dirs), sorted(files)
+
+
+def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
+    """Files under a root (or the root itself when it is a file), in a stable order: ignore
+    rules, vendored and hidden folders, and symlinks that leave the root are left out.
+
+    Depth first with a stack of its own (os.walk recurses, and a tree about 990 folders deep
+    ended the run in a RecursionError)."""
+    if not root.is_dir():
+        scan.files.append(root)  # named by the user: read as given
+        return
+    base = Path(os.path.abspath(root))
+    top = root.resolve()
+    visited = {top}
+    use_paths = any("/" in g for g in options.include + options.exclude)
+
+    def skip(path: Path, reason: str) -> None:
+        scan.skipped.append((path, reason))
+
+    inherited = ancestor_rules(base, skip) if options.ignore else []
+    # (folder, the folder as the root spells it, the rules above it); a child is made with
+    # `/`, which parses only its name: deep trees cost no more per folder than shallow ones
+    stack: list[tuple[Path, Path, Rules]] = [(base, root, inherited)]
+    while stack:
+        folder, out, rules = stack.pop()
+        dirpath = str(folder)
+        try:
+            dirnames, filenames = _entries(dirpath)
+        except OSError as exc:
+            scan.unreadable_dirs.append(out)
+            scan.skipped.append((out, f"unreadable folder ({exc.strerror})"))
+            continue
+        if options.ignore:
+            rules = rules + folder_rules(folder, out, (folder / ".git").is_dir(), top, skip)
+        kept = []
+        for d in sorted(dirnames):
+            if d in _SKIP_DIRS or (d.startswith(".") and not options.hidden):
+                continue
+            full = os.path.join(dirpath, d)
+            if is_vendored_dir(d) and not _is_package(full):
+                continue
+            if rules and ignored(rules, full, is_dir=True):
+                continue
+            if not name_ok(d):
+                scan.skipped.append((_escaped(out / d), "name not UTF-8"))
+                continue
+            if os.path.islink(full):
+                target = link_target(Path(full))
+                if target is None:
+                    scan.skipped.append((out / d, "broken symlink"))
+                    continue
+                if not options.follow_symlinks:
+                    if not inside(target, top):
+                        scan.skipped.append((out / d, "symlink outside the root"))
+                    continue  # a link inside the root: its files are indexed where they are
+                if target in visited:
+                    continue  # a loop, or a folder reached twice
+                visited.add(target)
+            kept.append(d)
+        stack.extend((folder / d, out / d, rules) for d in reversed(kept))
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            if rules and ignored(rules, full, is_dir=False):
+                continue
+            if not name_ok(name):
+                scan.skipped.append((_escaped(out / name), "name not UTF-8"))
+                continue
+            verdict = options.verdict(name, full[len(str(base)) + 1:] if use_paths else "")
+            if verdict == INCLUDED:
+                scan.included.add(out / name)
+            elif verdict:
+                scan.left_out.append((out / name, verdict))
+                continue
+            if os.path.islink(full) and not options.follow_symlinks:
+                target = link_target(Path(full))
+                if target is None:
+                    scan.skipped.append((out / name, "broken symlink"))
+                    continue
+                if not inside(target, top):
+                    scan.skipped.append((out / name, "symlink outside the root"))
+                    continue
+            scan.files.append(out / name)
+
+
+def relative(path: Path) -> str:
+    """The stored path: relative to the current directory, as the user typed the corpus root."""
+    if not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()  # already relative and normal: what relpath would give
+    return Path(os.path.relpath(path)).as_posix()
+
+
+def stored_path(path: Path) -> str:
+    """How rag.db names a file or root: relative to the current directory, '/'-separated."""
+    return relative(path)
+
+
+def distinct_roots(roots: Sequence[Path]) -> list[Path]:
+    """The roots once each: `a`, `$PWD/a` and `a/../a` are one root (stored as `a`), spelled
+    as it was first given."""
+    unique: dict[str, Path] = {}
+    for root in roots:
+        unique.setdefault(relative(root), root)
+    return list(unique.values())
+
+
+def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> Scan:
+    """Every file to consider, checked up front so a bad root fails before anything changes.
+
+    Symlinks whose target lies outside their root are skipped unless options.follow_symlinks.
+    A file reached through two roots (a folder and a subfolder of it, spelled differently)
+    is listed once.
+    """
+    roots = distinct_roots(roots)
+    check_roots(roots)
+    scan = Scan()
+    for root in roots:
+        found, left_out = len(scan.files), len(scan.left_out)
+        _walk(root, options, scan)
+        excluded = sum(1 for _, why in scan.left_out[left_out:] if why == EXCLUDED)
+        if excluded and len(scan.files) == found:
+            # Its rows would all be deleted: refused before anything is written.
+            raise RagdbError(
+                f"--exclude {' '.join(map(repr, options.exclude))} leaves no file to index "
+                f"under {root} ({excluded} excluded); nothing was changed")
+    scan.files = _unique_files(scan.files)
+    return scan
+
+
+def _unique_files(files: Sequence[Path]) -> list[Path]:
+    """Each stored path once (`a/x.md` and `$PWD/a/x.md` are one file), sorted."""
+    unique: dict[str, Path] = {}
+    for path in files:
+        unique.setdefault(relative(path), path)
+    return sorted(unique.values())
+
+
+def scan_also(scan: Scan, paths: Sequence[str], recorded: dict[str, str]) -> None:
+    """Add recorded roots to a scan, each walked with the options of its last run."""
+    for path in paths:
+        if not os.path.exists(path):
+            raise RagdbError(
+                f"this run rebuilds the whole index (a different chunk size or ragdb version) "
+                f"and the recorded root {path} is gone (no such file or directory): "
+                f"`ragdb roots --remove {shlex.quote(path)}` forgets it and its rows")
+        check_roots([Path(path)])
+        _walk(Path(path), WalkOptions.from_json(recorded[path]), scan)
+    scan.files = _unique_files(scan.files)
+
+
+def check_roots(roots: Sequence[Path]) -> None:
+    """A root that is missing or unreadable fails the run before anything is written."""
+    for root in roots:
+        if not name_ok(str(root)) or not name_ok(relative(root)):
+            raise RagdbError(f"cannot index {_escaped(root)}: its name is not UTF-8")
+        if not root.exists():
+            raise RagdbError(f"cannot index {root}: no such file or directory")
+        if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
+            raise RagdbError(f"cannot index {root}: permission denied")
+
+
+def collect_files(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> list[Path]:
+    return scan_roots(roots, options).files
+
+
+def holds(root: str, path: str) -> bool:
+    """Whether the stored root `root` holds the stored path `path`, on whole components:
+    `docs` holds `docs/a.md`, never `docs.md`; `docs/a.md` never holds `docs/a.md.txt`. `.`
+    holds what lies inside the current folder, not `../other/x`; a root of `..` only (the
+    current folder lies inside it) holds what is not further out. sql/roots_list.sql and
+    sql/roots_remove.sql apply the same rule."""
+    if root == ".":
+        return not path.startswith("../")
+    if not (root + "/").replace("../", ""):  # "..", "../..": parents of the current folder
+        return not path.startswith(root + "/../")
+    return path == root or path.startswith(root + "/")
+
+
+def under(path: str, roots: Sequence[str]) -> bool:
+    """Whether a stored path lies under one of these stored roots."""
+    return any(holds(root, path) for root in roots)

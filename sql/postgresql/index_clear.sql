@@ -1,0 +1,7 @@
+-- A full rebuild starts from nothing (vectors included: chunk ids are about to change).
+-- DELETE, not TRUNCATE: TRUNCATE would lock every search out until the run commits.
+DELETE FROM postings;
+DELETE FROM chunk_vectors;
+DELETE FROM chunks;
+DELETE FROM files;
+UPDATE fts_stats SET n_chunks = 0, total_length = 0;

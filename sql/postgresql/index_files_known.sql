@@ -1,0 +1,1 @@
+SELECT id, path, sha256 FROM files;

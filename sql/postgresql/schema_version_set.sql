@@ -1,0 +1,1 @@
+UPDATE ragdb_schema SET version = :version;

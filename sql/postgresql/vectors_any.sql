@@ -1,0 +1,1 @@
+SELECT chunk_id FROM chunk_vectors LIMIT 1;
