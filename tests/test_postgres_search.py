@@ -480,3 +480,59 @@ def test_the_other_ports_answer_as_their_sqlite_files(slice_index: Path, copied:
         expected = [Hit.of_row(r) for r in lite.execute(sql("cache_hits"), {"hits": cached[0][0]})]
         assert rebuilt == expected and [h.chunk_id for h in rebuilt] == [h[0] for h in hits]
         pg.rollback()
+
+
+def _fts_rows(lite: Path | None = None, url: str | None = None) -> list[tuple[str, ...]]:
+    """Each chunk's analysed text (path, context, body) with its file and offset."""
+    statement = ("SELECT f.path, c.first_char, t.path, t.context, t.body FROM chunks_fts AS t "
+                 "JOIN chunks AS c ON c.id = {} JOIN files AS f ON f.id = c.file_id")
+    if lite is not None:
+        conn = connect(lite)
+        try:
+            rows = conn.execute(statement.format("t.rowid")).fetchall()
+        finally:
+            conn.close()
+    else:
+        with psycopg.connect(str(url)) as pg:
+            rows = pg.execute(statement.format("t.chunk_id")).fetchall()
+    return sorted(tuple(str(v) for v in row) for row in rows)
+
+
+def test_an_index_run_into_postgresql_keeps_the_analysed_text_as_rag_db(
+        project: Path, pg_url: str) -> None:
+    """chunks_fts on PostgreSQL, written by the index run itself (not only by `ragdb copy`):
+    the same rows as rag.db's FTS5 table, kept through an incremental run; so a copy back to
+    a rag.db of an index made in PostgreSQL searches as the rag.db indexed directly."""
+    def index_both() -> None:
+        for db in (pg_url, "rag.db"):
+            done = run_cli("index", "data/raw", "--no-vectors", "--db", db, cwd=project)
+            assert done.returncode == 0, done.stderr
+
+    index_both()
+    assert _fts_rows(url=pg_url) == _fts_rows(project / "rag.db") != []
+    lora = project / "data" / "raw" / "proj" / "docs" / "features" / "lora.md"
+    lora.write_text(lora.read_text() + "\n## Unloading\n\nPOST to `/v1/unload_lora_adapter`.\n")
+    next(p for p in sorted((project / "data" / "raw" / "proj").rglob("*.py"))).unlink()
+    index_both()
+    assert _fts_rows(url=pg_url) == _fts_rows(project / "rag.db")
+    done = run_cli("copy", pg_url, "back.db", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert _fts_rows(project / "back.db") == _fts_rows(project / "rag.db")
+    found = {db: run_cli("search", "unload a LoRA adapter", "--db", db, "--json", cwd=project)
+             for db in ("back.db", "rag.db")}
+    assert all(done.returncode == 0 for done in found.values())
+    assert json.loads(found["back.db"].stdout) == json.loads(found["rag.db"].stdout) != []
+
+
+def test_a_copy_waits_for_no_index_run_it_is_refused_while_one_holds_the_lock(
+        slice_index: Path, pg_db: str, tmp_path: Path) -> None:
+    """Index runs and copies take the one index lock of a database (ragdb.postgres's key):
+    while an index run holds it, a copy into that database is refused in one line."""
+    conn = postgres.connect(pg_db, create=True)
+    try:
+        with conn.index_lock():
+            error = one_line_error(run_cli("copy", str(slice_index), pg_db, cwd=tmp_path))
+    finally:
+        conn.close()
+    assert "in progress" in error
+    assert run_cli("copy", str(slice_index), pg_db, cwd=tmp_path).returncode == 0
