@@ -148,7 +148,7 @@ def run_postgres(searcher: Searcher, texts: list[str], vectors: dict[str, bytes]
     run = Run()
     with read_transaction(searcher.conn):
         searcher._refresh()
-        searcher._pg_ranking = ranking  # one database, each variant's legs in turn
+        searcher._legs = ranking  # one database, each variant's legs in turn
         for mode in modes:
             run.hits[mode], run.times[mode] = [], []
             for text in texts:

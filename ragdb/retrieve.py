@@ -19,13 +19,13 @@ from ragdb.db import (
     generation,
     get_setting,
     read_transaction,
+    search_legs,
+    search_rows,
     vectors_version,
     write_if_free,
 )
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
-from ragdb.pg_search import PG_SETTINGS, PgRanking, search_rows
-from ragdb.postgres import PostgresConnection
 from ragdb.resources import sql
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
@@ -360,7 +360,7 @@ class Searcher:
         self._embedder: Embedder | None = None
         self._loaded_for: str | None = None  # _made_by when the embedder was loaded
         self._mismatch = False  # the loaded embedder is not the one that made the vectors
-        self._pg_ranking = PgRanking()  # PostgreSQL: the legs its settings name
+        self._legs: Any = None  # PostgreSQL: the legs its settings name (db.search_legs)
 
     # -- state shared by queries -------------------------------------------------------------
 
@@ -375,10 +375,7 @@ class Searcher:
             self._common = frozenset(str(row[0]) for row in rows)
             self._projects = [(str(name).lower(), str(path))
                               for name, path in self.conn.execute(sql("search_projects"))]
-            if isinstance(self.conn, PostgresConnection):
-                self._pg_ranking = PgRanking.of_settings(
-                    {key: value for key in PG_SETTINGS
-                     if (value := get_setting(self.conn, key)) is not None})
+            self._legs = search_legs(self.conn)
             self._generation = current
         if (current, version) != self._state:
             self._has_vectors = has_vectors(self.conn)
@@ -559,10 +556,7 @@ class Searcher:
     def _rows(self, statement: str, params: dict[str, Any]) -> list[Hit]:
         """A search file's hits: rag.db's sql/<statement>.sql, or on PostgreSQL its twin with
         the parameters ragdb.pg_search makes from the same ones."""
-        if isinstance(self.conn, PostgresConnection):
-            rows = search_rows(self.conn, statement, params, self._pg_ranking)
-            return [Hit.of_row(row) for row in rows]
-        return [Hit.of_row(row) for row in self.conn.execute(sql(statement), params)]
+        return [Hit.of_row(row) for row in search_rows(self.conn, statement, params, self._legs)]
 
     # -- the query cache ---------------------------------------------------------------------
 

@@ -1,1 +1,0 @@
-SELECT coalesce(max(version), 0) FROM ragdb_schema;

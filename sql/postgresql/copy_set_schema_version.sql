@@ -1,1 +1,0 @@
-UPDATE ragdb_schema SET version = CAST(:version AS integer);
