@@ -6,7 +6,7 @@ CORPUS_TGZ ?= ../shared/corpus/vllm-0.10.1.tar.gz
 CORPUS := data/raw/vllm-0.10.1
 Q ?= How do I serve several LoRA adapters at once?
 
-.PHONY: install install-writer run debug clean fclean lint test bench bench-answer bench-repos index corpus
+.PHONY: install install-writer run debug clean fclean lint test bench bench-answer bench-repos bench-scale index corpus
 
 install:
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -50,6 +50,12 @@ bench-answer: corpus
 	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick
 	$(RUN) python -m benchmarks.bench_answer
 	$(RUN) python -m benchmarks.bench_accept report  # the strict readers' verdicts, data/bench/accept
+
+# rag.db and PostgreSQL side by side (issue 20): equivalence on all 199 public questions, then
+# 1x and 10x the vLLM index (SCALE_ARGS: e.g. --copies 4 --every 2).
+bench-scale: corpus
+	@test -f data/bench/rag.db || $(RUN) python -m benchmarks.bench --quick
+	$(RUN) python -m benchmarks.bench_scale $(SCALE_ARGS)
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs

@@ -211,6 +211,37 @@ def roots_command(
                    f"last indexed {root.last_indexed_at}")
 
 
+@app.command("copy")
+def copy_command(
+    source: str = typer.Argument(..., help="The index to copy: a rag.db or a PostgreSQL URL."),
+    target: str = typer.Argument(
+        ..., help="Where to copy it: a PostgreSQL URL (postgresql://...) or a new rag.db."),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace the index the target already holds."),
+    lexical: str = typer.Option(
+        "postings", "--lexical",
+        help="PostgreSQL's lexical leg: postings (exact BM25, as rag.db) or pg_textsearch."),
+    vectors: str = typer.Option(
+        "exact", "--vectors", help="PostgreSQL's vector leg: exact (as rag.db) or hnsw."),
+    ef_search: int = typer.Option(
+        400, "--ef-search", help="With --vectors hnsw: the HNSW scan's candidates (1-1000)."),
+) -> None:
+    """Copy a whole index from a rag.db to a PostgreSQL database, or back into a rag.db."""
+    from ragdb.copying import copy_index, masked
+    from ragdb.pg_search import PgRanking
+
+    ranking = PgRanking(lexical, vectors, ef_search)
+    quiet = not sys.stderr.isatty()
+    stats = copy_index(source, target, replace=replace, ranking=ranking,
+                       progress=(lambda _m: None) if quiet else (lambda m: _err(m)))
+    typer.echo(f"copied {masked(source)} -> {masked(target)}: {stats.files} files, "
+               f"{stats.chunks} chunks, {stats.vectors} vectors"
+               + (f", {stats.postings} postings" if stats.postings else "")
+               + (f" ({stats.rebuilt_fts} chunks' analysed text made again)"
+                  if stats.rebuilt_fts else "")
+               + f"; {stats.seconds:.1f} s")
+
+
 class _Progress:
     """A progress bar on a terminal, silence elsewhere (logs and pipes stay clean)."""
 

@@ -37,7 +37,7 @@ from ragdb.errors import (
     RagdbError,
 )
 from ragdb.postgres import PostgresConnection, is_url
-from ragdb.resources import resource_dir
+from ragdb.resources import resource_dir, sql
 
 DEFAULT_DB = Path("data/processed/rag.db")
 #: An open index: rag.db through apsw, or a PostgreSQL database (ragdb/postgres.py).
@@ -470,6 +470,31 @@ def full_text_done(conn: Connection) -> None:
     reads (fts_stats); FTS5 keeps its own."""
     if isinstance(conn, PostgresConnection):
         conn.full_text_done()
+
+
+# --- the search files ----------------------------------------------------------------------
+
+def search_legs(conn: Connection) -> Any:
+    """Which legs the index ranks with where the engine has a choice (PostgreSQL: its
+    settings, ragdb.pg_search.PgRanking); None for rag.db, which has one way."""
+    if isinstance(conn, PostgresConnection):
+        from ragdb.pg_search import PG_SETTINGS, PgRanking
+
+        return PgRanking.of_settings({key: value for key in PG_SETTINGS
+                                      if (value := get_setting(conn, key)) is not None})
+    return None
+
+
+def search_rows(conn: Connection, statement: str, params: dict[str, Any],
+                legs: Any = None) -> list[tuple[Any, ...]]:
+    """A search file's rows: rag.db's sql/<statement>.sql; PostgreSQL: its twin (with the
+    pg_textsearch or HNSW option where `legs` names one) with the parameters
+    ragdb.pg_search makes from the same ones."""
+    if isinstance(conn, PostgresConnection):
+        from ragdb.pg_search import PgRanking, search_rows as pg_rows
+
+        return pg_rows(conn, statement, params, legs if legs is not None else PgRanking())
+    return [tuple(row) for row in conn.execute(sql(statement), params)]
 
 
 # --- one index run at a time ------------------------------------------------------------------

@@ -342,6 +342,11 @@ class PostgresConnection:
             return pg_statements(statement.name)
         return _inline(statement)
 
+    @property
+    def driver(self) -> psycopg.Connection[Any]:
+        """The psycopg connection itself, for what apsw's shape has no room for (COPY)."""
+        return self._pg
+
     def run(self, name: str, params: Params = None) -> Rows:
         """A statement that exists for PostgreSQL only (sql/postgresql/<name>.sql)."""
         return self.execute(SqlText("", name), params)
@@ -478,16 +483,21 @@ class PostgresConnection:
 
     def write_postings(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
         """Full-text rows (chunk_id, path, context, body: the analysed texts FTS5 would take)
-        as postings (COPY) and each chunk's FTS5 row length."""
+        as postings (COPY), the texts themselves (chunks_fts, as rag.db's) and each chunk's
+        FTS5 row length."""
         postings, lengths = self.postings.of_chunks(rows)
         # COPY's text format, built in one join: twice as fast as psycopg's write_row here.
         # (unicode61 tokens hold no tab, newline or backslash; escaped should one ever.)
         terms = {term: term.translate(_COPY_ESCAPES) for term in {p[0] for p in postings}}
         data = "".join(f"{terms[term]}\t{chunk_id}\t{tf_path}\t{tf_context}\t{tf_body}\n"
                        for term, chunk_id, tf_path, tf_context, tf_body in postings)
+        texts = "".join("\t".join(str(v).translate(_COPY_ESCAPES) for v in row) + "\n"
+                        for row in rows)
         try:
             with self._pg.cursor().copy(pg_statements("index_postings_copy")[0]) as copy:
                 copy.write(data)
+            with self._pg.cursor().copy(pg_statements("index_fts_copy")[0]) as copy:
+                copy.write(texts)
         except Exception as exc:
             raise self.error(exc) from None
         self.run("index_fts_lengths", {"ids": [chunk_id for chunk_id, _ in lengths],

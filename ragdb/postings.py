@@ -30,10 +30,9 @@ class Postings:
         if not text:
             return []
         reason = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-        # Without offsets or colocated tokens, apsw yields the tokens themselves (str).
-        return cast(list[str], list(self._tokenize(text.encode("utf-8"), reason, None,
-                                                   include_offsets=False,
-                                                   include_colocated=False)))
+        # Without offsets or colocated tokens apsw yields the tokens alone (str).
+        return list(cast(Iterable[str], self._tokenize(
+            text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)))
 
     def of_chunk(self, chunk_id: int, path: str, context: str, body: str
                  ) -> tuple[list[Posting], int]:

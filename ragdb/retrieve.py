@@ -19,6 +19,8 @@ from ragdb.db import (
     generation,
     get_setting,
     read_transaction,
+    search_legs,
+    search_rows,
     vectors_version,
     write_if_free,
 )
@@ -414,6 +416,7 @@ class Searcher:
         self._embedder: Embedder | None = None
         self._loaded_for: str | None = None  # _made_by when the embedder was loaded
         self._mismatch = False  # the loaded embedder is not the one that made the vectors
+        self._legs: Any = None  # PostgreSQL: the legs its settings name (db.search_legs)
 
     # -- state shared by queries -------------------------------------------------------------
 
@@ -428,6 +431,7 @@ class Searcher:
             self._common = frozenset(str(row[0]) for row in rows)
             self._projects = [(str(name).lower(), str(path))
                               for name, path in self.conn.execute(sql("search_projects"))]
+            self._legs = search_legs(self.conn)
             self._generation = current
         if (current, version) != self._state:
             self._has_vectors = has_vectors(self.conn)
@@ -546,28 +550,19 @@ class Searcher:
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> list[Hit]:
-        terms = self.informative_terms(question) if mode is not Mode.dense else []
-        match = fts_query(terms)
-        # :terms, FTS5's tokens of the same terms, for an engine that ranks postings in SQL.
-        stems = self._stems_json(terms)
-        params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
-                                  **filters.as_sql(), "k": k, "match": match, "terms": stems,
-                                  "query_vector": vector, "dense_kinds": self._dense_kinds,
-                                  "named_roots": self._named_roots(question)}
-        if vector is None:  # lexical, or hybrid on an index without vectors
-            return self._rows("search_lexical", params) if match else []
-        if mode is Mode.dense or not match:
-            params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
-            return self._rows("search_dense", params)
+        planned = self.plan(question, k, mode, vector, filters)
+        if planned is None:
+            return []
+        statement, params = planned
+        if statement != "search_hybrid":
+            return self._rows(statement, params)
         if self.params.w_bridge <= 0 or self._dense_kinds is None:
-            return self._callee_first(question, self._rows("search_hybrid", params))
-        first = self._rows("search_hybrid", {**params, "k": max(k, BRIDGE_FROM)})
+            return self._callee_first(question, self._rows(statement, params))
+        first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)})
         terms = self._bridge_terms(question, first[:BRIDGE_FROM])
         if not terms:
             return self._callee_first(question, first[:k])
-        return self._callee_first(question, self._rows(
-            "search_hybrid", {**params, "bridge_match": fts_query(terms),
-                              "bridge_terms": self._stems_json(terms)}))
+        return self._callee_first(question, self._rows(statement, self.bridged(params, terms)))
 
     def _callee_first(self, question: str, hits: list[Hit]) -> list[Hit]:
         """Hybrid results re-ordered by callee_first (SearchParams.callee_first)."""
@@ -578,10 +573,32 @@ class Searcher:
                     for row in self.conn.execute(sql("chunk_contexts"), {"ids": ids})}
         return callee_first(question, hits, contexts, lambda hit: hit.language not in DOC_KINDS)
 
-    def _stems_json(self, terms: Sequence[str]) -> str:
-        """FTS5's tokens of the terms as a JSON array, for an engine that ranks postings in
-        SQL (`:terms`, `:bridge_terms`); SQLite's statements match on the FTS5 expression."""
-        return json.dumps(list(dict.fromkeys(s for t in terms for s in self._stems(t))))
+    def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
+             filters: Filters = NO_FILTERS) -> tuple[str, dict[str, Any]] | None:
+        """Which search file answers a question and with what parameters (for either engine:
+        :match is the FTS5 expression rag.db's files take, :terms the informative terms it was
+        made from, which the PostgreSQL files take as stems in its place, ragdb.pg_search);
+        None when there is nothing to search. As of the last _refresh(). A hybrid search with
+        bridge terms runs its file a second time (_run, `bridged`)."""
+        terms = self.informative_terms(question) if mode is not Mode.dense else []
+        match = fts_query(terms)
+        params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
+                                  **filters.as_sql(), "k": k, "match": match, "terms": terms,
+                                  "query_vector": vector, "dense_kinds": self._dense_kinds,
+                                  "named_roots": self._named_roots(question)}
+        if vector is None:  # lexical, or hybrid on an index without vectors
+            return ("search_lexical", params) if match else None
+        if mode is Mode.dense or not match:
+            params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
+            return "search_dense", params
+        return "search_hybrid", params
+
+    @staticmethod
+    def bridged(params: dict[str, Any], terms: Sequence[str]) -> dict[str, Any]:
+        """A hybrid search's parameters with its bridge leg on: :bridge_match, the FTS5
+        expression of the bridge terms, and :bridge_terms, the terms themselves (stems on
+        PostgreSQL, as :terms)."""
+        return {**params, "bridge_match": fts_query(list(terms)), "bridge_terms": list(terms)}
 
     def _bridge_terms(self, question: str, hits: Sequence[Hit]) -> list[str]:
         """The identifiers the best doc passages among `hits` name (the kinds the index
@@ -604,7 +621,9 @@ class Searcher:
         return json.dumps(named) if named else None
 
     def _rows(self, statement: str, params: dict[str, Any]) -> list[Hit]:
-        return [Hit.of_row(row) for row in self.conn.execute(sql(statement), params)]
+        """A search file's hits: rag.db's sql/<statement>.sql, or on PostgreSQL its twin with
+        the parameters ragdb.pg_search makes from the same ones."""
+        return [Hit.of_row(row) for row in search_rows(self.conn, statement, params, self._legs)]
 
     # -- the query cache ---------------------------------------------------------------------
 

@@ -233,3 +233,28 @@ def pg_url(pg_server: Any) -> Iterator[str]:
     with pg_admin(pg_server) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             sql.Identifier(name)))
+
+
+@pytest.fixture
+def own_role(pg_server: Any) -> Iterator[tuple[str, str, str]]:
+    """A login role that must give its password (scram-sha-256), not a superuser, owning a
+    new database: (role, password, database)."""
+    from psycopg import sql as psql
+
+    role, password = f"ragdb_user_{uuid.uuid4().hex[:8]}", "right-pass-7391"
+    database = f"{role}_db"
+    hba = Path(pg_server.pgdata) / "pg_hba.conf"
+    rules = hba.read_text()
+    hba.write_text(f"local all {role} scram-sha-256\n" + rules)
+    with pg_admin(pg_server) as admin:
+        admin.execute(psql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            psql.Identifier(role), psql.Literal(password)))
+        admin.execute(psql.SQL("CREATE DATABASE {} OWNER {}").format(
+            psql.Identifier(database), psql.Identifier(role)))
+        admin.execute("SELECT pg_reload_conf()")
+    yield role, password, database
+    hba.write_text(rules)
+    with pg_admin(pg_server) as admin:
+        admin.execute(psql.SQL("DROP DATABASE {} WITH (FORCE)").format(psql.Identifier(database)))
+        admin.execute(psql.SQL("DROP ROLE {}").format(psql.Identifier(role)))
+        admin.execute("SELECT pg_reload_conf()")

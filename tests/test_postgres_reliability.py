@@ -236,29 +236,6 @@ def _socket_dir(server: Any) -> str:
     return parse_qs(urlsplit(server.get_uri()).query)["host"][0]
 
 
-@pytest.fixture
-def own_role(pg_server: Any) -> Iterator[tuple[str, str, str]]:
-    """A login role that must give its password (scram-sha-256), not a superuser, owning a
-    new database: (role, password, database)."""
-    role, password = f"ragdb_user_{uuid.uuid4().hex[:8]}", "right-pass-7391"
-    database = f"{role}_db"
-    hba = Path(pg_server.pgdata) / "pg_hba.conf"
-    rules = hba.read_text()
-    hba.write_text(f"local all {role} scram-sha-256\n" + rules)
-    with pg_admin(pg_server) as admin:
-        admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
-            sql.Identifier(role), sql.Literal(password)))
-        admin.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-            sql.Identifier(database), sql.Identifier(role)))
-        admin.execute("SELECT pg_reload_conf()")
-    yield role, password, database
-    hba.write_text(rules)
-    with pg_admin(pg_server) as admin:
-        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
-        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
-        admin.execute("SELECT pg_reload_conf()")
-
-
 def test_a_login_refused_never_shows_the_password(project: Path, pg_server: Any,
                                                   own_role: tuple[str, str, str]) -> None:
     role, _password, database = own_role

@@ -1,1 +1,2 @@
-SELECT hits FROM query_cache WHERE key = :key AND generation = :generation;
+SELECT hits FROM query_cache
+WHERE key = CAST(:key AS text) AND generation = CAST(:generation AS bigint);

@@ -1,10 +1,12 @@
--- Refresh the terms too common to help ranking (as sql/index_common_terms.sql, with the
--- document frequencies counted from postings where SQLite reads chunks_fts_vocab). A small
--- index keeps them all.
--- (pgcore's port, for its own end-to-end runs; pgsearch owns the lexical side.)
+-- Refresh the terms too common to help ranking (sql/index_common_terms.sql): the stems in
+-- more than half of all chunks, counted from the postings as FTS5's vocabulary table counts
+-- them (one posting per chunk and term). A small index keeps them all: with a handful of
+-- chunks every word of a one-file corpus is "common", and dropping them would leave nothing.
 DELETE FROM fts_common_terms;
 INSERT INTO fts_common_terms (term)
-SELECT term FROM postings
-GROUP BY term
-HAVING count(*) > (SELECT count(*) FROM chunks) / 2.0
-   AND (SELECT count(*) FROM chunks) >= 64;
+SELECT p.term
+FROM postings AS p
+CROSS JOIN (SELECT count(*) AS n FROM chunks) AS total
+WHERE total.n >= 64
+GROUP BY p.term, total.n
+HAVING count(*) > total.n / 2.0;

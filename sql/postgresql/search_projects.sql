@@ -1,5 +1,8 @@
--- The projects a question can name (as sql/search_projects.sql; strpos for instr).
--- (pgcore's port, for its own end-to-end runs; pgsearch owns the read side.)
+-- The projects a question can name (SearchParams.root_prior), as sql/search_projects.sql:
+-- every root, by its folder name, and, for a root that holds no file directly (a folder of
+-- repositories), each of its first-level folders. name is the folder name, path the stored
+-- path prefix of its files. (SQLite's instr is strpos here; substr, length, rtrim and
+-- replace count characters in both.)
 WITH tops AS (
     SELECT r.path AS root,
            CASE WHEN r.path = '.' THEN f.path ELSE substr(f.path, length(r.path) + 2) END AS rest

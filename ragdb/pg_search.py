@@ -1,0 +1,154 @@
+"""Ranking on PostgreSQL: the parameters sql/postgresql/search_*.sql take, made from the ones
+the SQLite files take, so both engines rank the same question the same way.
+
+The SQLite search files get an FTS5 MATCH expression and the query vector as int8 bytes; the
+PostgreSQL ones get the same stems as a JSON array (:terms: FTS5's BM25 is computed over the
+postings) and the vector as halfvec text. Every other parameter is passed as it is. Which
+lexical leg (exact BM25 over the postings, or the pg_textsearch index) and which dense leg
+(exact, or HNSW) a database uses is chosen when it is made (`ragdb copy --lexical/--vectors`)
+and kept in its settings (PgRanking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ragdb.errors import RagdbError
+from ragdb.postings import Postings
+from ragdb.vectors import VECTOR_DIM
+
+if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a search needs it
+    from ragdb.postgres import PostgresConnection
+
+#: settings keys of a PostgreSQL index (PostgreSQL only: `ragdb copy` back to a rag.db drops
+#: them).
+LEXICAL = "pg_lexical"  # "postings" (exact BM25, the default) or "pg_textsearch"
+VECTORS = "pg_vectors"  # "exact" (the default) or "hnsw"
+EF_SEARCH = "pg_hnsw_ef_search"  # the HNSW scan's candidate list, at least the windows asked
+PG_SETTINGS = frozenset({LEXICAL, VECTORS, EF_SEARCH})
+
+LEXICAL_LEGS = ("postings", "pg_textsearch")
+VECTOR_LEGS = ("exact", "hnsw")
+#: hnsw.ef_search when the settings do not say (measured: README, PostgreSQL): pgvector
+#: returns at most ef_search rows, so a search always asks for at least its :knn_depth.
+DEFAULT_EF_SEARCH = 400
+
+
+@dataclass(frozen=True)
+class PgRanking:
+    """Which legs a PostgreSQL index ranks with, as its settings record them."""
+
+    lexical: str = "postings"
+    vectors: str = "exact"
+    ef_search: int = DEFAULT_EF_SEARCH
+
+    def __post_init__(self) -> None:
+        if self.lexical not in LEXICAL_LEGS:
+            raise RagdbError(f"the lexical leg must be one of {', '.join(LEXICAL_LEGS)}, "
+                             f"got {self.lexical!r}"[:160])
+        if self.vectors not in VECTOR_LEGS:
+            raise RagdbError(f"the vector leg must be one of {', '.join(VECTOR_LEGS)}, "
+                             f"got {self.vectors!r}"[:160])
+        if not 1 <= self.ef_search <= 1000:
+            raise RagdbError(f"hnsw ef_search must be from 1 to 1000, got {self.ef_search}")
+
+    @classmethod
+    def of_settings(cls, settings: Mapping[str, str]) -> PgRanking:
+        """The legs an index's settings name (the defaults where they name none)."""
+        ef = settings.get(EF_SEARCH, "")
+        return cls(settings.get(LEXICAL, "postings"), settings.get(VECTORS, "exact"),
+                   int(ef) if ef.isdigit() else DEFAULT_EF_SEARCH)
+
+    def as_settings(self) -> dict[str, str]:
+        return {LEXICAL: self.lexical, VECTORS: self.vectors, EF_SEARCH: str(self.ef_search)}
+
+    def statement(self, name: str) -> str:
+        """The PostgreSQL file for a search file of rag.db: search_lexical and search_hybrid
+        have a pg_textsearch twin; everything else is the same name."""
+        if self.lexical == "pg_textsearch" and name in ("search_lexical", "search_hybrid"):
+            return f"{name}_textsearch"
+        return name
+
+    def settings_params(self, knn_depth: int, filtered: bool) -> dict[str, Any]:
+        """Parameters of sql/postgresql/search_settings.sql for one search."""
+        return {"ef_search": min(1000, max(self.ef_search, knn_depth)),
+                "iterative_scan": "relaxed_order" if filtered else "off",
+                "bm25_scan": int(self.lexical == "pg_textsearch")}
+
+
+_STEMMER: Postings | None = None
+
+
+def query_stems(terms: Sequence[str]) -> list[str]:
+    """The stems FTS5 matches for the phrases of `fts_query(terms)`, one per phrase, in order.
+
+    A term is one phrase of the MATCH expression; FTS5's query tokenizer stems it. A term of
+    no token (nothing FTS5 would match) is left out. A term of several tokens (which the
+    question analysis does not make: it splits on what unicode61 splits on) is a phrase FTS5
+    matches only where the tokens are adjacent; postings have no positions, so each of its
+    tokens counts as a phrase of its own here.
+    """
+    global _STEMMER
+    if _STEMMER is None:
+        _STEMMER = Postings()
+    stems: list[str] = []
+    for term in terms:
+        stems.extend(_STEMMER.tokens(term, query=True))
+    return stems
+
+
+def halfvec_text(vector: bytes) -> str:
+    """An int8 query vector (384 bytes, sql/search_dense.sql's :query_vector) as the halfvec
+    literal the PostgreSQL files cast (`CAST(:query_vector AS halfvec(384))`)."""
+    if len(vector) != VECTOR_DIM:
+        raise RagdbError(f"a query vector has {VECTOR_DIM} int8 values, got {len(vector)} bytes")
+    values = memoryview(vector).cast("b").tolist()
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def pg_params(params: Mapping[str, Any], ranking: PgRanking = PgRanking()) -> dict[str, Any]:
+    """The parameters of a sql/postgresql search file from those of the SQLite one (as
+    Searcher.plan makes them): :terms and :bridge_terms, the informative terms the MATCH
+    expressions were made from, become their stems (text[]: the planner counts an array's
+    elements), the vector halfvec text."""
+    out = {key: value for key, value in params.items() if key not in ("match", "bridge_match")}
+    terms = list(params.get("terms") or [])
+    out["terms"] = query_stems(terms)
+    bridge = params.get("bridge_terms")
+    out["bridge_terms"] = query_stems(bridge) if bridge else None
+    out["query_text"] = " ".join(terms)
+    vector = params.get("query_vector")
+    out["query_vector"] = halfvec_text(vector) if isinstance(vector, bytes) else None
+    out["ann"] = int(ranking.vectors == "hnsw")
+    return out
+
+
+def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, Any],
+                ranking: PgRanking = PgRanking()) -> list[tuple[Any, ...]]:
+    """Run the PostgreSQL twin of a SQLite search file (Searcher.plan's statement and
+    parameters) on a ragdb PostgreSQL database: its settings for this search, then the
+    search, in one snapshot (the caller's, if one is open). The rows are sql/search_*.sql's."""
+    knn_depth = int(params.get("knn_depth") or 0)
+    settings = ranking.settings_params(knn_depth, bool(params.get("filtered")))
+    values = pg_params(params, ranking)
+    name = ranking.statement(statement)
+    with conn.read_transaction():
+        conn.run("search_settings", settings)
+        if name.endswith("_textsearch"):  # the BM25 index's hits, then the rest
+            depth = int(values["depth"])
+            values["hits_limit"] = depth if statement == "search_hybrid" else max(
+                int(values["k"]), depth)
+            hits = conn.run("search_textsearch_hits", values)
+            values["hit_ids"] = [int(row[0]) for row in hits]
+            values["hit_scores"] = [float(row[1]) for row in hits]
+            if values["bridge_terms"]:  # the bridge leg's hits from the same index
+                bridge = conn.run("search_textsearch_hits",
+                                  {**values, "query_text": " ".join(params["bridge_terms"]),
+                                   "hits_limit": depth})
+                values["bridge_ids"] = [int(row[0]) for row in bridge]
+                values["bridge_scores"] = [float(row[1]) for row in bridge]
+            else:
+                values["bridge_ids"] = values["bridge_scores"] = []
+        return list(conn.run(name, values))

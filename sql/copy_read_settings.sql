@@ -1,0 +1,1 @@
+SELECT key, value FROM settings ORDER BY key;

@@ -1,0 +1,1 @@
+INSERT INTO fts_common_terms (term) VALUES (?);

@@ -1,0 +1,1 @@
+SELECT EXISTS (SELECT 1 FROM files) OR EXISTS (SELECT 1 FROM chunks) AS holds_index;

@@ -1,0 +1,1 @@
+SELECT term FROM fts_common_terms ORDER BY term;

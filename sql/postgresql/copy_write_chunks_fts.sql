@@ -1,0 +1,1 @@
+COPY chunks_fts (chunk_id, path, context, body) FROM STDIN;

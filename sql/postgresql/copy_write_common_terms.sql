@@ -1,0 +1,1 @@
+COPY fts_common_terms (term) FROM STDIN;

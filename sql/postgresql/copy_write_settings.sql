@@ -1,0 +1,1 @@
+COPY settings (key, value) FROM STDIN;

@@ -1,0 +1,46 @@
+-- Lexical search on PostgreSQL with the pg_textsearch option (settings('pg_lexical') =
+-- 'pg_textsearch'): the hits of search_textsearch_hits.sql (its BM25 index, its own formula:
+-- close to rag.db's ranking, not the same), passed in as :hit_ids and :hit_scores, best first
+-- (ragdb.pg_search.search_rows), then as sql/postgresql/search_lexical.sql: the same
+-- priors, duplicate slots and result columns (the hits are filtered already).
+WITH lexical AS (                                -- search_textsearch_hits.sql's hits
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
+         AS h(chunk_id, score)
+),
+scored AS (
+    SELECT l.chunk_id,
+           l.score
+           * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
+                       AND ragdb_glob_any(translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+                                                    'abcdefghijklmnopqrstuvwxyz'),
+                                          CAST(:prior_paths AS jsonb), false)
+                  THEN CAST(:prior AS double precision) ELSE 1.0 END
+           * CASE WHEN CAST(:named_roots AS jsonb) IS NOT NULL AND NOT EXISTS (
+                       SELECT 1 FROM jsonb_array_elements_text(CAST(:named_roots AS jsonb)) AS r
+                       WHERE substr(f.path, 1, length(r) + 1) = r || '/')
+                  THEN CAST(:root_prior AS double precision) ELSE 1.0 END AS score,
+           CASE WHEN f.sha256 = '' THEN 'chunk ' || c.id      -- rows written without a hash
+                ELSE f.sha256 || ' ' || c.first_char || ' ' || c.last_char END AS copy_of
+    FROM lexical AS l
+    JOIN chunks AS c ON c.id = l.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+),
+ranked AS (                             -- one slot per distinct text range
+    SELECT chunk_id, score
+    FROM (SELECT chunk_id, score,
+                 row_number() OVER (PARTITION BY copy_of ORDER BY score, chunk_id) AS nth
+          FROM scored) AS slots
+    WHERE nth = 1
+    ORDER BY score, chunk_id
+    LIMIT CAST(:k AS integer)
+)
+SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
+       ranked.score, c.text, f.kind AS language,
+       CASE WHEN f.sha256 = '' THEN NULL ELSE (
+           SELECT CAST(json_agg(d.path ORDER BY d.path COLLATE "C") AS text)
+           FROM files AS d WHERE d.sha256 = f.sha256 AND d.id <> f.id) END AS duplicates
+FROM ranked
+JOIN chunks AS c ON c.id = ranked.chunk_id
+JOIN files AS f ON f.id = c.file_id
+ORDER BY ranked.score, c.id;

@@ -1,0 +1,33 @@
+-- The pg_textsearch option's lexical leg (settings('pg_lexical') = 'pg_textsearch',
+-- sql/postgresql/fts_textsearch_index.sql): the BM25 index over chunks_fts.doc ranks the
+-- chunks with its own formula (Lucene's IDF, the english configuration's stems), so its
+-- ranking is close to rag.db's, not the same (measured: benchmarks/bench_scale.py). Its hits
+-- go to search_lexical_textsearch.sql or search_hybrid_textsearch.sql as hit_ids and
+-- hit_scores (ragdb.pg_search.search_rows).
+--
+-- A statement of its own, at the top: bm25_get_current_score() is the score the index scan
+-- computed for the row it returned, and pg_textsearch only spares the row's second scoring (a
+-- parse of its whole text, 7 ms for 50 rows here) at a query's top level, not inside a CTE.
+-- search_settings.sql (bm25_scan) makes the planner take that scan, filtered or not.
+--
+-- :query_text: the question's informative terms, space separated; :hits_limit: how many.
+-- Filters (:filtered = 1: :paths, :excludes, :langs) as in sql/postgresql/search_lexical.sql:
+-- the scan goes on until it has found that many allowed chunks.
+WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
+    SELECT f.id FROM files AS f
+    WHERE CAST(:filtered AS integer) = 1
+      AND (CAST(:langs AS jsonb) IS NULL
+           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
+      AND (CAST(:paths AS jsonb) IS NULL
+           OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
+      AND (CAST(:excludes AS jsonb) IS NULL
+           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
+),
+allowed AS MATERIALIZED (
+    SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)
+)
+SELECT t.chunk_id, bm25_get_current_score() AS score
+FROM chunks_fts AS t
+WHERE CAST(:filtered AS integer) = 0 OR t.chunk_id IN (SELECT id FROM allowed)
+ORDER BY t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25')
+LIMIT CAST(:hits_limit AS integer);
