@@ -14,6 +14,12 @@ Sections:
     answered public sets with exact vectors and with HNSW, and how many top 10s PostgreSQL's
     exact legs share with rag.db at that scale.
 
+  * concurrent (after scale, on its Nx PostgreSQL copy, pg_textsearch + HNSW): 20 searching
+    clients, each its own connection and Searcher, one read snapshot per search, ask the
+    public questions in turn while an index run adds a root (a copy of docs/features of the
+    corpus, with vectors) and commits: searches, errors, p50/p95 per client search during
+    the run, and the index run's time.
+
 PostgreSQL is a throw-away pgserver cluster (PostgreSQL 18, pgvector, pg_textsearch) in a
 temporary folder (--pgdata keeps one). Times are wall clock on this host, printed with its
 load: every figure names the host it came from.
@@ -45,6 +51,8 @@ from ragdb.retrieve import BRIDGE_FROM, NO_FILTERS, Filters, Hit, Mode, Searcher
 from ragdb.schemas import MinimalSource, RagDataset
 
 SOURCE = BENCH_DIR / "rag.db"
+#: The root the concurrent section's index run adds (a copy of it, under a temporary folder).
+SOURCE_DOCS = Path("data/raw/vllm-0.10.1/docs/features")
 SCALE_SQL = Path(__file__).with_name("sql") / "scale_sqlite.sql"
 MODES = (Mode.lexical, Mode.dense, Mode.hybrid)
 #: The PostgreSQL variants measured: (label, ranking).
@@ -383,11 +391,73 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
         lite_conn.close()
 
 
+def concurrent(server: Any, questions: list[Question], copies: int, clients: int = 20) -> None:
+    """Searches during an index run on the Nx database of `scale` (run that section first)."""
+    import threading
+
+    from ragdb import RagDB
+
+    url = str(server.get_uri(f"ragdb_scale{copies}"))
+    texts = [q.text for q in questions]
+    ranking = PgRanking(lexical="pg_textsearch", vectors="hnsw")
+    print(f"\n## concurrent: {clients} searching clients during an index run, {copies}x, "
+          "PostgreSQL pg_textsearch + HNSW, hybrid")
+    vectors = query_vectors(Searcher(connect(SOURCE), use_cache=False), texts)
+    extra = Path(tempfile.mkdtemp(prefix="ragdb-bench-root-")) / "features"
+    shutil.copytree(SOURCE_DOCS, extra)
+    running = threading.Event()
+    done = threading.Event()
+    times: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+
+    def client(n: int) -> None:
+        searcher = Searcher(postgres.connect(url), use_cache=False)
+        i = n
+        try:
+            while not done.is_set():
+                text = texts[i % len(texts)]
+                i += clients
+                started = time.perf_counter()
+                with read_transaction(searcher.conn):  # one snapshot per search, as search() does
+                    searcher._refresh()
+                    searcher._legs = ranking
+                    searcher._run(text, 10, Mode.hybrid, vectors.get(text))
+                if running.is_set():
+                    times[n].append(time.perf_counter() - started)
+        except Exception as exc:  # counted and shown: the figure is "zero errors"
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    time.sleep(2.0)  # every client connected and searching
+    print(f"{load()} before the index run")
+    running.set()
+    result, seconds = timed(lambda: RagDB(url).index([extra]))
+    running.clear()
+    done.set()
+    for thread in threads:
+        thread.join()
+    during = [t for per_client in times for t in per_client]
+    print(f"index run: {result.stats.files_indexed} files, {result.stats.chunks_written} chunks"
+          f", {result.vectors.embedded if result.vectors else 0} vectors, committed in "
+          f"{seconds:.1f} s; {load()}")
+    print("| clients | searches during the run | errors | p50 / p95 (best) ms |")
+    print("|---|---|---|---|")
+    print(f"| {clients} | {len(during)} | {len(errors)} | "
+          f"{summary(during) if during else '-'} |")
+    for line in sorted(set(errors))[:5]:
+        print(f"  error: {line}")
+    with RagDB(url) as rag:
+        rag.remove_root(extra)
+    shutil.rmtree(extra.parent, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default="equivalence,scale",
-                        help="comma-separated: equivalence, scale")
+    parser.add_argument("--sections", default="equivalence,scale,concurrent",
+                        help="comma-separated: equivalence, scale, concurrent (needs scale)")
     parser.add_argument("--copies", type=int, default=10, help="the large index: N x vLLM")
     parser.add_argument("--every", type=int, default=1,
                         help="time every n-th question only (all are checked)")
@@ -410,6 +480,8 @@ def main() -> None:
             equivalence(server, questions)
         if "scale" in sections:
             scale(server, questions, args.copies, args.every)
+        if "concurrent" in sections:
+            concurrent(server, questions, args.copies)
 
 
 if __name__ == "__main__":
