@@ -242,6 +242,30 @@ def copy_command(
                + f"; {stats.seconds:.1f} s")
 
 
+@app.command("legs")
+def legs_command(
+    lexical: Optional[str] = typer.Option(
+        None, "--lexical",
+        help="The lexical leg: postings (exact BM25, as rag.db) or pg_textsearch."),
+    vectors: Optional[str] = typer.Option(
+        None, "--vectors", help="The vector leg: exact (as rag.db) or hnsw."),
+    ef_search: Optional[int] = typer.Option(
+        None, "--ef-search", help="With --vectors hnsw: the HNSW scan's candidates (1-1000)."),
+    db: Optional[str] = DbOption,
+) -> None:
+    """Show or choose the legs a PostgreSQL index ranks with (builds or drops their indexes)."""
+    rag = _rag(db)
+    if lexical is None and vectors is None and ef_search is None:
+        legs = rag.legs()
+        if legs is None:
+            typer.echo("rag.db ranks with FTS5 (exact BM25) and sqlite-vec (exact vectors)")
+            return
+    else:
+        legs = rag.set_legs(lexical, vectors, ef_search)
+    typer.echo(f"lexical {legs.lexical}, vectors {legs.vectors}"
+               + (f" (ef_search {legs.ef_search})" if legs.vectors == "hnsw" else ""))
+
+
 class _Progress:
     """A progress bar on a terminal, silence elsewhere (logs and pipes stay clean)."""
 

@@ -36,6 +36,8 @@ from ragdb.db import (
     index_running,
     location,
     scalar,
+    search_legs,
+    set_search_legs,
     shown,
     write_transaction,
 )
@@ -301,6 +303,31 @@ class RagDB:
             removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
             bump_generation(conn)
         return removed
+
+    def legs(self) -> Any:
+        """PostgreSQL: the legs the index ranks with (ragdb.pg_search.PgRanking); None for
+        rag.db, which ranks one way."""
+        return search_legs(self.conn)
+
+    def set_legs(self, lexical: str | None = None, vectors: str | None = None,
+                 ef_search: int | None = None) -> Any:
+        """PostgreSQL: rank with these legs from now on (None keeps a leg as it is): exact BM25
+        over the postings or pg_textsearch's index, exact vectors or HNSW. The indexes are
+        built or dropped and the choice recorded in one transaction, under the index lock (an
+        index run in progress refuses it); searches see the new legs at their next snapshot,
+        and cached results of the old ones are dropped. Returns the legs now in force."""
+        from ragdb.pg_search import PgRanking
+
+        conn = self.conn
+        current = search_legs(conn)
+        if current is None:
+            set_search_legs(conn, None)  # rag.db: refused in one line
+        legs = PgRanking(lexical or current.lexical, vectors or current.vectors,
+                         current.ef_search if ef_search is None else ef_search)
+        with index_lock(conn), write_transaction(conn):
+            set_search_legs(conn, legs)
+            bump_generation(conn)
+        return legs
 
     @property
     def generation(self) -> int:

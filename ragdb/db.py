@@ -485,6 +485,19 @@ def search_legs(conn: Connection) -> Any:
     return None
 
 
+def set_search_legs(conn: Connection, legs: Any) -> None:
+    """Rank with these legs from now on (PostgreSQL: ragdb.pg_search.PgRanking): the HNSW and
+    pg_textsearch indexes built or dropped and the choice recorded, in the caller's write
+    transaction. rag.db has one way to rank: refused in one line."""
+    if not isinstance(conn, PostgresConnection):
+        raise RagdbError("the lexical and vector legs are PostgreSQL options: rag.db ranks "
+                         "with FTS5 and sqlite-vec (`ragdb copy` it to PostgreSQL first)")
+    conn.run("vectors_ann_index" if legs.vectors == "hnsw" else "vectors_ann_drop")
+    conn.run("fts_textsearch_index" if legs.lexical == "pg_textsearch" else "fts_textsearch_drop")
+    for key, value in legs.as_settings().items():
+        set_setting(conn, key, value)
+
+
 def search_rows(conn: Connection, statement: str, params: dict[str, Any],
                 legs: Any = None) -> list[tuple[Any, ...]]:
     """A search file's rows: rag.db's sql/<statement>.sql; PostgreSQL: its twin (with the
