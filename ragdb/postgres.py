@@ -175,14 +175,16 @@ def psycopg_statements(text: str) -> tuple[str, ...]:
 
 @cache
 def pg_statements(name: str) -> tuple[str, ...]:
-    """`sql/postgresql/<name>.sql` as psycopg statements, read once per process."""
-    path = resource_dir("sql") / "postgresql" / f"{name}.sql"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RagdbError(f"this ragdb has no PostgreSQL version of sql/{name}.sql "
-                         f"(sql/postgresql/{name}.sql)") from None
-    return psycopg_statements(text)
+    """`sql/postgresql/<name>.sql` as psycopg statements, read once per process; where the
+    statement is the same SQL on both engines it is written once, as `sql/<name>.sql`."""
+    folder = resource_dir("sql")
+    for path in (folder / "postgresql" / f"{name}.sql", folder / f"{name}.sql"):
+        try:
+            return psycopg_statements(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+    raise RagdbError(f"this ragdb has no statement {name} for PostgreSQL "
+                     f"(sql/postgresql/{name}.sql)")
 
 
 @cache

@@ -20,7 +20,8 @@ def resource_dir(name: str) -> Path:
 
 class SqlText(str):
     """A statement's SQLite text that knows its file's name: an engine with its own version of
-    the file (PostgreSQL: sql/postgresql/<name>.sql) runs that one instead."""
+    the file (PostgreSQL: sql/postgresql/<name>.sql, where its SQL differs) runs that one
+    instead."""
 
     name: str
 

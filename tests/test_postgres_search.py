@@ -338,7 +338,11 @@ def test_pg_sql_files_name_only_their_own_parameters() -> None:
     """The engine's loader turns every `:name` into a parameter, comments included: a file
     may only mention in its comments the parameters its statement takes."""
     pattern = r"(?<![:\w]):([A-Za-z_]\w*)"
-    for path in sorted((resource_dir("sql") / "postgresql").glob("*.sql")):
+    folder = resource_dir("sql")
+    twins = sorted((folder / "postgresql").glob("*.sql"))
+    shared = [path for path in sorted(folder.glob("*.sql"))  # run as written on both engines
+              if not (folder / "postgresql" / path.name).exists()]
+    for path in twins + shared:
         lines = path.read_text().splitlines()
         code = "\n".join(line.split("--", 1)[0] for line in lines)
         comments = "\n".join(line.split("--", 1)[1] for line in lines if "--" in line)

@@ -1,1 +1,0 @@
-SELECT term FROM fts_common_terms ORDER BY term;

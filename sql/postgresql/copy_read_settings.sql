@@ -1,1 +1,0 @@
-SELECT key, value FROM settings ORDER BY key;

@@ -1,1 +1,0 @@
-SELECT id, path, sha256 FROM files;

@@ -1,1 +1,0 @@
-SELECT chunk_id FROM chunk_vectors LIMIT 1;
