@@ -133,18 +133,7 @@ def run_sqlite(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
                modes: tuple[Mode, ...] = MODES, filters: Filters = NO_FILTERS) -> Run:
     """rag.db's search files, as Searcher runs them (uncached; the hybrid bridge's second run
     included), timed per question."""
-    run = Run()
-    with read_transaction(searcher.conn):
-        searcher._refresh()
-        for mode in modes:
-            run.hits[mode], run.times[mode] = [], []
-            for text in texts:
-                started = time.perf_counter()
-                hits = searcher._run(text, 10, mode, vectors.get(text)
-                                     if mode is not Mode.lexical else None, filters)
-                run.times[mode].append(time.perf_counter() - started)
-                run.hits[mode].append(hits)
-    return run
+    return _timed_runs(searcher, texts, vectors, None, modes, filters)
 
 
 def run_postgres(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
@@ -153,10 +142,16 @@ def run_postgres(searcher: Searcher, texts: list[str], vectors: dict[str, bytes]
     """The same searches through a Searcher on the PostgreSQL copy (the same vectors), with
     the legs of `ranking`, timed per question (the per-search settings statement and the
     round trips included)."""
+    return _timed_runs(searcher, texts, vectors, ranking, modes, filters)
+
+
+def _timed_runs(searcher: Searcher, texts: list[str], vectors: dict[str, bytes],
+                ranking: PgRanking | None, modes: tuple[Mode, ...], filters: Filters) -> Run:
     run = Run()
     with read_transaction(searcher.conn):
         searcher._refresh()
-        searcher._legs = ranking  # one database, each variant's legs in turn
+        if ranking is not None:
+            searcher._legs = ranking  # one database, each variant's legs in turn
         for mode in modes:
             run.hits[mode], run.times[mode] = [], []
             for text in texts:
