@@ -253,6 +253,15 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
             groups.append((first_unit, len(units), "para"))
         para.clear()
 
+    def code_block(start: int, end: int, kind: str) -> None:
+        """A block shown as code (a fence, an rst literal block, a doctest): one unit."""
+        nonlocal last_prose
+        flush()
+        index = add(start, end, kind, -1)
+        if index >= 0:
+            groups.append((index, index + 1, "code"))
+        last_prose = -1
+
     while i < len(lines):
         ls, le = lines[i]
         line = text[ls:le]
@@ -267,9 +276,7 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
                     break
                 j += 1
             if j < len(lines):  # a block cut off by the chunk's end is no candidate
-                index = add(ls, lines[j][1], "code", -1)
-                if index >= 0:
-                    groups.append((index, index + 1, "code"))
+                code_block(ls, lines[j][1], "code")
             last_prose = -1
             i = j + 1
             continue
@@ -298,12 +305,8 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
             continue
         literal = literal_block(text, lines, i)
         if literal is not None:  # rst `.. code-block::`, a doctest: code, not sentences
-            flush()
             body_start, body_end = literal
-            index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
-            if index >= 0:
-                groups.append((index, index + 1, "code"))
-            last_prose = -1
+            code_block(lines[body_start][0], lines[body_end][1], "literal")
             i = body_end + 1
             continue
         if _ADMONITION.match(line) or _RST_DIRECTIVE.match(line) or _UNDERLINE.match(line):
@@ -361,12 +364,8 @@ def _prose_units(text: str, mdx: bool = False) -> list[_Unit]:
         if line.rstrip().endswith("::"):  # rst: an indented literal block follows
             literal = literal_block(text, lines, i, len(line) - len(line.lstrip()))
             if literal is not None:
-                flush()
                 body_start, body_end = literal
-                index = add(lines[body_start][0], lines[body_end][1], "literal", -1)
-                if index >= 0:
-                    groups.append((index, index + 1, "code"))
-                last_prose = -1
+                code_block(lines[body_start][0], lines[body_end][1], "literal")
                 i = body_end + 1
     flush()
     return _join(text, units, groups, headings)
