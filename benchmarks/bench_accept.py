@@ -8,7 +8,8 @@ answer, the text of every source it cites and the reference answer
 writes `verdicts_<style>*.json` beside them: a list of {"id", "exam" (true when at least two of
 addresses the question / relevant codebase facts / coherent hold), "satisfied" (yes, partly,
 no), "unsupported" (true when a claim is not in the cited source), "reason"}. `report` tallies
-them per style and set.
+them per style and set; a later file (in name order) holds the verdicts on answers that changed
+after the earlier ones were read, and its verdict stands for them.
 
 The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50); the
 public code questions 1, 3, 6, 8, 11, ... (every fifth from the first and from the third); the
