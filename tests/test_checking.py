@@ -398,7 +398,7 @@ def test_the_sources_do_not_say_and_talk_about_citing_are_no_claims() -> None:
 
 
 def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
-    from ragdb.cli import _check_summary
+    from ragdb.cli.query import _check_summary
 
     checked = check_answer("If no editor is configured, it falls back to a sensible default "
                            "[1].", [FAQS, UTILS], question="Which editor does `click.edit()` "

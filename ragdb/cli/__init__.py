@@ -1,0 +1,126 @@
+"""The `ragdb` command: a thin layer over the library that turns every failure into one line.
+
+This module is the command table (every name and spelling a user types, in --help's order) and
+main(), which turns any error into one `ragdb: ...` line and an exit status. The commands live
+in modules by what they do (indexing, admin, query, datasets, models); what they share (common
+options, errors, progress bars) in shared.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import apsw
+import click
+import typer
+
+from ragdb.cli.admin import copy_command, legs_command, roots_command
+from ragdb.cli.datasets import answer_dataset_command, evaluate_command, search_dataset_command
+from ragdb.cli.indexing import index
+from ragdb.cli.models import models_app
+from ragdb.cli.query import answer_command, search_command
+from ragdb.cli.shared import DbOption, ModelOption, err, one_line
+from ragdb.db import location
+from ragdb.errors import RagdbError
+
+app = typer.Typer(
+    help="Ask questions about a codebase: answers with the exact places they come from.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+INTERRUPTED = "interrupted; rag.db keeps its last complete index"
+
+
+def serve_command(
+    port: int = typer.Option(8001, "--port", help="TCP port."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Interface to bind (loopback unless told otherwise)."
+    ),
+    model: Optional[str] = ModelOption,
+    db: Optional[str] = DbOption,
+) -> None:
+    """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
+    from ragdb.datasette_plugin.serve import serve
+
+    serve(location(db), host=host, port=port, model=model)
+
+
+def mcp_command(
+    model: Optional[str] = ModelOption,
+    db: Optional[str] = DbOption,
+) -> None:
+    """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
+    from ragdb.mcp_server import run_stdio
+
+    run_stdio(location(db), model=model)
+
+
+app.command("index")(index)
+app.command("roots")(roots_command)
+app.command("copy")(copy_command)
+app.command("legs")(legs_command)
+app.command("search")(search_command)
+app.command("search-dataset")(search_dataset_command)
+app.command("search_dataset", hidden=True)(search_dataset_command)
+app.command("evaluate")(evaluate_command)
+app.command("answer")(answer_command)
+app.command("answer-dataset")(answer_dataset_command)
+app.command("answer_dataset", hidden=True)(answer_dataset_command)
+app.add_typer(models_app, name="models")
+app.command("serve")(serve_command)
+app.command("mcp")(mcp_command)
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Run the CLI; any RagdbError, bad option or interrupt ends in one line and a non-zero exit."""
+    command = typer.main.get_command(app)
+    try:
+        status = command.main(args=argv, prog_name="ragdb", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(0)
+    except click.UsageError as exc:
+        err(exc.format_message().replace("\n", " "))
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        err("interrupted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        err(exc.format_message())
+        sys.exit(exc.exit_code)
+    except RagdbError as exc:
+        err(str(exc))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err(INTERRUPTED)
+        sys.exit(130)
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        err(f"the database is corrupted ({exc}); delete it and run `ragdb index`")
+        sys.exit(1)
+    except apsw.FullError:
+        err("the disk is full: free some space and try again")
+        sys.exit(1)
+    except apsw.Error as exc:
+        err(f"database error: {exc}")
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(1)
+    except MemoryError:
+        err("out of memory")
+        sys.exit(1)
+    except OSError as exc:
+        where = f": {one_line(str(exc.filename))}" if exc.filename else ""
+        err(f"{exc.strerror or exc}{where}")
+        sys.exit(1)
+    # Typer turns Ctrl-C into an exit status of 130 that it returns in non-standalone mode.
+    if status == 130:
+        err(INTERRUPTED)
+        sys.exit(130)
+    if isinstance(status, int) and status:
+        sys.exit(status)

@@ -1,0 +1,157 @@
+"""`ragdb index`: its options, one run (with progress bars on a terminal) and its summary line.
+
+The summary says what the run did in one line on stdout; the files it skipped or cut as text
+are named on stderr, at most MAX_SKIPPED_SHOWN of each, so a log stays readable.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from ragdb.cli.shared import DbOption, Progress, err, one_line, open_rag
+from ragdb.errors import RagdbError
+from ragdb.indexing import MAX_CHUNK_SIZE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ragdb.database import RagDB
+
+MAX_SKIPPED_SHOWN = 20
+
+
+def index(
+    paths: list[Path] = typer.Argument(
+        None, help="Files or folders to index [default: the roots rag.db records, else data/raw]."
+    ),
+    db: Optional[str] = DbOption,
+    max_chunk_size: Optional[int] = typer.Option(
+        None,
+        "--max_chunk_size",
+        "--max-chunk-size",
+        help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}) [default: the size "
+        f"rag.db was built with, else {MAX_CHUNK_SIZE}].",
+        show_default=False,
+    ),
+    include: list[str] = typer.Option(
+        list(DEFAULT_INCLUDE), "--include",
+        help="Also index files this glob names, even those the default rule leaves out "
+        "(lockfiles, generated, minified, .env and keys; repeatable). A glob with a '/' "
+        "matches the path under the root, else the file name.",
+    ),
+    exclude: list[str] = typer.Option(
+        list(DEFAULT_EXCLUDE), "--exclude",
+        help="Leave out files this glob names, unless an --include names them too "
+        "(repeatable; --exclude '*' --include '*.go': only Go).",
+    ),
+    no_ignore: bool = typer.Option(
+        False, "--no-ignore", help="Index files that .gitignore or .git/info/exclude leave out."
+    ),
+    hidden: bool = typer.Option(
+        False, "--hidden", help="Walk into folders whose name starts with a dot."
+    ),
+    watch: bool = typer.Option(
+        False, "--watch", help="After indexing, re-index on every change until Ctrl-C."
+    ),
+    vectors: bool = typer.Option(
+        True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
+    ),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder",
+        help="Embedding model: a local OpenVINO IR or ONNX folder, or a hub id "
+        "[default: all-MiniLM-L6-v2 from the installed package].",
+    ),
+    into_existing: bool = typer.Option(
+        False, "--into-existing",
+        help="Add ragdb's tables to an existing SQLite database that is not a ragdb index "
+        "(refused otherwise, so another application's database is never changed).",
+    ),
+    follow_symlinks: bool = typer.Option(
+        False, "--follow-symlinks",
+        help="Follow symlinks (files and folders) whose target lies outside the indexed root "
+        "[default: skip them and count them as skipped].",
+    ),
+) -> None:
+    """Index files into rag.db: only new or changed files are re-chunked."""
+    rag = open_rag(db)
+    roots: list[Path] = list(paths or [])
+    walk_given = bool(include) or bool(exclude) or no_ignore or hidden or follow_symlinks
+    recorded: list[Path] = []
+    if not roots:
+        try:
+            recorded = [Path(r.path) for r in rag.roots()] if rag.exists() else []
+        except RagdbError:  # not an index yet (or a foreign file: index() says so)
+            recorded = []
+        roots = recorded or [Path("data/raw")]
+    options: dict[str, Any] = dict(
+        max_chunk_size=max_chunk_size, include=include, exclude=exclude, ignore=not no_ignore,
+        hidden=hidden,
+        follow_symlinks=follow_symlinks, vectors=vectors, embedder_name=embedder,
+        into_existing=into_existing,
+    )
+    # Every recorded root, each walked as its own last run was, unless told otherwise.
+    own_options = bool(recorded) and not walk_given
+    _index_once(rag, [] if own_options else roots, options)
+    if watch:
+        from ragdb.watch import watch_roots
+
+        watch_roots(rag, roots, options, report=_index_summary, recorded=own_options)
+
+
+def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any]) -> None:
+    show_bar = sys.stderr.isatty()
+    with Progress(show_bar, "indexing") as files_bar, \
+            Progress(show_bar, "embedding", "chunks") as bar:
+
+        def on_embedded(count: int, total: int) -> None:
+            if bar.bar is None:
+                bar.total(total)
+            bar.step(count - bar.count)
+            bar.count = count
+
+        result = rag.index(
+            roots, progress=files_bar.step, on_files=files_bar.total, on_embedded=on_embedded,
+            **options,
+        )
+    typer.echo(_index_summary(result))
+
+
+def _index_summary(result: Any) -> str:
+    """One line: what an index run did."""
+    stats, vstats = result.stats, result.vectors
+    vector_note = ""
+    if vstats is not None:
+        vector_note = (
+            f"; {vstats.embedded} chunks embedded, {vstats.total} vectors"
+            f" ({vstats.seconds:.1f} s"
+            + (f", {vstats.windows} windows, {vstats.windows_per_s:.0f}/s" if vstats.windows
+               else "")
+            + ")"
+        )
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
+    for path, why in stats.skipped_paths[:MAX_SKIPPED_SHOWN]:
+        err(f"skipped {one_line(path)}: {why}")
+    if len(stats.skipped_paths) > MAX_SKIPPED_SHOWN:
+        err(f"... and {len(stats.skipped_paths) - MAX_SKIPPED_SHOWN} more skipped")
+    for path in stats.fallback_paths[:MAX_SKIPPED_SHOWN]:
+        err(f"parse fallback {one_line(path)}: its syntax tree was mostly errors, cut as text")
+    if len(stats.fallback_paths) > MAX_SKIPPED_SHOWN:
+        err(f"... and {len(stats.fallback_paths) - MAX_SKIPPED_SHOWN} more parse fallbacks")
+    fallbacks = (f"; {stats.parse_fallbacks} parse fallbacks (cut as text)"
+                 if stats.parse_fallbacks else "")
+    languages = ", ".join(f"{lang} {n}" for lang, n in sorted(
+        stats.languages.items(), key=lambda item: (-item[1], item[0])))
+    return (
+        f"{stats.files_seen} files: {stats.files_indexed} indexed, {stats.files_unchanged} "
+        f"unchanged, {stats.files_removed} removed, {stats.files_skipped} skipped"
+        + (f" ({skipped})" if skipped else "")
+        + (f"; by language: {languages}" if languages else "")
+        + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
+        + (" (full rebuild)" if stats.full_rebuild else "")
+        + fallbacks
+        + f"; {stats.seconds:.1f} s"
+        + vector_note
+    )

@@ -1,0 +1,166 @@
+"""One question: `ragdb search` prints the places that answer it, `ragdb answer` the answer
+citing them (streamed on a terminal) and saves its record."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ragdb.cli.shared import (
+    DbOption,
+    ExcludeOption,
+    KOption,
+    LangOption,
+    ModelOption,
+    ModeOption,
+    PathOption,
+    StyleOption,
+    err,
+    mode_warning,
+    one_line,
+    open_rag,
+)
+from ragdb.generate.styles import Style
+from ragdb.jsonfiles import check_writable, write_json_atomic
+from ragdb.retrieve import MAX_K, Mode, check_k, check_question
+
+
+def search_command(
+    question: str = typer.Argument(..., help="What to look for."),
+    k: int = KOption,
+    mode: Mode = ModeOption,
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
+    as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
+    with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
+    db: Optional[str] = DbOption,
+) -> None:
+    """Print the k most relevant places for a question: `path [first:last]` and a preview."""
+    from ragdb.retrieve import Filters
+
+    check_k(k)
+    rag = open_rag(db)
+    hits = rag.search(question, k, mode, Filters.of(path, lang, exclude))
+    mode_warning(rag, mode)
+    coverage = rag.dense_coverage() if mode is not Mode.lexical else None
+    if coverage is not None and coverage < 1:  # stderr: --json output stays one document
+        if rag.index_running():
+            err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
+                "still being computed by an index run (the lexical index is complete)")
+        else:
+            err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
+                "incomplete and no index run is computing them; `ragdb index` completes them")
+    if as_json:
+        typer.echo(json.dumps([_source(h, with_text) for h in hits], indent=2))
+        return
+    if not hits:
+        typer.echo("no sources found", err=True)
+        return
+    for rank, hit in enumerate(hits, 1):
+        typer.echo(f"{rank:2}. {one_line(hit.file_path)} [{hit.first}:{hit.last}]  {hit.preview}")
+        if hit.duplicates:
+            typer.echo(f"    also in {len(hit.duplicates)} identical "
+                       f"file{'s' if len(hit.duplicates) > 1 else ''}: "
+                       + ", ".join(one_line(p) for p in hit.duplicates[:3])
+                       + (", ..." if len(hit.duplicates) > 3 else ""))
+
+
+def _source(hit: Any, with_text: bool) -> dict[str, Any]:
+    """A hit for `ragdb search --json`: enough for a program to show path:line."""
+    out = {
+        "file_path": hit.file_path,
+        "first_character_index": hit.first,
+        "last_character_index": hit.last,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "language": hit.language,
+        "kind": hit.kind,
+        "score": hit.score,
+        "duplicates": list(hit.duplicates),
+    }
+    if with_text:
+        out["text"] = hit.text
+    return out
+
+
+def answer_command(
+    question: str = typer.Argument(..., help="The question."),
+    k: int = typer.Option(10, "--k", "-k", help=f"Sources to retrieve (0 to {MAX_K})."),
+    mode: Mode = ModeOption,
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
+    model: Optional[str] = ModelOption,
+    style: Style = StyleOption,
+    save_directory: Path = typer.Option(
+        Path("data/outputs/answers"), "--save_directory", "--save-directory",
+        help="Where the StudentSearchResultsAndAnswer JSON is written.",
+    ),
+    db: Optional[str] = DbOption,
+) -> None:
+    """Answer a question from the retrieved sources, citing them as [n]."""
+    from ragdb.answering import answer_record, question_id
+    from ragdb.retrieve import Filters
+
+    check_k(k, low=0)
+    check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
+    out = save_directory / f"answer-{question_id(question)}.json"
+    check_writable(out)  # before generating: a bad --save_directory fails at once
+    stream = sys.stdout.isatty()
+    streamed: list[str] = []
+
+    def on_token(piece: str) -> None:
+        streamed.append(piece)
+        typer.echo(piece, nl=False)
+
+    filters = Filters.of(path, lang, exclude)
+    rag = open_rag(db, model)
+    answer = rag.answer(
+        question, k, mode, on_token=on_token if stream else None, style=style,
+        filters=filters,
+    )
+    if k:
+        mode_warning(rag, mode)
+    if not answer.hits:
+        typer.echo(answer.text)
+    else:
+        if stream:
+            typer.echo("\n")
+        if stream and "".join(streamed) != answer.text:
+            # Too little of the written answer passed the check after some of it was shown.
+            typer.echo("Too little of the written answer could be checked against its "
+                       "sources; passages of the sources instead:\n")
+            typer.echo(answer.text)
+        typer.echo(answer.text if not stream else "")
+        typer.echo("\nSources:")
+        for number, source in enumerate(answer.prompt_sources, 1):
+            mark = "*" if number in answer.cited else " "
+            typer.echo(f"{mark}[{number}] {one_line(source.file_path)}:"
+                       f"{source.start_line}-{source.end_line}")
+    if answer.check is not None:
+        err(_check_summary(answer.check))
+    write_json_atomic(out, answer_record(answer))
+    typer.echo(f"saved {one_line(str(out))}", err=True)
+
+
+def _check_summary(check: dict[str, Any]) -> str:
+    """One line on stderr: what the claim check of a written answer kept and dropped."""
+    dropped = check.get("dropped") or []
+    line = (f"checked {check.get('sentences', 0)} written sentences against their sources: "
+            f"{check.get('kept', 0)} kept, {len(dropped)} dropped")
+    if dropped:
+        line += f" (first: {dropped[0]['reason']})"
+    if check.get("replaced_code"):
+        line += f"; {len(check['replaced_code'])} code replaced by the source's own lines"
+    if check.get("recited"):
+        line += f"; {len(check['recited'])} cited to the given source that says it"
+    if check.get("completed_with_code_of"):
+        line += "; followed by the code lines it was read from"
+    if check.get("fallback"):
+        line += "; too little survived, so the answer is passages of the sources"
+    return line

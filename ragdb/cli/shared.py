@@ -1,0 +1,122 @@
+"""What every `ragdb` command shares: the common options, the one-line error, the progress bar.
+
+The command modules stay thin by leaving these to one place: an option spelled once reads the
+same in every command's --help, and every message goes to stderr as `ragdb: ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Optional
+
+import click
+import typer
+
+from ragdb.db import location
+from ragdb.generate.styles import Style
+from ragdb.retrieve import MAX_K, Mode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ragdb.database import RagDB
+
+DbOption = typer.Option(
+    None, "--db", help="rag.db to use, or a PostgreSQL database as postgresql://user@host/db "
+    "[default: $RAGDB_DB or data/processed/rag.db]."
+)
+
+
+def open_rag(db: Optional[str], model: Optional[str] = None) -> "RagDB":
+    from ragdb.database import RagDB
+
+    return RagDB(location(db), model=model, warn=err)
+
+
+def err(message: str) -> None:
+    typer.echo(f"ragdb: {message}", err=True)
+
+
+class Progress:
+    """A progress bar on a terminal, silence elsewhere (logs and pipes stay clean)."""
+
+    def __init__(self, enabled: bool, label: str, unit: str = "") -> None:
+        self.enabled = enabled
+        self.label = label
+        self.unit = unit  # shown as a rate ("12.3 chunks/s") beside the ETA when set
+        self.bar: Any = None
+        self.count = 0
+        self.started = time.perf_counter()
+
+    def total(self, n: int) -> None:
+        if self.enabled and n:
+            self.started = time.perf_counter()
+            self.bar = click.progressbar(
+                length=n, label=self.label, file=sys.stderr, show_eta=True,
+                item_show_func=self._rate if self.unit else None,
+            )
+            self.bar.__enter__()
+
+    def _rate(self, _item: object) -> str:
+        elapsed = time.perf_counter() - self.started
+        done = self.bar.pos if self.bar is not None else 0
+        return f"{done / elapsed:.1f} {self.unit}/s" if elapsed > 0 and done else ""
+
+    def step(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n, current_item=self.unit or None)
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+KOption = typer.Option(5, "--k", "-k", help=f"How many sources (1 to {MAX_K}).")
+ModeOption = typer.Option(
+    Mode.hybrid, "--mode", help="hybrid (BM25 and vectors fused), lexical (BM25) or dense."
+)
+PathOption = typer.Option(
+    None, "--path",
+    help="Only files whose path matches this GLOB, whole or after a '/' (repeatable).",
+)
+LangOption = typer.Option(
+    None, "--lang", help="Only files in this language, e.g. go, rust, python (repeatable)."
+)
+ExcludeOption = typer.Option(
+    None, "--exclude",
+    help="Leave out files whose path matches this GLOB, whole or after a '/' (repeatable).",
+)
+
+
+def mode_warning(rag: "RagDB", mode: Mode) -> None:
+    """On stderr, what this mode cannot find in this index (dense search without code vectors)."""
+    warning = rag.mode_warning(mode)
+    if warning:
+        err(f"warning: {warning}")
+
+
+def one_line(path: str) -> str:
+    """A path on one line: control characters (a newline in a file name) escaped."""
+    if path.isprintable():
+        return path
+    return json.dumps(path)[1:-1]
+
+
+StyleOption = typer.Option(
+    Style.auto, "--style",
+    help="extractive: the answer is passages of the sources, each cited, no model; generate: "
+    "the model writes it from the chosen passages and every sentence is checked against the "
+    "source it cites; auto (default): extractive when the model that would answer is the "
+    "small offline one, else generate.",
+)
+ModelOption = typer.Option(
+    None, "--model",
+    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), 'writer' for "
+    "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
+    "reached), a local OpenVINO IR folder, a .gguf file, or 'offline' for the bundled "
+    "SmolLM2-135M.",
+)
