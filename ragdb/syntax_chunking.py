@@ -1,8 +1,9 @@
 """Source code in languages other than Python, cut along its tree-sitter syntax tree.
 
-The same contract as ragdb.chunking: a chunk is a range [first, last) of the file's str text,
-whole definitions are grouped up to the cap, a definition too large is split by its inner
-statements and each piece names the signatures around it in `context`. Tree-sitter reports UTF-8
+The same contract as ragdb.python_chunking, with the same cutting rules (ragdb.chunk_packing):
+a chunk is a range [first, last) of the file's str text, whole definitions are grouped up to
+the cap, a definition too large is split by its inner statements and each piece names the
+signatures around it in `context`. Tree-sitter reports UTF-8
 byte offsets; they are turned into str offsets here so a chunk can always be cited by offset.
 Configuration files and scripts have no useful tree for retrieval and are cut as text.
 """
@@ -19,11 +20,11 @@ from functools import lru_cache
 
 import tree_sitter as ts
 
-from ragdb.chunking import (
+from ragdb.chunk_packing import (
     _CHAR, _LINE, _TOP, _WORD, Chunk, _chunk_units, _min_len, _pack, _Seps, _trim, merge_pieces,
     segment_units,
 )
-from ragdb.chunking import pack_range as pack_text_range
+from ragdb.chunk_packing import pack_range as pack_text_range
 
 # --- parsers ----------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragdb.chunking import Chunk, chunk_text, file_kind
+from ragdb.chunk_packing import Chunk
+from ragdb.chunking import chunk_text, file_kind
 
 CORPUS_TGZ = Path(__file__).resolve().parents[2] / "shared/corpus/vllm-0.10.1.tar.gz"
 KINDS = ("python", "markdown", "rst", "text")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragdb.chunking import Chunk
+from ragdb.chunk_packing import Chunk
 from ragdb.file_types import (
     SYNTAX_LANGUAGES, is_generated_or_minified, is_vendored_dir, is_vendored_path, language_for,
 )
