@@ -28,7 +28,8 @@ from benchmarks.bench_answer import token_f1
 from ragdb import RagDB
 from ragdb.generate import extractive
 from ragdb.walking import language_of
-from ragdb.generate.extractive import Passage, Settings, SourceText
+from ragdb.generate.extractive import Passage, SourceText
+from ragdb.generate.passage_choice import Settings
 from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset
 from ragdb.tokenize import STOPWORDS

@@ -269,7 +269,8 @@ def test_writer_sources_are_the_chosen_passages_with_their_lines() -> None:
 def test_a_source_longer_than_the_prompt_budget_reaches_the_writer_as_short_passages() -> None:
     """A 40,000-character source (the LoRA doc over and over, as a huge generated page might
     be): the writer is shown the selector's passages, never the whole source."""
-    from ragdb.generate.extractive import SourceText, select_passages
+    from ragdb.generate.extractive import SourceText
+    from ragdb.generate.passage_choice import select_passages
 
     long_text = "\n\n".join(LORA.text.replace("LoRA", f"LoRA{i}") for i in range(50))
     assert len(long_text) > 40_000

@@ -10,15 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragdb.generate import extractive
-from ragdb.generate.extractive import (
-    Passage,
-    SourceText,
-    clean_markup,
-    compose,
-    select_passages,
-    split_passages,
-)
+from ragdb.generate import extractive, passage_choice, spans
+from ragdb.generate.answer_units import split_passages
+from ragdb.generate.extractive import Passage, SourceText, clean_markup, compose
+from ragdb.generate.passage_choice import select_passages
 
 LORA_MD = """# Serving LoRA adapters
 
@@ -304,7 +299,7 @@ def test_select_invariants(text: str, question: str) -> None:
 
 @pytest.mark.parametrize("max_passages", [1, 2, 4])
 def test_max_passages_is_respected(max_passages: int) -> None:
-    config = extractive.Settings(max_passages=max_passages, min_relative=0.0, max_chars=10_000)
+    config = passage_choice.Settings(max_passages=max_passages, min_relative=0.0, max_chars=10_000)
     passages = select_passages("adapters LoRA server options rank batch",
                                [lora_source(1), sampler_source(2)], settings=config)
     assert 1 <= len(passages) <= max_passages
@@ -339,14 +334,14 @@ def test_code_cut_out_of_an_expression_is_never_a_passage() -> None:
     passages = select_passages("Which CUDA compiler version is needed for scaled_mm_c3x_sm120?",
                                [source])
     assert passages and all("12.8 AND" not in p.text for p in passages)
-    assert all(extractive._balanced(p.text, "cmake") for p in passages)
+    assert all(spans.balanced(p.text, "cmake") for p in passages)
 
 
 def test_brackets_in_strings_and_comments_do_not_count() -> None:
-    assert extractive._balanced('s = ")"  # 1) why\nf(s)', "python")
-    assert extractive._balanced("x = a[i // 2]", "python")
-    assert extractive._balanced("int x = f(a); // (see below", "cuda")
-    assert not extractive._balanced("    tp_size))\nreturn x", "python")
+    assert spans.balanced('s = ")"  # 1) why\nf(s)', "python")
+    assert spans.balanced("x = a[i // 2]", "python")
+    assert spans.balanced("int x = f(a); // (see below", "cuda")
+    assert not spans.balanced("    tp_size))\nreturn x", "python")
 
 
 @pytest.mark.parametrize("path, code", [
@@ -357,7 +352,7 @@ def test_brackets_in_strings_and_comments_do_not_count() -> None:
 def test_build_and_requirements_files_are_code_not_prose(path: str, code: bool) -> None:
     """A requirements list read as prose made 'sentences' of pins and markers."""
     kind = "python" if path.endswith(".py") else "markdown" if path.endswith(".md") else "text"
-    assert extractive.is_code(SourceText(1, path, kind, "")) is code
+    assert spans.is_code(SourceText(1, path, kind, "")) is code
 
 
 def test_a_sentence_cut_by_the_chunks_start_is_never_shown() -> None:

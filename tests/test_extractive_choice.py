@@ -6,14 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragdb.generate.extractive import (
-    DEFAULT_SETTINGS,
-    Passage,
-    SourceText,
-    clean_markup,
-    compose,
-    select_passages,
-)
+from ragdb.generate.extractive import Passage, SourceText, clean_markup, compose
+from ragdb.generate.passage_choice import DEFAULT_SETTINGS, select_passages
 
 
 def check_verbatim(passages: list[Passage], sources: list[SourceText]) -> None:

@@ -14,7 +14,8 @@ import pytest
 from ragdb import RagDB
 from ragdb.chunking import chunk_text
 from ragdb.errors import RagdbError
-from ragdb.generate.extractive import SourceText, split_passages
+from ragdb.generate.answer_units import split_passages
+from ragdb.generate.spans import SourceText
 from ragdb.generate.styles import Style
 from ragdb.walking import WalkOptions
 from ragdb.retrieve import Mode

@@ -19,16 +19,10 @@ from dataclasses import dataclass, replace
 
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
-from ragdb.generate.extractive import (
-    Embed,
-    Passage,
-    SourceText,
-    compose,
-    compose_pieces,
-    select_passages,
-)
+from ragdb.generate.extractive import Passage, SourceText, compose, compose_pieces
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
 from ragdb.generate.models import ResolvedModel
+from ragdb.generate.passage_choice import Embed, select_passages
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.support import holds_claim
 

@@ -1,0 +1,446 @@
+"""Which units answer: each candidate scored, the best chosen, and how each is shown.
+
+Settings are global, chosen on the tuning questions (the first 50 public docs questions, the
+code questions outside bench_accept's sample, half A of the four repositories; numbers in
+benchmarks/EXTRACTIVE.md). The units come from answer_units:
+
+* score = lexical_weight * BM25 + (1 - lexical_weight) * cosine, each scaled to [0, 1] over the
+  question's candidate units (BM25 over identifier-split, lightly stemmed terms, IDF over the
+  units themselves, so a word common to all the sources counts little); only the
+  `embed_limit` units best by BM25 and priors are embedded (embedding is nearly all the time
+  on 2 cores, and embedding all units measured no better), the rest keep their BM25 part;
+* priors: the search's own ranking (source n weighs 1 / (1 + rank_decay * (n - 1))), length
+  (units past `soft_chars` lose score in proportion), code files (`code_weight`) and the
+  answer-bearing signals of answer_signals.py (the asked kind of thing held or not, the asked
+  thing's phrase, pointers, units made of the question's own words, definitions of a name the
+  question writes);
+* greedy choice of the best units, skipping overlaps and near-duplicates, while a unit scores at
+  least `min_relative` of the best one, up to `max_passages` and `max_chars`; shown in source
+  order, a table row under its header row;
+* code is shown as the lines that answer (code_window.py): a chosen piece of a definition
+  longer than a code unit as the run of its lines that best matches the question, under the
+  signature lines it lies in, `...` marking lines left out, closing the brackets it opens;
+  code a chunk cut inside a statement the same way, under `...`; the first code passage led by
+  one sentence of its source's docstring or comment where the code does not show it;
+* a unit cut out of its context in prose (a sentence the chunk's start cut) or code that is only
+  imports or a comment banner is scored with the others but never chosen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ragdb.generate.answer_signals import (
+    Asked,
+    Signals,
+    Weights,
+    asked,
+    factor,
+    signals,
+    wants_targets,
+)
+from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
+from ragdb.generate.code_window import lead_sentence, windowed
+from ragdb.generate.markup import clean_markup
+from ragdb.generate.spans import Passage, SourceText, is_code, terms
+from ragdb.generate.spans import C_FAMILY as _C_FAMILY
+from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
+from ragdb.generate.spans import balanced as _balanced
+from ragdb.generate.spans import bm25 as _bm25
+
+if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
+    import numpy as np
+
+Embed = Callable[[list[str]], "np.ndarray"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Global knobs (never per question). Defaults measured in benchmarks/EXTRACTIVE.md."""
+
+    lexical_weight: float = 0.7  # share of BM25 in the score; the rest is cosine
+    k1: float = 1.2
+    b: float = 0.75
+    rank_decay: float = 0.5  # source n weighs 1 / (1 + rank_decay * (n - 1))
+    soft_chars: int = 450  # longer units lose score in proportion to their excess length
+    max_unit_chars: int = 1200  # longer units are not candidates at all
+    max_passages: int = 3
+    max_chars: int = 1000  # total raw characters of the chosen passages (the first always goes)
+    min_relative: float = 0.7  # a further passage must score this share of the best one
+    duplicate_jaccard: float = 0.6  # term-set overlap above which a unit repeats a chosen one
+    # Only the units best by BM25 and rank are embedded (0: all): on 2 cores embedding is
+    # nearly all of an answer's time; the rest keep their BM25 half only.
+    embed_limit: int = 8
+    code_weight: float = 0.4  # score factor for passages from code files (answers are read)
+    # Answer-bearing signals (answer_signals.py): what the question asks for, held or not.
+    kind_weight: float = 0.3
+    missing_kind: float = 0.2
+    missing_number: float = 0.3
+    focus_weight: float = 1.0
+    missing_focus: float = 0.4
+    pointer_penalty: float = 0.5
+    restating_penalty: float = 0.6
+    novelty_floor: float = 0.3
+    define_weight: float = 1.0
+    # Code windows (code_window.py): the least a window of a long definition shows, and the
+    # most one of code cut out of its context does.
+    window_min_chars: int = 300
+    cut_window_chars: int = 400
+    cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
+    code_lead: int = 1  # 1: a code answer leads with its docstring's or comment's sentence
+
+    def weights(self) -> Weights:
+        return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
+                       missing_number=self.missing_number,
+                       focus=self.focus_weight, missing_focus=self.missing_focus,
+                       pointer=self.pointer_penalty, restating=self.restating_penalty,
+                       novelty_floor=self.novelty_floor, defines=self.define_weight)
+
+
+DEFAULT_SETTINGS = Settings()
+
+_MIN_WORDS = 4  # prose units shorter than this are labels, not answers
+_EMBED_CHARS = 600  # past this a unit's start says enough for its vector
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1]; all equal gives zeros (no unit is preferred)."""
+    if not len(values):
+        return values
+    low, high = float(values.min()), float(values.max())
+    if high - low < 1e-9:
+        import numpy as np
+
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    source: SourceText
+    unit: Unit
+    shown: str  # cleaned text, what is embedded and compared
+    bag: Counter[str]
+    # False for a unit not worth showing (see _showable): scored with the rest, so that the
+    # IDF and the scaling do not depend on it, but never shown.
+    showable: bool = True
+    # Code cut out of its context (a chunk begins inside a statement or block): shown only as
+    # the window of its lines that answers, marked as having lines left out before it.
+    cut: bool = False
+    window: Passage | None = None  # how cut code is shown (its bag and text are the window's)
+
+
+_MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
+
+
+def _starts_mid_sentence(text: str, start: int, kind: str) -> bool:
+    """The unit's first words continue a sentence it does not hold: the chunk's start was moved
+    back to a word inside one (`(which contain info on tile shapes...) can perform ...`), or a
+    paragraph goes on with a sentence a code block interrupted (`then you must update ...`
+    after the error it quotes). A name written in lower case (`vLLM`, `pip`...) in a sentence
+    of its own is no such case unless it is all lower-case letters, which a sentence's first
+    word rarely is."""
+    if text[:start].strip() and kind not in ("sentence", "joined"):
+        return False
+    return bool(_MID_SENTENCE.match(text, start))
+
+
+def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
+    out = []
+    for source in sources:
+        for unit in source_units(source):
+            if unit.end - unit.start > settings.max_unit_chars:
+                continue
+            raw = source.text[unit.start:unit.end]
+            code = is_code(source) or unit.kind == "literal"
+            if unit.head_start >= 0:  # a row under its column names
+                raw = source.text[unit.head_start:unit.head_end] + "\n" + raw
+            shown = raw if code else clean_markup(raw)
+            bag = Counter(terms(shown))
+            words = len(re.findall(r"[A-Za-z]{2,}", shown))
+            if words < 3 or (unit.kind not in ("block", "literal") and words < _MIN_WORDS):
+                continue  # a path, a heading-like line or a lone word is no answer
+            if unit.kind not in ("block", "literal") and (
+                    introduces(shown) or shown.rstrip("*_ ").endswith("?")):
+                continue  # an introduction without what it introduces, or a question
+            cut = _cut_code(source, unit)
+            out.append(_Candidate(source, unit, shown, bag, cut or _showable(source, unit), cut))
+    return out
+
+
+_LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
+
+
+def _signals(ask: Asked, candidate: _Candidate) -> Signals:
+    """The answer-bearing signals of one candidate (see answer_signals)."""
+    unit = candidate.unit
+    listed = unit.kind in ("item", "row") or len(_LISTED.findall(candidate.shown)) >= 2
+    text = candidate.source.text
+    head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
+        if 0 <= unit.block_start < unit.start else ""
+    return signals(ask, candidate.shown, text[unit.start:unit.end],
+                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
+                   head=head, bag=set(candidate.bag))
+
+
+# One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
+# or Java (a package line too), with what follows it on its line.
+_IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]*\)|[^\n]*)"
+           r"|#\s*include\s*[<\"][^\n]*|use\s+[^;]+;[^\n]*|package\s+[\w.]+;?[^\n]*"
+           r"|(?:const|let|var)\s+\w+\s*=\s*require\([^)]*\)[^\n]*)")
+_IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
+
+
+# A fenced block holding only snippet includes (`--8<-- "protocol.py:extra-params"`): the code
+# a reader would want is in another file, and the block shows a directive instead.
+_INCLUDE_ONLY_BLOCK = re.compile(
+    r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:[ \t]*(?:--8<--[^\n]*)?\n)*?[ \t]*--8<--[^\n]*\n"
+    r"(?:[ \t]*(?:--8<--[^\n]*)?\n)*[ \t]*\1[ \t]*$", re.M)
+
+
+# Code that is only comment lines: `#`, `//` or the lines of a `/* ... */` block.
+_COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
+
+
+def _showable(source: SourceText, unit: Unit) -> bool:
+    """Worth showing: not cut out of the middle of an expression (code) or of a sentence
+    (prose), and not only imports or snippet includes (module paths share many words with a
+    question about the module, but tell a reader nothing)."""
+    if is_code(source):
+        code = source.text[unit.start:unit.end]
+        if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
+            return False
+        words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
+        if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
+            return False  # a banner or a licence line (`# ruff: noqa`), not an answer
+        return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
+            _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
+    if _starts_mid_sentence(source.text, unit.start, unit.kind):
+        return False
+    raw = source.text[unit.start:unit.end]
+    return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
+
+
+def _cut_code(source: SourceText, unit: Unit) -> bool:
+    """Code of a code file cut out of its context (it closes a bracket it did not open, leaves
+    an unclosed one, or leaves the block it starts in), and not only imports."""
+    if not is_code(source):
+        return False
+    code = source.text[unit.start:unit.end]
+    plain = _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code
+    if _IMPORTS_ONLY.fullmatch(plain):
+        return False
+    leaves = source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code)
+    return leaves or not _balanced(code, source.kind)
+
+
+def _leaves_its_block(text: str, start: int, code: str) -> bool:
+    """Code that starts deeper than a later line: it begins inside a block it then leaves (a
+    chunk cut in the middle of a function, `    return x` then `return None`; CMake's `list(...)`
+    then `else()`). Not for the brace languages, whose closing lines sit one level up: there a
+    brace closed that the span did not open says the same (_balanced)."""
+    first = start - (text.rfind("\n", 0, start) + 1)
+    return any(len(line) - len(line.lstrip()) < first
+               for line in code.split("\n")[1:] if line.strip())
+
+
+def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
+    """The first sentence(s) of the best-ranked source that has any text: showable units when
+    any source has one, else the first unit there is (an answer is never empty)."""
+    for only_showable in (True, False):
+        for source in sources:
+            units = [u for u in source_units(source) if u.kind != "code"] or source_units(source)
+            if only_showable:
+                units = [u for u in units if _showable(source, u)]
+            if not units:
+                continue
+            chosen = [units[0]]
+            if units[0].end - units[0].start < 80 and len(units) > 1:
+                chosen.append(units[1])
+            return [unit_passage(source, u) for u in chosen]
+    return []
+
+
+def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+    return (a.source.number == b.source.number
+            and a.unit.start < b.unit.end and b.unit.start < a.unit.end)
+
+
+def _duplicate(a: _Candidate, b: _Candidate, threshold: float) -> bool:
+    x, y = set(a.bag), set(b.bag)
+    if not x or not y:
+        return a.shown == b.shown
+    return len(x & y) / len(x | y) >= threshold or a.shown in b.shown or b.shown in a.shown
+
+
+def select_passages(
+    question: str,
+    sources: Sequence[SourceText],
+    embed: Embed | None = None,
+    *,
+    settings: Settings = DEFAULT_SETTINGS,
+    on_passage: Callable[[Passage], None] | None = None,
+) -> list[Passage]:
+    """The best passages for the question, in source order; [] only when no source has text.
+
+    Without `embed` the score is BM25 alone. `on_passage` sees each passage as it is settled,
+    in the order they are returned, so a caller can stream them.
+    """
+    query = set(terms(question))
+    candidates = [_as_window(c, query, settings) if c.cut else c
+                  for c in _candidates(sources, settings)]
+    passages: list[Passage] = []
+    if candidates:
+        score = _scores(question, candidates, embed, settings)
+        ask = asked(question)
+        order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
+        chosen: list[_Candidate] = []
+        best, used = 0.0, 0
+        for i in order:
+            c = candidates[i]
+            if score[i] <= 0 or len(chosen) >= settings.max_passages:
+                break
+            if chosen and (score[i] < settings.min_relative * best
+                           or used + c.unit.end - c.unit.start > settings.max_chars):
+                continue
+            if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
+                   for o in chosen):
+                continue
+            shown = _display(c, float(score[i]), query, settings, ask)
+            # Two pieces of one block may give one window: the second is not shown.
+            if shown is None or any(_overlapping(p, shown) for p in passages):
+                continue
+            if not chosen:
+                best = float(score[i])
+            chosen.append(c)
+            passages.append(shown)
+            used += c.unit.end - c.unit.start
+    if not passages:
+        passages = _fallback(sources)
+    passages = _rows_merged(passages)
+    passages.sort(key=lambda p: (p.number, p.start))
+    if settings.code_lead:
+        passages = _with_lead(passages, sources)
+    if on_passage is not None:
+        for passage in passages:
+            on_passage(passage)
+    return passages
+
+
+def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
+            settings: Settings) -> np.ndarray:
+    """Each candidate's score: BM25 and cosine, times the rank, answer-signal, code and length
+    priors (see the module's docstring)."""
+    import numpy as np
+
+    query = set(terms(question))
+    lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
+    prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
+                      for c in candidates])
+    ask, weights = asked(question), settings.weights()
+    prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
+    if embed is not None:
+        shortlist = np.argsort(-(lexical * prior), kind="stable")
+        if settings.embed_limit > 0:
+            shortlist = shortlist[: settings.embed_limit]
+        texts = [question] + [candidates[i].shown[:_EMBED_CHARS] for i in shortlist]
+        vectors = np.asarray(embed(texts))
+        dense = np.zeros(len(candidates))
+        dense[shortlist] = _scaled(vectors[1:] @ vectors[0])
+        score = settings.lexical_weight * lexical + (1 - settings.lexical_weight) * dense
+    else:
+        score = lexical
+    score = score * prior
+    if settings.code_weight != 1.0:
+        score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
+                                  for c in candidates])
+    for i, c in enumerate(candidates):
+        if c.cut:
+            score[i] *= settings.cut_weight
+        excess = (c.unit.end - c.unit.start) - settings.soft_chars
+        if excess > 0:
+            score[i] *= settings.soft_chars / (settings.soft_chars + excess)
+    return score
+
+
+def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
+             ask: Asked) -> Passage | None:
+    """How a chosen candidate is shown: code cut out of its context as the window of its lines
+    that answers (None when no line does), a piece of a long definition as its window under
+    the signature, anything else as it is."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        window = windowed(c.source, (unit.start, unit.end), (unit.block_start, unit.block_end),
+                          score, query, settings.k1, min_chars=settings.window_min_chars)
+        if window is not None or c.cut:
+            return window
+    elif c.cut:
+        return replace(c.window, score=score) if c.window is not None else None
+    passage = unit_passage(c.source, unit, score)
+    if not passage.code and wants_targets(ask, c.shown):
+        passage = replace(passage, link_targets=True)
+    return passage
+
+
+def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate:
+    """Code cut out of its context, scored as what it would show: the window of its lines
+    that answers (not showable when no line does)."""
+    unit = c.unit
+    if unit.block_start >= 0:
+        return c  # a piece of a long definition: shown as the definition's window
+    span = (unit.start, unit.start + min(unit.end - unit.start, settings.cut_window_chars))
+    window = windowed(c.source, span, (unit.start, unit.end), 0.0, query, settings.k1, cut=True)
+    if window is None:
+        return replace(c, showable=False)
+    return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
+    """In source order, the first code passage of a code file led by one sentence of its
+    source's own prose (the docstring or comment that says what the code does), where there
+    is one and the code does not show it: shown right before the code."""
+    by_number = {s.number: s for s in sources}
+    ordered = sorted(passages, key=lambda p: (p.number, p.start))
+    for n, passage in enumerate(ordered):
+        source = by_number.get(passage.number)
+        if source is None or not passage.code or not is_code(source):
+            continue
+        lead = lead_sentence(source, passage)
+        if lead is not None and not any(_overlapping(lead, p) for p in ordered
+                                        if p is not passage):
+            return ordered[:n] + [lead] + ordered[n:]
+        break
+    return ordered
+
+
+def _overlapping(a: Passage, b: Passage) -> bool:
+    """Two passages of one source share text: their spans, or one's span and the other's
+    context lines (a window under `def f(` and a window that is that line)."""
+    if a.number != b.number:
+        return False
+
+    def meets(start: int, end: int, other: Passage) -> bool:
+        return any(start < e and s < end for s, e in
+                   [(other.start, other.end)] + [(s, s + len(x)) for s, x in other.context])
+
+    return meets(a.start, a.end, b) or meets(b.start, b.end, a)
+
+
+def _rows_merged(passages: list[Passage]) -> list[Passage]:
+    """Rows of one table shown once under its column names: the last row keeps the others
+    (and the header) as its context lines, in source order."""
+    tables: dict[tuple[int, int], list[Passage]] = {}
+    for passage in passages:
+        if not passage.code and passage.context:
+            tables.setdefault((passage.number, passage.context[0][0]), []).append(passage)
+    out = [p for p in passages if p.code or not p.context]
+    for rows in tables.values():
+        rows.sort(key=lambda p: p.start)
+        last = rows[-1]
+        context = rows[0].context + tuple((p.start, p.text) for p in rows[:-1])
+        out.append(replace(last, context=context, score=max(p.score for p in rows)))
+    return out
