@@ -499,14 +499,17 @@ def set_search_legs(conn: Connection, legs: Any) -> None:
 
 
 def search_rows(conn: Connection, statement: str, params: dict[str, Any],
-                legs: Any = None) -> list[tuple[Any, ...]]:
-    """A search file's rows: rag.db's sql/<statement>.sql; PostgreSQL: its twin (with the
-    pg_textsearch or HNSW option where `legs` names one) with the parameters
-    ragdb.pg_search makes from the same ones."""
+                legs: Any = None, memo: dict[Any, Any] | None = None) -> list[tuple[Any, ...]]:
+    """A search file's rows: rag.db's sql/<statement>.sql; PostgreSQL: each leg's file (with
+    the pg_textsearch or HNSW option where `legs` names one), then its twin over their hits,
+    with the parameters ragdb.pg_search makes from the same ones. `memo`: one search's legs,
+    kept across the runs of a hybrid search with a bridge leg (PostgreSQL; rag.db's files
+    run whole)."""
     if isinstance(conn, PostgresConnection):
         from ragdb.pg_search import PgRanking, search_rows as pg_rows
 
-        return pg_rows(conn, statement, params, legs if legs is not None else PgRanking())
+        return pg_rows(conn, statement, params, legs if legs is not None else PgRanking(),
+                       memo)
     return [tuple(row) for row in conn.execute(sql(statement), params)]
 
 

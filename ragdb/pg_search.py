@@ -64,12 +64,10 @@ class PgRanking:
     def as_settings(self) -> dict[str, str]:
         return {LEXICAL: self.lexical, VECTORS: self.vectors, EF_SEARCH: str(self.ef_search)}
 
-    def statement(self, name: str) -> str:
-        """The PostgreSQL file for a search file of rag.db: search_lexical and search_hybrid
-        have a pg_textsearch twin; everything else is the same name."""
-        if self.lexical == "pg_textsearch" and name in ("search_lexical", "search_hybrid"):
-            return f"{name}_textsearch"
-        return name
+    @property
+    def hits_statement(self) -> str:
+        """The lexical leg's file: exact BM25 over the postings, or the pg_textsearch index."""
+        return "search_textsearch_hits" if self.lexical == "pg_textsearch" else "search_bm25_hits"
 
     def settings_params(self, knn_depth: int, filtered: bool) -> dict[str, Any]:
         """Parameters of sql/postgresql/search_settings.sql for one search."""
@@ -125,30 +123,53 @@ def pg_params(params: Mapping[str, Any], ranking: PgRanking = PgRanking()) -> di
     return out
 
 
+#: What a search's legs found, kept for the second run of a hybrid search with a bridge leg
+#: (Searcher._run): the lexical and dense legs are the same in both runs and are read once.
+LegMemo = dict[tuple[Any, ...], tuple[list[int], list[float]]]
+
+
 def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, Any],
-                ranking: PgRanking = PgRanking()) -> list[tuple[Any, ...]]:
-    """Run the PostgreSQL twin of a SQLite search file (Searcher.plan's statement and
-    parameters) on a ragdb PostgreSQL database: its settings for this search, then the
-    search, in one snapshot (the caller's, if one is open). The rows are sql/search_*.sql's."""
-    knn_depth = int(params.get("knn_depth") or 0)
-    settings = ranking.settings_params(knn_depth, bool(params.get("filtered")))
+                ranking: PgRanking = PgRanking(), memo: LegMemo | None = None,
+                ) -> list[tuple[Any, ...]]:
+    """Run a SQLite search file's PostgreSQL counterpart (Searcher.plan's statement and
+    parameters) on a ragdb PostgreSQL database: its settings for this search, each leg's
+    file (search_bm25_hits or search_textsearch_hits, search_knn), then
+    sql/postgresql/<statement>.sql over the legs' hits, in one snapshot (the caller's, if one
+    is open). The rows are sql/search_*.sql's. A leg found in `memo` is not run again."""
     values = pg_params(params, ranking)
-    name = ranking.statement(statement)
+    memo = {} if memo is None else memo
+    depth, k = int(values["depth"]), int(values["k"])
     with conn.read_transaction():
-        conn.run("search_settings", settings)
-        if name.endswith("_textsearch"):  # the BM25 index's hits, then the rest
-            depth = int(values["depth"])
-            values["hits_limit"] = depth if statement == "search_hybrid" else max(
-                int(values["k"]), depth)
-            hits = conn.run("search_textsearch_hits", values)
-            values["hit_ids"] = [int(row[0]) for row in hits]
-            values["hit_scores"] = [float(row[1]) for row in hits]
-            if values["bridge_terms"]:  # the bridge leg's hits from the same index
-                bridge = conn.run("search_textsearch_hits",
-                                  {**values, "query_text": " ".join(params["bridge_terms"]),
-                                   "hits_limit": depth})
-                values["bridge_ids"] = [int(row[0]) for row in bridge]
-                values["bridge_scores"] = [float(row[1]) for row in bridge]
-            else:
-                values["bridge_ids"] = values["bridge_scores"] = []
-        return list(conn.run(name, values))
+        conn.run("search_settings", ranking.settings_params(int(values.get("knn_depth") or 0),
+                                                            bool(values.get("filtered"))))
+        if statement in ("search_lexical", "search_hybrid"):
+            limit = depth if statement == "search_hybrid" else max(k, depth)
+            values["hit_ids"], values["hit_scores"] = _leg(
+                conn, memo, ranking.hits_statement, values, terms=values["terms"],
+                query_text=values["query_text"], hits_limit=limit)
+        if statement in ("search_dense", "search_hybrid"):
+            values["dense_ids"], values["dense_distances"] = _leg(conn, memo, "search_knn",
+                                                                  values)
+        if statement == "search_hybrid":
+            bridge = params.get("bridge_terms")
+            values["bridge_ids"], values["bridge_scores"] = _leg(
+                conn, memo, ranking.hits_statement, values, terms=values["bridge_terms"],
+                query_text=" ".join(bridge), hits_limit=depth) if bridge else ([], [])
+        return list(conn.run(statement, values))
+
+
+#: The parameters each leg's file takes besides its own (the filters, the vector).
+_LEG_PARAMS = ("filtered", "paths", "excludes", "langs", "w_path", "w_context", "w_body",
+               "query_vector", "ann", "knn_depth", "max_distance")
+
+
+def _leg(conn: PostgresConnection, memo: LegMemo, name: str, values: Mapping[str, Any],
+         **own: Any) -> tuple[list[int], list[float]]:
+    """A leg's hits as (chunk ids, scores) from sql/postgresql/<name>.sql, or from `memo`
+    where the same file already ran with the same parameters."""
+    args = {**values, **own}
+    key = (name, *(repr(args.get(p)) for p in _LEG_PARAMS + tuple(sorted(own))))
+    if key not in memo:
+        rows = conn.run(name, args)
+        memo[key] = ([int(row[0]) for row in rows], [float(row[1]) for row in rows])
+    return memo[key]

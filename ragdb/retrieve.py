@@ -558,11 +558,13 @@ class Searcher:
             return self._rows(statement, params)
         if self.params.w_bridge <= 0 or self._dense_kinds is None:
             return self._callee_first(question, self._rows(statement, params))
-        first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)})
+        legs: dict[Any, Any] = {}  # both runs' lexical and dense legs are the same
+        first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)}, legs)
         terms = self._bridge_terms(question, first[:BRIDGE_FROM])
         if not terms:
             return self._callee_first(question, first[:k])
-        return self._callee_first(question, self._rows(statement, self.bridged(params, terms)))
+        return self._callee_first(question,
+                                  self._rows(statement, self.bridged(params, terms), legs))
 
     def _callee_first(self, question: str, hits: list[Hit]) -> list[Hit]:
         """Hybrid results re-ordered by callee_first (SearchParams.callee_first)."""
@@ -620,10 +622,12 @@ class Searcher:
                        if name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text))
         return json.dumps(named) if named else None
 
-    def _rows(self, statement: str, params: dict[str, Any]) -> list[Hit]:
+    def _rows(self, statement: str, params: dict[str, Any],
+              legs: dict[Any, Any] | None = None) -> list[Hit]:
         """A search file's hits: rag.db's sql/<statement>.sql, or on PostgreSQL its twin with
         the parameters ragdb.pg_search makes from the same ones."""
-        return [Hit.of_row(row) for row in search_rows(self.conn, statement, params, self._legs)]
+        rows = search_rows(self.conn, statement, params, self._legs, legs)
+        return [Hit.of_row(row) for row in rows]
 
     # -- the query cache ---------------------------------------------------------------------
 

@@ -143,6 +143,34 @@ def test_postgres_ranks_the_same_top_10_with_the_same_scores(
     assert_same(pairs)
 
 
+def test_a_bridged_hybrid_search_runs_each_leg_once(slice_index: Path, copied: str) -> None:
+    """The bridge's second run reuses the first run's lexical and dense legs (the same in
+    both runs): per search, the knn and the question's BM25 once, the bridge terms' BM25
+    once, the fusion twice; and the ranking is rag.db's."""
+    searcher = Searcher(connect(slice_index), use_cache=False)
+    texts = [text for text in questions() if bridged(searcher, [text])][:6]
+    assert len(texts) >= 3
+    pg = postgres.connect(copied)
+    other = Searcher(pg, use_cache=False)
+    ran: list[str] = []
+    run = pg.run
+    pg.run = lambda name, params=None: ran.append(name) or run(name, params)  # type: ignore
+    try:
+        for text in texts:
+            with read_transaction(searcher.conn), read_transaction(other.conn):
+                searcher._refresh()
+                other._refresh()
+                vector = searcher._query_vectors([text], Mode.hybrid)[text]
+                ran.clear()
+                post = other._run(text, 10, Mode.hybrid, vector)
+                assert_same([(searcher._run(text, 10, Mode.hybrid, vector), post)])
+            assert ran.count("search_knn") == 1, text
+            assert ran.count("search_bm25_hits") == 2, text  # the question's, the bridge's
+            assert ran.count("search_hybrid") == 2, text
+    finally:
+        pg.close()
+
+
 @pytest.mark.parametrize("filters", [
     Filters.of(paths="*.md"),
     Filters.of(paths=["vllm/lora/*", "docs/*"], langs="python"),
@@ -383,7 +411,7 @@ def test_hnsw_option_uses_its_index_and_finds_what_exact_search_finds(
             pg.execute(pg_sql("search_settings"), ranking.settings_params(200, False))
             pg.execute("SET LOCAL enable_seqscan = off")
             plan = "\n".join(r[0] for r in pg.execute(
-                "EXPLAIN " + pg_sql("search_dense"),
+                "EXPLAIN " + pg_sql("search_knn"),
                 pg_params(planned[1], ranking)))
     assert "chunk_vectors_hnsw" in plan
     assert sum(recalls) / len(recalls) >= 0.95

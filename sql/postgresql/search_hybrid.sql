@@ -1,12 +1,16 @@
--- Hybrid search on PostgreSQL: sql/search_hybrid.sql line for line, with the lexical leg of
--- sql/postgresql/search_lexical.sql (FTS5's BM25 over the postings; :terms in place of
--- the MATCH expression) and the dense leg of sql/postgresql/search_dense.sql (pgvector, :ann = 0 exact or
--- 1 HNSW). Same parameters otherwise, same result columns, same scores and ties.
+-- Hybrid search on PostgreSQL: sql/search_hybrid.sql's fusion, over the legs' hits passed in
+-- as arrays, best first (ragdb.pg_search.search_rows): the lexical leg's as :hit_ids and
+-- :hit_scores (search_bm25_hits.sql, FTS5's BM25 over the postings; or with the
+-- pg_textsearch option, search_textsearch_hits.sql), the dense leg's as :dense_ids and
+-- :dense_distances (search_knn.sql, exact or HNSW), and the bridge leg's as :bridge_ids and
+-- :bridge_scores (the lexical leg's file on the bridge terms; empty: no leg). A search with
+-- a bridge leg runs this twice and each leg's file once. Same parameters otherwise, same
+-- result columns; with the default legs, the same scores and ties as rag.db.
 --
 --   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
 --                   + :w_bridge / (:c + rank_bridge)) * priors
 --
--- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows);
+-- Each leg ranks its own :depth candidates (the dense leg's chunks by their nearest window);
 -- the legs are joined on chunk id, and a chunk missing from one leg gets nothing from it.
 -- A chunk of a kind outside :dense_kinds (JSON; NULL: the rule is off) gets :w_absent /
 -- (:c + rank_lex) times the code gate in place of the dense term it cannot have (the gate:
@@ -14,68 +18,17 @@
 -- BM25 over the best doc chunk's from :gate_low to :gate_high; a range whose ends are equal
 -- or reversed counts 1 throughout).
 --
--- The bridge leg (as sql/search_hybrid.sql's): :bridge_terms (text[] of stems, or NULL: no
--- leg) are the identifiers the best doc passages of a first run name; their BM25 over the
--- postings ranks chunks of the kinds outside :dense_kinds only (the path prior applied
--- before ranking), each adding :w_bridge / (:c + rank_bridge).
+-- The bridge leg (as sql/search_hybrid.sql's): the hits of the identifiers the best doc
+-- passages of a first run name rank the chunks of the kinds outside :dense_kinds only (the
+-- path prior applied before ranking), each adding :w_bridge / (:c + rank_bridge).
 --
--- Filters (:filtered = 1: :paths, :excludes GLOB arrays, :langs) apply inside both legs;
--- priors (:prior_paths / :prior, :named_roots / :root_prior) multiply the fused score;
--- identical files share one slot, `duplicates` listing the others (JSON text or NULL).
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
-    SELECT f.id FROM files AS f
-    WHERE CAST(:filtered AS integer) = 1
-      AND (CAST(:langs AS jsonb) IS NULL
-           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
-      AND (CAST(:paths AS jsonb) IS NULL
-           OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
-      AND (CAST(:excludes AS jsonb) IS NULL
-           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
-),
-allowed AS MATERIALIZED (
-    SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)
-),
-phrases AS MATERIALIZED (                    -- one row per MATCH phrase, with its IDF
-    SELECT t.phrase, t.term,
-           CASE WHEN x.idf <= 0.0 THEN CAST(1e-6 AS double precision) ELSE x.idf END AS idf
-    FROM unnest(CAST(:terms AS text[])) WITH ORDINALITY AS t(term, phrase)
-    CROSS JOIN fts_stats AS s
-    CROSS JOIN LATERAL (SELECT count(*) AS hits FROM postings AS p WHERE p.term = t.term) AS h
-    CROSS JOIN LATERAL (
-        SELECT ln((CAST(s.n_chunks - h.hits AS double precision) + 0.5)
-                  / (CAST(h.hits AS double precision) + 0.5)) AS idf) AS x
-),
-stats AS MATERIALIZED (                     -- FTS5's constants and its average row length
-    SELECT CAST(1.2 AS double precision) AS k1, CAST(0.75 AS double precision) AS b,
-           CAST(total_length AS double precision) / CAST(n_chunks AS double precision) AS avgdl
-    FROM fts_stats
-),
-matches AS (                                 -- one row per (phrase, chunk) that holds it
-    SELECT p.chunk_id, ph.phrase, ph.idf,
-           CAST(:w_path AS double precision) * p.tf_path
-           + CAST(:w_context AS double precision) * p.tf_context
-           + CAST(:w_body AS double precision) * p.tf_body AS tf
-    FROM phrases AS ph
-    JOIN postings AS p ON p.term = ph.term
-    WHERE CAST(:filtered AS integer) = 0 OR p.chunk_id IN (SELECT id FROM allowed)
-),
-bm25 AS (
-    SELECT m.chunk_id,
-           -1.0 * sum(m.idf * ((m.tf * (s.k1 + 1.0))
-                               / (m.tf + s.k1 * ((1.0 - s.b)
-                                                 + s.b * CAST(c.fts_length AS double precision)
-                                                   / s.avgdl)))
-                      ORDER BY m.phrase) AS score
-    FROM matches AS m
-    JOIN chunks AS c ON c.id = m.chunk_id
-    CROSS JOIN stats AS s
-    GROUP BY m.chunk_id
-),
-bm25_hits AS MATERIALIZED (
-    SELECT chunk_id, score
-    FROM bm25
-    ORDER BY score, chunk_id
-    LIMIT CAST(:depth AS integer)
+-- The legs' files apply the filters (--path, --exclude, --lang); priors (:prior_paths /
+-- :prior, :named_roots / :root_prior) multiply the fused score; identical files share one
+-- slot, `duplicates` listing the others (JSON text or NULL).
+WITH bm25_hits AS (                   -- the lexical leg's hits (search_*_hits.sql)
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
+         AS h(chunk_id, score)
 ),
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
@@ -87,67 +40,18 @@ lexical AS MATERIALIZED (
     JOIN chunks AS c ON c.id = h.chunk_id
     JOIN files AS f ON f.id = c.file_id
 ),
-knn AS MATERIALIZED (                  -- exact, or by the HNSW index
-    SELECT exact.chunk_id, exact.distance
-    FROM (SELECT v.vector_id, v.chunk_id,
-                 CAST(CAST(v.embedding <=> CAST(:query_vector AS halfvec(384)) AS real)
-                      AS double precision) AS distance
-          FROM chunk_vectors AS v
-          WHERE CAST(:ann AS integer) = 0
-            AND (CAST(:filtered AS integer) = 0 OR v.chunk_id IN (SELECT id FROM allowed))
-          ORDER BY distance, v.vector_id
-          LIMIT CAST(:knn_depth AS integer)) AS exact
-    UNION ALL
-    SELECT near.chunk_id, CAST(CAST(near.distance AS real) AS double precision)
-    FROM (SELECT v.chunk_id, v.embedding <=> CAST(:query_vector AS halfvec(384)) AS distance
-          FROM chunk_vectors AS v
-          WHERE CAST(:ann AS integer) = 1
-            AND (CAST(:filtered AS integer) = 0 OR v.chunk_id IN (SELECT id FROM allowed))
-          ORDER BY v.embedding <=> CAST(:query_vector AS halfvec(384))
-          LIMIT CAST(:knn_depth AS integer)) AS near
-),
-dense AS MATERIALIZED (                 -- a chunk ranks by its best window
-    SELECT chunk_id, min(distance) AS distance,
-           row_number() OVER (ORDER BY min(distance), chunk_id) AS rank
-    FROM knn
-    WHERE distance <= CAST(:max_distance AS double precision)  -- farther is noise
-    GROUP BY chunk_id
+dense AS MATERIALIZED (                 -- search_knn.sql's rows: the first :depth
+    SELECT d.chunk_id, d.distance,
+           row_number() OVER (ORDER BY d.distance, d.chunk_id) AS rank
+    FROM unnest(CAST(:dense_ids AS bigint[]), CAST(:dense_distances AS double precision[]))
+         AS d(chunk_id, distance)
     ORDER BY rank
     LIMIT CAST(:depth AS integer)
 ),
-bridge_phrases AS MATERIALIZED (             -- the bridge leg's phrases (:bridge_terms)
-    SELECT t.phrase, t.term,
-           CASE WHEN x.idf <= 0.0 THEN CAST(1e-6 AS double precision) ELSE x.idf END AS idf
-    FROM unnest(CAST(:bridge_terms AS text[])) WITH ORDINALITY AS t(term, phrase)
-    CROSS JOIN fts_stats AS s
-    CROSS JOIN LATERAL (SELECT count(*) AS hits FROM postings AS p WHERE p.term = t.term) AS h
-    CROSS JOIN LATERAL (
-        SELECT ln((CAST(s.n_chunks - h.hits AS double precision) + 0.5)
-                  / (CAST(h.hits AS double precision) + 0.5)) AS idf) AS x
-),
-bridge_bm25 AS (
-    SELECT p.chunk_id,
-           -1.0 * sum(ph.idf * ((m.tf * (s.k1 + 1.0))
-                                / (m.tf + s.k1 * ((1.0 - s.b)
-                                                  + s.b * CAST(c.fts_length AS double precision)
-                                                    / s.avgdl)))
-                      ORDER BY ph.phrase) AS score
-    FROM bridge_phrases AS ph
-    JOIN postings AS p ON p.term = ph.term
-    CROSS JOIN LATERAL (
-        SELECT CAST(:w_path AS double precision) * p.tf_path
-               + CAST(:w_context AS double precision) * p.tf_context
-               + CAST(:w_body AS double precision) * p.tf_body AS tf) AS m
-    JOIN chunks AS c ON c.id = p.chunk_id
-    CROSS JOIN stats AS s
-    WHERE CAST(:filtered AS integer) = 0 OR p.chunk_id IN (SELECT id FROM allowed)
-    GROUP BY p.chunk_id
-),
-bridge_hits AS MATERIALIZED (          -- the bridge leg: code the best doc passages name
-    SELECT chunk_id, score
-    FROM bridge_bm25
-    ORDER BY score, chunk_id
-    LIMIT CAST(:depth AS integer)
+bridge_hits AS (                 -- the bridge leg's: the same file, the bridge terms
+    SELECT h.chunk_id, h.score
+    FROM unnest(CAST(:bridge_ids AS bigint[]), CAST(:bridge_scores AS double precision[]))
+         AS h(chunk_id, score)
 ),
 bridge AS MATERIALIZED (
     SELECT h.chunk_id,

@@ -2,8 +2,9 @@
 -- sql/postgresql/fts_textsearch_index.sql): the BM25 index over chunks_fts.doc ranks the
 -- chunks with its own formula (Lucene's IDF, the english configuration's stems), so its
 -- ranking is close to rag.db's, not the same (measured: benchmarks/bench_scale.py). Its hits
--- go to search_lexical_textsearch.sql or search_hybrid_textsearch.sql as hit_ids and
--- hit_scores (ragdb.pg_search.search_rows).
+-- go to search_lexical.sql or search_hybrid.sql as hit_ids and
+-- hit_scores, and with the bridge terms to search_hybrid.sql as bridge_ids and bridge_scores
+-- (ragdb.pg_search.search_rows).
 --
 -- A statement of its own, at the top: bm25_get_current_score() is the score the index scan
 -- computed for the row it returned, and pg_textsearch only spares the row's second scoring (a
