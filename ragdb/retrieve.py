@@ -68,6 +68,10 @@ class SearchParams:
     rrf_c: float = 10.0
     w_lex: float = 1.0
     w_dense: float = 0.4
+    # The lexical margin (hybrid): ranks hide how far the first BM25 hit leads the second, so
+    # its lexical term is multiplied by its BM25 over the second hit's, capped at margin_cap
+    # (1: off; sql/search_hybrid.sql). Measured: README, "Any codebase".
+    margin_cap: float = 2.0
     windows_per_chunk: int = 4  # nearest windows fetched per dense candidate wanted
     # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
     # the best window of every public docs question 0.44 or less.
@@ -127,7 +131,7 @@ class SearchParams:
             "prior_paths": (json.dumps(list(self.prior_paths))
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),
-            "w_bridge": float(self.w_bridge),
+            "w_bridge": float(self.w_bridge), "margin_cap": float(self.margin_cap),
             # Set per index and per question by Searcher._run: off when run as is.
             "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
             **({"w_dense_plain": float(self.w_dense_plain)}

@@ -3,9 +3,10 @@
 -- the MATCH expression) and the dense leg of sql/postgresql/search_dense.sql (pgvector, :ann = 0 exact or
 -- 1 HNSW). Same parameters otherwise, same result columns, same scores and ties.
 --
---   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--   score(chunk) = (:w_lex x margin / (:c + rank_lex) + :w_dense / (:c + rank_dense)
 --                   + :w_bridge / (:c + rank_bridge)) * priors
 --
+-- margin: the first lexical hit's BM25 over the second's, 1 to :margin_cap (1 for the others).
 -- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows);
 -- the legs are joined on chunk id, and a chunk missing from one leg gets nothing from it.
 -- A chunk of a kind outside :dense_kinds (JSON; NULL: the rule is off) gets :w_absent /
@@ -80,6 +81,11 @@ bm25_hits AS MATERIALIZED (
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
            row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+                THEN LEAST(CAST(:margin_cap AS double precision), GREATEST(1.0, coalesce(
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         1.0)))
+                ELSE 1.0 END AS margin,
            CAST(:dense_kinds AS jsonb) IS NOT NULL
              AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
              AS unembedded
@@ -190,7 +196,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
 joined AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
-                                                        + lexical.rank), 0.0)
+                                                        + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL
                     THEN CAST(:w_dense AS double precision) / (CAST(:c AS double precision)
                                                                + dense.rank)

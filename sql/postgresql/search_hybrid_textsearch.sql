@@ -25,6 +25,11 @@ bm25_hits AS (                              -- search_textsearch_hits.sql's hits
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
            row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+                THEN LEAST(CAST(:margin_cap AS double precision), GREATEST(1.0, coalesce(
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         1.0)))
+                ELSE 1.0 END AS margin,
            CAST(:dense_kinds AS jsonb) IS NOT NULL
              AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
              AS unembedded
@@ -106,7 +111,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
 joined AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
-                                                        + lexical.rank), 0.0)
+                                                        + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL
                     THEN CAST(:w_dense AS double precision) / (CAST(:c AS double precision)
                                                                + dense.rank)
