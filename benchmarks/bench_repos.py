@@ -109,7 +109,8 @@ def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: 
     return [first_rank(q, hits) for q, hits in zip(questions, found)], found
 
 
-#: The ranking rules of issue 18, each turned off in turn (`--variants`; README, Performance).
+#: The ranking rules of issue 18, each turned off in turn, and the option left off turned on
+#: (`--variants`; README, "Any codebase").
 DEFAULTS = SearchParams()
 VARIANTS = {
     "defaults": DEFAULTS,
@@ -122,8 +123,11 @@ VARIANTS = {
                                      gate_far=0.0),
     "no bridge leg (w_bridge 0)": replace(DEFAULTS, w_bridge=0.0),
     "no callee first": replace(DEFAULTS, callee_first=False),
+    "no lexical margin (margin_cap 1)": replace(DEFAULTS, margin_cap=1.0),
     "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0,
-                                     w_bridge=0.0, callee_first=False),
+                                     w_bridge=0.0, callee_first=False, margin_cap=1.0),
+    # An option, off by default (not chosen: it moves nothing on half A): turned on.
+    "definition over docs on (definition_over_docs 5)": replace(DEFAULTS, definition_over_docs=5),
 }
 
 

@@ -68,6 +68,10 @@ class SearchParams:
     rrf_c: float = 10.0
     w_lex: float = 1.0
     w_dense: float = 0.4
+    # The lexical margin (hybrid): ranks hide how far the first BM25 hit leads the second, so
+    # its lexical term is multiplied by its BM25 over the second hit's, capped at margin_cap
+    # (1: off; sql/search_hybrid.sql). Measured: README, "Any codebase".
+    margin_cap: float = 2.0
     windows_per_chunk: int = 4  # nearest windows fetched per dense candidate wanted
     # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
     # the best window of every public docs question 0.44 or less.
@@ -104,6 +108,11 @@ class SearchParams:
     # later code result defines it, the definition moves to just above the caller; nothing
     # else moves (callee_first). Measured: README, "Any codebase".
     callee_first: bool = True
+    # Definition over docs (hybrid): the best code result among the first definition_over_docs
+    # that defines an identifier the question writes moves above the doc passages directly
+    # above it that do not write that identifier (0: off; definition_over_docs). Off by
+    # default: it gains on half B, repos2 and nothing on half A. Measured: README, "Any codebase".
+    definition_over_docs: int = 0
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters, with w_dense_plain as w_dense when the question is plain words."""
@@ -122,7 +131,7 @@ class SearchParams:
             "prior_paths": (json.dumps(list(self.prior_paths))
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),
-            "w_bridge": float(self.w_bridge),
+            "w_bridge": float(self.w_bridge), "margin_cap": float(self.margin_cap),
             # Set per index and per question by Searcher._run: off when run as is.
             "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
             **({"w_dense_plain": float(self.w_dense_plain)}
@@ -187,6 +196,37 @@ def callee_first(question: str, hits: Sequence[Hit], contexts: dict[int, str],
                 out.insert(i, out.pop(j))
                 moved.add(callee.chunk_id)
                 break
+    return out
+
+
+def definition_over_docs(question: str, hits: Sequence[Hit], contexts: dict[int, str],
+                         code: Callable[[Hit], bool], within: int) -> list[Hit]:
+    """The hits with the best code hit among the first `within` that defines a name the question
+    writes moved above the doc hits directly above it that do not write that name.
+
+    A question that writes `psutil_pid_exists` is answered by the C function of that name more
+    often than by a doc passage on the same topic that never writes it (the docs say
+    `psutil.pid_exists`), while a doc passage that writes the name documents it and stays above
+    (docs questions name identifiers too). Only that hit moves, within the first `within`
+    results: the set of the first `within` is unchanged.
+    """
+    named = question_identifiers(question)
+    out = list(hits)
+    if not named or within <= 0:
+        return out
+    for j, hit in enumerate(out[:within]):
+        if not code(hit):
+            continue
+        own = {_joined(token) for token in _IDENT.findall(hit.text)}
+        names = {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
+        names &= named
+        if names:
+            i = j
+            while i > 0 and not code(out[i - 1]) and not names & {
+                    _joined(token) for token in _IDENT.findall(out[i - 1].text)}:
+                i -= 1
+            out.insert(i, out.pop(j))
+            break
     return out
 
 
@@ -568,12 +608,20 @@ class Searcher:
 
     def _callee_first(self, question: str, hits: list[Hit]) -> list[Hit]:
         """Hybrid results re-ordered by callee_first (SearchParams.callee_first)."""
-        if not self.params.callee_first or not question_identifiers(question) or len(hits) < 2:
+        on = self.params.callee_first or self.params.definition_over_docs > 0
+        if not on or not question_identifiers(question) or len(hits) < 2:
             return hits
         ids = json.dumps([hit.chunk_id for hit in hits])
         contexts = {int(row[0]): str(row[1] or "")
                     for row in self.conn.execute(sql("chunk_contexts"), {"ids": ids})}
-        return callee_first(question, hits, contexts, lambda hit: hit.language not in DOC_KINDS)
+
+        def code(hit: Hit) -> bool:
+            return hit.language not in DOC_KINDS
+
+        if self.params.callee_first:
+            hits = callee_first(question, hits, contexts, code)
+        return definition_over_docs(question, hits, contexts, code,
+                                    self.params.definition_over_docs)
 
     def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> tuple[str, dict[str, Any]] | None:

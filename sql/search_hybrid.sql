@@ -1,7 +1,12 @@
 -- Hybrid search: weighted Reciprocal Rank Fusion of BM25 (FTS5) and vector KNN (sqlite-vec).
 --
---   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--   score(chunk) = (:w_lex x margin / (:c + rank_lex) + :w_dense / (:c + rank_dense)
 --                   + :w_bridge / (:c + rank_bridge)) * priors
+--
+-- The lexical margin: ranks hide how far the first BM25 hit leads, so the first lexical hit's
+-- term is multiplied by its BM25 over the second hit's, from 1 (a tie) to at most :margin_cap
+-- (1: off; a tiny corpus can give a second hit a BM25 near 0): a chunk that holds the
+-- question's terms far better than any other counts as such.
 --
 -- Each leg ranks its own :depth candidates (the dense leg from :knn_depth nearest windows) with
 -- row_number(); the legs are joined on chunk id, and a chunk missing from one leg gets nothing
@@ -67,6 +72,11 @@ bm25_hits AS MATERIALIZED (
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
            row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+                THEN min(:margin_cap, max(1.0, coalesce(
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         1.0)))
+                ELSE 1.0 END AS margin,
            :dense_kinds IS NOT NULL
              AND f.kind NOT IN (SELECT value FROM json_each(:dense_kinds)) AS unembedded
     FROM bm25_hits AS h
@@ -136,7 +146,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
 ),
 joined AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
-           coalesce(:w_lex / (:c + lexical.rank), 0.0)
+           coalesce(:w_lex / (:c + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL THEN :w_dense / (:c + dense.rank)
                     WHEN lexical.unembedded
                     THEN :w_absent / (:c + lexical.rank) * (SELECT code FROM gate)

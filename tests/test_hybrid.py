@@ -43,15 +43,26 @@ def test_fusion_uses_ranks_not_chunk_ids(tmp_path: Path) -> None:
             conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
                          "VALUES (?, ?, vec_int8(?))",
                          (chunk_id * 1000, chunk_id, _unit(vectors[chunk_id])))
-    params = SearchParams(rrf_c=10.0, w_lex=1.0, w_dense=0.5)
-    rows = conn.execute(sql("search_hybrid"), {
-        "match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]), "k": 3,
-        **params.as_sql(), **Filters().as_sql(),
-    }).fetchall()
+    base = {"match": '"lora" OR "adapter"', "query_vector": _unit([1.0, 0.0]), "k": 3,
+            **Filters().as_sql()}
+    params = SearchParams(rrf_c=10.0, w_lex=1.0, w_dense=0.5, margin_cap=1.0)  # plain RRF
+    rows = conn.execute(sql("search_hybrid"), {**base, **params.as_sql()}).fetchall()
     lexical_rank = {3: 1, 2: 2, 1: 3}
     dense_rank = {2: 1, 3: 2, 1: 3}
     expected = {cid: 1.0 / (10 + lexical_rank[cid]) + 0.5 / (10 + dense_rank[cid])
                 for cid in bodies}
+    assert [row[0] for row in rows] == [3, 2, 1]
+    for row in rows:
+        assert row[7] == pytest.approx(expected[int(row[0])])  # type: ignore[arg-type]
+    # The lexical margin (the default): only the first lexical hit's term grows, by its BM25
+    # over the second hit's (at most margin_cap).
+    bm25 = {int(row[0]): float(row[7]) for row in conn.execute(sql("search_lexical"), {
+        **base, **params.as_sql()})}
+    margin = min(2.0, bm25[3] / bm25[2])
+    assert margin > 1.0
+    expected[3] = margin / (10 + 1) + 0.5 / (10 + 2)
+    rows = conn.execute(sql("search_hybrid"), {
+        **base, **SearchParams(rrf_c=10.0, w_lex=1.0, w_dense=0.5).as_sql()}).fetchall()
     assert [row[0] for row in rows] == [3, 2, 1]
     for row in rows:
         assert row[7] == pytest.approx(expected[int(row[0])])  # type: ignore[arg-type]

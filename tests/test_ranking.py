@@ -268,6 +268,49 @@ def test_close_docs_keep_their_dense_lift(tmp_path: Path) -> None:
     assert [row[0] for row in ranked] == [2, 1]
 
 
+def _margin_corpus(path: Path) -> Any:
+    """A code chunk (no vector) holding all four query terms, a doc chunk holding two of them
+    whose window is the query itself (the code gate stays shut), and filler docs."""
+    conn = connect(path, create=True)
+    bodies = [(1, "p/src/merge.py", "python", "merge lora adapter weights: merge each lora "
+               "adapter into the base weights"),
+              (2, "p/docs/lora.md", "markdown", "a lora adapter")]
+    bodies += [(2 + n, f"p/docs/page{n}.md", "markdown", f"installing page {n} guide")
+               for n in range(1, 7)]
+    with conn:
+        conn.execute("INSERT INTO settings (key, value) VALUES ('embed_policy', ?)",
+                     (json.dumps({"docs": ["markdown"], "code": []}),))
+        for chunk_id, path_, kind, body in bodies:
+            conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                         "VALUES (?, ?, ?, 0, ?, 0, '')", (chunk_id, path_, str(chunk_id), kind))
+            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
+                         "end_line, kind, text) VALUES (?, ?, 0, 10, 1, 1, 'section', ?)",
+                         (chunk_id, chunk_id, body))
+            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
+                         "VALUES (?, '', '', ?)", (chunk_id, body))
+        conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
+                     "VALUES (2000, 2, vec_int8(?))", (_unit([1.0, 0.0]),))
+    return conn
+
+
+def test_a_clear_lexical_lead_is_not_hidden_by_ranks(tmp_path: Path) -> None:
+    """RRF sees only ranks: the code chunk leads BM25 by far (it holds all four query terms,
+    the doc two), yet the doc's dense term (its window is the query) puts it first. The
+    lexical margin, the first hit's BM25 over the second's, gives the lead back; off
+    (margin_cap 1), the doc wins. A near tie keeps the doc first (the test above)."""
+    conn = _margin_corpus(tmp_path / "margin.db")
+    params = {**Filters().as_sql(), "match": '"merge" OR "lora" OR "adapter" OR "weights"',
+              "query_vector": _unit([1.0, 0.0]), "k": 2, "dense_kinds": '["markdown"]'}
+    lexical = conn.execute(sql("search_lexical"), {
+        **SearchParams().as_sql(), **params}).fetchall()
+    assert [row[0] for row in lexical] == [1, 2] and lexical[0][7] < 1.3 * lexical[1][7]  # < 0
+    ranked = conn.execute(sql("search_hybrid"), {**SearchParams().as_sql(), **params})
+    assert [row[0] for row in ranked] == [1, 2]
+    off = conn.execute(sql("search_hybrid"), {
+        **SearchParams(margin_cap=1.0).as_sql(), **params}).fetchall()
+    assert [row[0] for row in off] == [2, 1]
+
+
 # -- several repositories --------------------------------------------------------------------
 
 def test_a_question_naming_a_repository_prefers_it(tmp_path: Path) -> None:
@@ -475,3 +518,62 @@ def test_the_definition_a_question_names_goes_above_its_callers(tmp_path: Path) 
     assert ([h.chunk_id for h in Searcher(conn, use_cache=False).search(plain, 5, Mode.hybrid)]
             == [h.chunk_id for h in Searcher(conn, SearchParams(callee_first=False),
                                              use_cache=False).search(plain, 5, Mode.hybrid)])
+
+
+# -- definition over docs (an option, off by default) ---------------------------------------------
+
+PIDS_C = (
+    "#include <errno.h>\n#include <signal.h>\n\n"
+    "/* Whether a process with this PID exists: signal 0 checks without sending anything. */\n"
+    "int psutil_pid_exists(long pid) {\n"
+    "    if (pid == 0)\n        return 1;\n"
+    "    if (kill(pid, 0) == 0)\n        return 1;\n"
+    "    return errno == EPERM;\n}\n\n"
+    "/* Send a signal to a process now, returning 0 on success. */\n"
+    "int send_signal_now(long pid, int sig) {\n    return kill(pid, sig);\n}\n"
+)
+DEFINITION_FILES = {
+    "src/procs/pids.c": PIDS_C,
+    "docs/processes.md": (
+        "# Checking whether a PID exists\n\n"
+        "Use `pid_exists()` to check whether a PID exists: it checks whether a process with "
+        "that PID\nexists on the system, and returns True when it exists and False when no "
+        "process has that PID.\n"),
+    "docs/signals.md": ("# Signals\n\n`send_signal_now` sends a signal to a process at once "
+                        "and returns 0 when the signal was sent.\n"),
+    "docs/install.md": "# Installing\n\nInstall the package with pip; it builds its C helpers.\n",
+    **{f"docs/{t}.md": (f"# {t.title()}\n\nThe {t} part of the service is set up from the "
+                        f"options file. Each option of {t} has a default.\n")
+       for t in ("logging", "config", "storage", "network", "cache", "auth", "metrics")},
+    **{f"src/procs/{t}.py": (f'"""The {t} helpers."""\n\n\ndef {t}_setup(options: dict) -> '
+                             f'dict:\n    """Set up {t} from the options."""\n'
+                             f"    return dict(options)\n")
+       for t in ("logging", "config", "storage", "network", "cache", "auth", "metrics")},
+}
+
+
+def test_the_definition_a_question_names_goes_above_docs_that_do_not_name_it(
+        tmp_path: Path) -> None:
+    """`psutil_pid_exists` is defined in pids.c; the docs page on the topic (near the question,
+    so fusion ranks it first) writes `pid_exists()`, never that name. With definition_over_docs
+    the definition moves above it; a docs page that writes the name the question writes
+    (`send_signal_now`) stays above its definition, and a plain-words question is left alone."""
+    write_corpus(tmp_path / "proj", DEFINITION_FILES)
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    conn = connect(tmp_path / "rag.db")
+
+    def order(question: str, params: SearchParams) -> list[str]:
+        hits = Searcher(conn, params, use_cache=False).search(question, 4, Mode.hybrid)
+        return [hit.file_path.rsplit("/", 1)[1] for hit in hits]
+
+    on = SearchParams(definition_over_docs=5)
+    named = "How does `psutil_pid_exists` check whether a PID exists?"
+    assert order(named, SearchParams())[:2] == ["processes.md", "pids.c"]  # the default
+    assert order(named, on)[:2] == ["pids.c", "processes.md"]
+    documented = "What does `send_signal_now` return?"
+    assert order(documented, on) == order(documented, SearchParams())
+    assert order(documented, on)[0] == "signals.md"
+    plain = "How do I check whether a PID exists?"
+    assert order(plain, on) == order(plain, SearchParams())
+    assert order(plain, on)[0] == "processes.md"

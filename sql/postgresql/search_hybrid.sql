@@ -7,9 +7,10 @@
 -- a bridge leg runs this twice and each leg's file once. Same parameters otherwise, same
 -- result columns; with the default legs, the same scores and ties as rag.db.
 --
---   score(chunk) = (:w_lex / (:c + rank_lex) + :w_dense / (:c + rank_dense)
+--   score(chunk) = (:w_lex x margin / (:c + rank_lex) + :w_dense / (:c + rank_dense)
 --                   + :w_bridge / (:c + rank_bridge)) * priors
 --
+-- margin: the first lexical hit's BM25 over the second's, 1 to :margin_cap (1 for the others).
 -- Each leg ranks its own :depth candidates (the dense leg's chunks by their nearest window);
 -- the legs are joined on chunk id, and a chunk missing from one leg gets nothing from it.
 -- A chunk of a kind outside :dense_kinds (JSON; NULL: the rule is off) gets :w_absent /
@@ -33,6 +34,11 @@ WITH bm25_hits AS (                   -- the lexical leg's hits (search_*_hits.s
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
            row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+                THEN LEAST(CAST(:margin_cap AS double precision), GREATEST(1.0, coalesce(
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         1.0)))
+                ELSE 1.0 END AS margin,
            CAST(:dense_kinds AS jsonb) IS NOT NULL
              AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
              AS unembedded
@@ -94,7 +100,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
 joined AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
-                                                        + lexical.rank), 0.0)
+                                                        + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL
                     THEN CAST(:w_dense AS double precision) / (CAST(:c AS double precision)
                                                                + dense.rank)
