@@ -15,10 +15,11 @@ Sections:
     exact legs share with rag.db at that scale.
 
   * concurrent (after scale, on its Nx PostgreSQL copy, pg_textsearch + HNSW): 20 searching
-    clients, each its own connection and Searcher, one read snapshot per search, ask the
-    public questions in turn while an index run adds a root (a copy of docs/features of the
-    corpus, with vectors) and commits: searches, errors, p50/p95 per client search during
-    the run, and the index run's time.
+    clients, each a process with its own connection and Searcher, one read snapshot per
+    search, ask the public questions in turn, first with nothing else running (what the host
+    serves), then while an index run adds a root (a copy of docs/features of the corpus, with
+    vectors) and commits: searches, searches a second, errors, p50/p95 per client search in
+    each phase, and the index run's time.
 
 PostgreSQL is a throw-away pgserver cluster (PostgreSQL 18, pgvector, pg_textsearch) in a
 temporary folder (--pgdata keeps one). Times are wall clock on this host, printed with its
@@ -386,63 +387,86 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
         lite_conn.close()
 
 
-def concurrent(server: Any, questions: list[Question], copies: int, clients: int = 20) -> None:
-    """Searches during an index run on the Nx database of `scale` (run that section first)."""
-    import threading
+def _client(url: str, texts: list[str], vectors: dict[str, bytes], first: int, step: int,
+            measuring: Any, stop: Any, out: Any) -> None:
+    """One searching client (a process of its own, as a team's ragdb processes are): the
+    public questions in turn, one read snapshot per search, as search() runs them; the
+    seconds of each search while `measuring` is set, and every error, go to `out`."""
+    ranking = PgRanking(lexical="pg_textsearch", vectors="hnsw")
+    times: list[float] = []
+    errors: list[str] = []
+    try:
+        searcher = Searcher(postgres.connect(url), use_cache=False)
+        i = first
+        while not stop.is_set():
+            text = texts[i % len(texts)]
+            i += step
+            started = time.perf_counter()
+            with read_transaction(searcher.conn):
+                searcher._refresh()
+                searcher._legs = ranking
+                searcher._run(text, 10, Mode.hybrid, vectors.get(text))
+            if measuring.is_set():
+                times.append(time.perf_counter() - started)
+    except Exception as exc:  # counted and shown: the figure is "zero errors"
+        errors.append(f"{type(exc).__name__}: {exc}")
+    out.put((times, errors))
+
+
+def concurrent(server: Any, questions: list[Question], copies: int, clients: int = 20,
+               alone_s: float = 20.0) -> None:
+    """Searches from `clients` processes on the Nx database of `scale` (run that section
+    first): for `alone_s` seconds with nothing else running (what the host serves), then
+    during an index run."""
+    import multiprocessing
 
     from ragdb import RagDB
 
     url = str(server.get_uri(f"ragdb_scale{copies}"))
     texts = [q.text for q in questions]
-    ranking = PgRanking(lexical="pg_textsearch", vectors="hnsw")
-    print(f"\n## concurrent: {clients} searching clients during an index run, {copies}x, "
-          "PostgreSQL pg_textsearch + HNSW, hybrid")
+    print(f"\n## concurrent: {clients} searching clients (processes), {copies}x, PostgreSQL "
+          "pg_textsearch + HNSW, hybrid")
     vectors = query_vectors(Searcher(connect(SOURCE), use_cache=False), texts)
     extra = Path(tempfile.mkdtemp(prefix="ragdb-bench-root-")) / "features"
     shutil.copytree(SOURCE_DOCS, extra)
-    running = threading.Event()
-    done = threading.Event()
-    times: list[list[float]] = [[] for _ in range(clients)]
-    errors: list[str] = []
-
-    def client(n: int) -> None:
-        searcher = Searcher(postgres.connect(url), use_cache=False)
-        i = n
-        try:
-            while not done.is_set():
-                text = texts[i % len(texts)]
-                i += clients
-                started = time.perf_counter()
-                with read_transaction(searcher.conn):  # one snapshot per search, as search() does
-                    searcher._refresh()
-                    searcher._legs = ranking
-                    searcher._run(text, 10, Mode.hybrid, vectors.get(text))
-                if running.is_set():
-                    times[n].append(time.perf_counter() - started)
-        except Exception as exc:  # counted and shown: the figure is "zero errors"
-            errors.append(f"{type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
-    for thread in threads:
-        thread.start()
-    time.sleep(2.0)  # every client connected and searching
-    print(f"{load()} before the index run")
-    running.set()
-    result, seconds = timed(lambda: RagDB(url).index([extra]))
-    running.clear()
-    done.set()
-    for thread in threads:
-        thread.join()
-    during = [t for per_client in times for t in per_client]
-    print(f"index run: {result.stats.files_indexed} files, {result.stats.chunks_written} chunks"
-          f", {result.vectors.embedded if result.vectors else 0} vectors, committed in "
-          f"{seconds:.1f} s; {load()}")
-    print("| clients | searches during the run | errors | p50 / p95 (best) ms |")
-    print("|---|---|---|---|")
-    print(f"| {clients} | {len(during)} | {len(errors)} | "
-          f"{summary(during) if during else '-'} |")
-    for line in sorted(set(errors))[:5]:
-        print(f"  error: {line}")
+    spawn = multiprocessing.get_context("spawn")
+    phases = []
+    for phase in ("alone", "index run"):
+        measuring, stop, out = spawn.Event(), spawn.Event(), spawn.Queue()
+        procs = [spawn.Process(target=_client, args=(url, texts, vectors, n, clients,
+                                                     measuring, stop, out))
+                 for n in range(clients)]
+        for proc in procs:
+            proc.start()
+        time.sleep(8.0)  # every client started, connected and searching
+        print(f"{load()} before the {phase} phase")
+        measuring.set()
+        started = time.perf_counter()
+        if phase == "alone":
+            time.sleep(alone_s)
+            note = f"{alone_s:.0f} s, nothing else running"
+        else:
+            result = RagDB(url).index([extra])
+            note = (f"an index run of {result.stats.files_indexed} files, "
+                    f"{result.stats.chunks_written} chunks, "
+                    f"{result.vectors.embedded if result.vectors else 0} vectors, committed")
+        seconds = time.perf_counter() - started
+        measuring.clear()
+        stop.set()
+        results = [out.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(timeout=60)
+        during = [t for times, _ in results for t in times]
+        errors = [e for _, errs in results for e in errs]
+        phases.append((phase, f"{note} in {seconds:.1f} s", during, errors, seconds))
+        print(f"{phase}: {note} in {seconds:.1f} s; {load()}")
+    print("| phase | clients | searches | per second | errors | p50 / p95 (best) ms |")
+    print("|---|---|---|---|---|---|")
+    for phase, note, during, errors, seconds in phases:
+        print(f"| {phase} ({note}) | {clients} | {len(during)} | {len(during) / seconds:.0f} "
+              f"| {len(errors)} | {summary(during) if during else '-'} |")
+        for line in sorted(set(errors))[:5]:
+            print(f"  error: {line}")
     with RagDB(url) as rag:
         rag.remove_root(extra)
     shutil.rmtree(extra.parent, ignore_errors=True)
