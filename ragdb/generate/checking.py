@@ -16,11 +16,12 @@ A sentence that fails is dropped, with the reason recorded.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragdb.generate.support import DEFAULT_SUPPORT, SupportSettings, support
-from ragdb.tokenize import split_identifier
+from ragdb.generate.support import DEFAULT_SUPPORT, FRAME, SupportSettings, support
+from ragdb.tokenize import STOPWORDS, split_identifier
 
 _CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
 _FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?P<body>.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
@@ -202,7 +203,7 @@ def _appears(token: str, text: str, *, ignore_case: bool = False) -> bool:
 
 
 def _token_supported(token: str, sources: list[CitedSource]) -> bool:
-    token = token.rstrip(".,:;")
+    token = re.sub(r"^(?:e\.g|i\.e)\.", "", token.rstrip(".,:;"))  # "(e.g.config.json"
     if not token or _NOT_NAMES.match(token):
         return True
     if token.endswith("()"):
@@ -215,12 +216,23 @@ def _token_supported(token: str, sources: list[CitedSource]) -> bool:
         # A name in mixed case or with digits (LoRA, Qwen2): its spelling may differ in case.
         return any(_appears(token, h, ignore_case=True) for h in haystacks)
     if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", token):
-        # vllm.LLM from "from vllm import LLM": every part appears in one cited source.
+        # vllm.LLM from "from vllm import LLM": every part appears in one cited source, and
+        # each after the first as a member there (`.chat`, `import LLM`, `def chat`, `:: chat`),
+        # not merely as a word: a page about a chat client says nothing of `LLM.chat`.
         parts = token.split(".")
-        return any(all(_appears(p, h) for p in parts) for h in haystacks)
+        return any(_appears(parts[0], h) and all(_member(p, h) for p in parts[1:])
+                   for h in haystacks)
     if token.startswith("/") or "/" in token:
         return any(token.strip("/") in h for h in haystacks)
     return False
+
+
+def _member(part: str, text: str) -> bool:
+    """`part` is named in `text` as a member of something: after a dot or `::`, imported, or
+    defined."""
+    word = re.escape(part) + r"(?![\w])"
+    return re.search(r"(?:[.:][ \t]*|\bimport[ \t]+(?:[\w, \t(]*[ ,(\t])?|\b(?:def|class)[ \t]+)"
+                     + word, text) is not None
 
 
 def _asked(token: str, question: str) -> bool:
@@ -481,10 +493,20 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     missing = _unsupported_tokens(text, cited, question)
     if missing:
         return text, f"{', '.join(missing[:3])} not in {where}", []
+    symbols = [ch for ch in dict.fromkeys(_CITE.sub(" ", text)) if _symbol(ch)
+               and ch not in question and not any(ch in s.text for s in cited)]
+    if symbols:
+        return text, f"{''.join(symbols)} not in {where}", []
+    unbound = _default_unbound(text, cited, question)
+    if unbound is not None:
+        name, value = unbound
+        return text, f"{where} does not give {value} as the default of {name}", []
     subjects = _asked_names(text, question)
-    if subjects and not any(_token_supported(t, cited) or _in_any_case(t, cited)
-                            for t in subjects):
+    unheld = [t for t in subjects if not (_token_supported(t, cited) or _in_any_case(t, cited))]
+    if unheld and len(unheld) == len(subjects):
         return text, f"{where} is not about {', '.join(subjects[:2])}", []
+    if unheld:
+        return text, f"{where} does not speak of {', '.join(unheld[:2])}", []
     said = support(_LIST_MARKER.sub("", text), question,
                    [(s.text, s.file_path) for s in cited], settings)
     if not said.novel:
@@ -492,8 +514,94 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     if said.fails(settings):
         if said.missing:
             return text, f"the words {', '.join(said.missing[:4])} are not in {where}", []
+        if settings.negation_held and said.negated:
+            return text, f"{where} does not say that it is not so", []
         return text, f"what it says is not together in one place of {where}", []
     return text, None, replaced
+
+
+def _symbol(ch: str) -> bool:
+    """A pictograph or other symbol character (a status mark such as a check mark, a
+    warning sign): the writer may turn one into a look-alike that means something else."""
+    return ord(ch) > 127 and unicodedata.category(ch) == "So"
+
+
+_DEFAULT_WORD = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
+# Where a sentence turns from what it is about to what that is: "... is `None`", "defaults to".
+_COPULA = re.compile(r"\s(?:is|are|to|of)\s|\s?=\s?")
+_VALUE = re.compile(r"`([^`\n]+)`|\b(True|False|None|null|true|false)\b"
+                    r"|(?<![\w.])(-?\d+(?:\.\d+)*)(?![\w])")
+
+
+def _default_unbound(text: str, cited: list[CitedSource], question: str
+                     ) -> tuple[str, str] | None:
+    """A sentence that gives a default ("the default of `x` is `None`") must find the value
+    bound to that name as its default in a cited source: on one line with the name, assigned
+    to it (`x: T = None`, `x=None`, `x: None`) or next to the word "default" (`default=None`
+    up to three lines below the name, "x (default: None)"). Returns (name, value) where no line
+    does; None where it does, or the sentence names no code name or no value."""
+    prose = _CITE.sub(" ", text)
+    if not _DEFAULT_WORD.search(prose):
+        return None
+    for copula in reversed(list(_COPULA.finditer(prose))):
+        value_match = _VALUE.search(prose, copula.end())
+        if value_match is None:
+            continue
+        value = next(g for g in value_match.groups() if g is not None).strip().strip("'\"")
+        names = [n for n in dict.fromkeys(_default_names(prose[:copula.start()], question))
+                 if n != value and n.lower() != "default"]
+        if not names or not value:
+            return None
+        if any(_bound(name, value, s.text) for name in names for s in cited):
+            return None
+        return names[0], value
+    return None
+
+
+def _default_names(prose: str, question: str) -> list[str]:
+    """The code names and flags in the part of a sentence before its value, and the words it
+    shares with the question (the `dst` of "the dst parameter")."""
+    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]
+    names += [w for w in re.findall(r"\b[A-Za-z_]\w+\b", prose)
+              if _appears(w, question) and w.lower() not in STOPWORDS and w.lower() not in FRAME]
+    names += [m.group(1) for m in _INLINE.finditer(prose)
+              if re.fullmatch(r"[\w.-]+", m.group(1))]
+    names += re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", prose)
+    return [n.strip("`") for n in names if len(n.strip("`")) > 1]
+
+
+def _statements(text: str) -> list[str]:
+    """A source's lines, a line that goes on (ending in an opening bracket, a comma, `=` or a
+    backslash) joined with the next, up to 400 characters: `x = getattr(obj, "x",` / `False)`
+    is one statement."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if out and re.search(r"[([{,=\\][ \t]*$", out[-1]) and len(out[-1]) < 400:
+            out[-1] = out[-1].rstrip().rstrip("\\").rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
+def _bound(name: str, value: str, text: str) -> bool:
+    lines = _statements(text)
+    esc_name = re.escape(name)
+    head = r"(?<![\w])" if name[:1].isalnum() or name[:1] == "_" else r"(?<![\w-])"
+    esc_value = re.escape(value)
+    tail = r"(?![\w])" if value[-1:].isalnum() or value[-1:] == "_" else ""
+    assigned = re.compile(head + esc_name + r"(?![\w-])(?:[^=\n]*?[=:][ \t]*[\"'(\[]?[ \t]*"
+                          r"|[\"'][ \t]*,[ \t]*)" + esc_value + tail)
+    has_value = re.compile(r"(?<![\w])" + esc_value + tail if value[:1].isalnum()
+                           or value[:1] in "_-" else esc_value + tail)
+    has_name = re.compile(head + esc_name + r"(?![\w-])")
+    for i, line in enumerate(lines):
+        if not has_value.search(line):
+            continue
+        if assigned.search(line):
+            return True
+        if _DEFAULT_WORD.search(line) and any(has_name.search(x) for x in lines[max(0, i - 3):i + 1]):
+            return True
+    return False
 
 
 # A name of code (snake_case, dotted, a call, CamelCase with two humps): what a question asks
