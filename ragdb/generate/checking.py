@@ -497,6 +497,12 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
                and ch not in question and not any(ch in s.text for s in cited)]
     if symbols:
         return text, f"{''.join(symbols)} not in {where}", []
+    partial = _partial_list(text, cited)
+    if partial is not None:
+        return text, partial, []
+    elsewhere = _other_case(text, cited)
+    if elsewhere is not None:
+        return text, elsewhere, []
     unbound = _default_unbound(text, cited, question)
     if unbound is not None:
         name, value = unbound
@@ -524,6 +530,73 @@ def _symbol(ch: str) -> bool:
     """A pictograph or other symbol character (a status mark such as a check mark, a
     warning sign): the writer may turn one into a look-alike that means something else."""
     return ord(ch) > 127 and unicodedata.category(ch) == "So"
+
+
+_ARE = re.compile(r"\s(?:are|include|includes)\s")
+
+
+def _partial_list(text: str, cited: list[CitedSource]) -> str | None:
+    """"The constants ... are `NVML_X_COUNT`" where the cited source defines fourteen
+    `NVML_X_*`: a list stated as the whole set must hold every name of that family the cited
+    source defines (names of two parts or more in common, each defined at a line's start)."""
+    prose = _CITE.sub(" ", text)
+    copula = _ARE.search(prose)
+    if copula is None:
+        return None
+    listed = [m.group(1) for m in _INLINE.finditer(prose, copula.end())
+              if re.fullmatch(r"[A-Za-z_]\w*", m.group(1).strip())]
+    listed = [n.strip() for n in listed]
+    if not listed:
+        return None
+    parts = [n.split("_") for n in listed]
+    common: list[str] = []
+    for group in zip(*parts):
+        if len(set(group)) != 1:
+            break
+        common.append(group[0])
+    if len(listed) == 1:
+        common = common[:-1]
+    if len([p for p in common if p]) < 2:
+        return None
+    prefix = "_".join(common) + "_"
+    for source in cited:
+        family = list(dict.fromkeys(re.findall(
+            rf"^[ \t]*(?:[\w()]+[ \t]+)*({re.escape(prefix)}\w+)[ \t]*(?::[^=\n]*)?=",
+            source.text, re.M)))
+        missing = [n for n in family if n not in listed]
+        if missing and len(family) > len(listed):
+            return (f"names {len(listed)} of the {len(family)} {prefix}* that [{source.number}] "
+                    f"defines")
+    return None
+
+
+# "On UNIX this is the same as ``os.kill(pid, signal.SIGKILL)``": the case a source sentence
+# is said for, at its start.
+_CASE = re.compile(r"(?:^|[.!?:]\s+|\()\(?\s*(?:[Oo]n|[Ff]or|[Uu]nder)\s+([A-Z][\w/]+)[\s,)]"
+                   r"|^\s*\(([A-Z][\w/]+)\)", re.M)
+
+
+def _other_case(text: str, cited: list[CitedSource]) -> str | None:
+    """A sentence that gives code for one case ("on Windows, use `os.kill(...)`") where the
+    source's sentence that holds the code says it for another ("On UNIX this is the same as
+    ..."): the code is the other case's."""
+    prose = _CITE.sub(" ", text)
+    cases = set(re.findall(r"\b(?:[Oo]n|[Ff]or|[Uu]nder)\s+([A-Z][\w/]+)\b", _INLINE.sub(" ", prose)))
+    if not cases:
+        return None
+    for match in _INLINE.finditer(prose):
+        span = match.group(1).strip()
+        if len(span) < 4:
+            continue
+        for source in cited:
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", source.text):
+                if span not in sentence:
+                    continue
+                said = {a or b for a, b in _CASE.findall(sentence)}
+                if said and not said & cases:
+                    return (f"[{source.number}] gives `{span}` for {', '.join(sorted(said))}, "
+                            f"not {', '.join(sorted(cases))}")
+    return None
 
 
 _DEFAULT_WORD = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
