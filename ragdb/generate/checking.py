@@ -497,6 +497,12 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
                and ch not in question and not any(ch in s.text for s in cited)]
     if symbols:
         return text, f"{''.join(symbols)} not in {where}", []
+    subjects = _asked_names(text, question)
+    unheld = [t for t in subjects if not (_token_supported(t, cited) or _in_any_case(t, cited))]
+    if unheld and len(unheld) == len(subjects):
+        return text, f"{where} is not about {', '.join(subjects[:2])}", []
+    if unheld:
+        return text, f"{where} does not speak of {', '.join(unheld[:2])}", []
     partial = _partial_list(text, cited)
     if partial is not None:
         return text, partial, []
@@ -505,14 +511,7 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
         return text, elsewhere, []
     unbound = _default_unbound(text, cited, question)
     if unbound is not None:
-        name, value = unbound
-        return text, f"{where} does not give {value} as the default of {name}", []
-    subjects = _asked_names(text, question)
-    unheld = [t for t in subjects if not (_token_supported(t, cited) or _in_any_case(t, cited))]
-    if unheld and len(unheld) == len(subjects):
-        return text, f"{where} is not about {', '.join(subjects[:2])}", []
-    if unheld:
-        return text, f"{where} does not speak of {', '.join(unheld[:2])}", []
+        return text, unbound, []
     said = support(_LIST_MARKER.sub("", text), question,
                    [(s.text, s.file_path) for s in cited], settings)
     if not said.novel:
@@ -532,13 +531,14 @@ def _symbol(ch: str) -> bool:
     return ord(ch) > 127 and unicodedata.category(ch) == "So"
 
 
-_ARE = re.compile(r"\s(?:are|include|includes)\s")
+_ARE = re.compile(r"\sare\s")  # ("include" names some of a set, not all of it)
 
 
 def _partial_list(text: str, cited: list[CitedSource]) -> str | None:
-    """"The constants ... are `NVML_X_COUNT`" where the cited source defines fourteen
-    `NVML_X_*`: a list stated as the whole set must hold every name of that family the cited
-    source defines (names of two parts or more in common, each defined at a line's start)."""
+    """A sentence "the constants ... are `NVML_X_COUNT`" where the cited source defines
+    fourteen `NVML_X_*`: a list stated as the whole set must hold every name of that family
+    the cited source defines (names of two parts or more in common, each defined at a line's
+    start)."""
     prose = _CITE.sub(" ", text)
     copula = _ARE.search(prose)
     if copula is None:
@@ -572,7 +572,7 @@ def _partial_list(text: str, cited: list[CitedSource]) -> str | None:
 
 # "On UNIX this is the same as ``os.kill(pid, signal.SIGKILL)``": the case a source sentence
 # is said for, at its start.
-_CASE = re.compile(r"(?:^|[.!?:]\s+|\()\(?\s*(?:[Oo]n|[Ff]or|[Uu]nder)\s+([A-Z][\w/]+)[\s,)]"
+_CASE = re.compile(r"(?:^|[.!?:]\s+|\()\(?\s*(?:[Oo]n|[Uu]nder)\s+([A-Z][\w/]+)[\s,)]"
                    r"|^\s*\(([A-Z][\w/]+)\)", re.M)
 
 
@@ -581,7 +581,8 @@ def _other_case(text: str, cited: list[CitedSource]) -> str | None:
     source's sentence that holds the code says it for another ("On UNIX this is the same as
     ..."): the code is the other case's."""
     prose = _CITE.sub(" ", text)
-    cases = set(re.findall(r"\b(?:[Oo]n|[Ff]or|[Uu]nder)\s+([A-Z][\w/]+)\b", _INLINE.sub(" ", prose)))
+    cases = set(re.findall(r"\b(?:[Oo]n|[Uu]nder)\s+([A-Z][\w/]+)\b",
+                           _INLINE.sub(" ", prose)))
     if not cases:
         return None
     for match in _INLINE.finditer(prose):
@@ -606,13 +607,13 @@ _VALUE = re.compile(r"`([^`\n]+)`|\b(True|False|None|null|true|false)\b"
                     r"|(?<![\w.])(-?\d+(?:\.\d+)*)(?![\w])")
 
 
-def _default_unbound(text: str, cited: list[CitedSource], question: str
-                     ) -> tuple[str, str] | None:
+def _default_unbound(text: str, cited: list[CitedSource], question: str) -> str | None:
     """A sentence that gives a default ("the default of `x` is `None`") must find the value
     bound to that name as its default in a cited source: on one line with the name, assigned
     to it (`x: T = None`, `x=None`, `x: None`) or next to the word "default" (`default=None`
-    up to three lines below the name, "x (default: None)"). Returns (name, value) where no line
-    does; None where it does, or the sentence names no code name or no value."""
+    up to three lines below the name, "x (default: None)"), and not assigned another literal
+    as well. Returns why not; None where it is, or the sentence names no code name or no
+    value."""
     prose = _CITE.sub(" ", text)
     if not _DEFAULT_WORD.search(prose):
         return None
@@ -625,10 +626,33 @@ def _default_unbound(text: str, cited: list[CitedSource], question: str
                  if n != value and n.lower() != "default"]
         if not names or not value:
             return None
-        if any(_bound(name, value, s.text) for name in names for s in cited):
-            return None
-        return names[0], value
+        bound = [name for name in names if any(_bound(name, value, s.text) for s in cited)]
+        where = ", ".join(f"[{s.number}]" for s in cited)
+        if not bound:
+            return f"{where} does not give {value} as the default of {names[0]}"
+        others = _other_literals(bound[0], value, cited)
+        if others:
+            # `self._is_remote_reader = False` in one branch and `= True` in the other: the
+            # source has no one default to give.
+            return f"{where} sets {bound[0]} to {value} and to {', '.join(others[:2])}"
+        return None
     return None
+
+
+_LITERAL = r"(True|False|None|-?\d+(?:\.\d+)?|\"[^\"\n]*\"|'[^'\n]*')"
+
+
+def _other_literals(name: str, value: str, cited: list[CitedSource]) -> list[str]:
+    """The other literal values a cited source assigns to `name` (`name = False` where the
+    sentence's default is True)."""
+    found: list[str] = []
+    pattern = re.compile(r"(?<![\w])" + re.escape(name) + r"[ \t]*(?::[^=\n]*)?=[ \t]*"
+                         + _LITERAL + r"[ \t]*(?:#.*)?$", re.M)
+    for source in cited:
+        for literal in pattern.findall(source.text):
+            if literal.strip("'\"") != value and literal not in found:
+                found.append(literal)
+    return found
 
 
 def _default_names(prose: str, question: str) -> list[str]:
@@ -672,7 +696,8 @@ def _bound(name: str, value: str, text: str) -> bool:
             continue
         if assigned.search(line):
             return True
-        if _DEFAULT_WORD.search(line) and any(has_name.search(x) for x in lines[max(0, i - 3):i + 1]):
+        if _DEFAULT_WORD.search(line) and any(has_name.search(x)
+                                              for x in lines[max(0, i - 3):i + 1]):
             return True
     return False
 
