@@ -55,6 +55,9 @@ MIN_KEPT_SHARE = 1 / 3
 
 #: What every sentence was checked for, as the answer's JSON says.
 CHECKED = ["citations", "code verbatim", "identifiers, flags, paths, numbers",
+           "symbols", "members of dotted names", "every code name asked",
+           "a default bound to its name", "a list stated whole", "code for its case",
+           "a not said where it is read",
            "words in the cited source, together", "says more than the question"]
 
 
