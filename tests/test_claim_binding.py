@@ -13,12 +13,43 @@ from __future__ import annotations
 
 from ragdb.generate.checking import CitedSource, check_answer
 
-# vllm/model_executor/layers/fused_moe/routing_simulator.py (verbatim, the signature).
+# vllm/model_executor/layers/fused_moe/routing_simulator.py (verbatim, the chunk the sample
+# cited: the signature, docstring and body of RoutingSimulator.simulate_routing).
 ROUTING = CitedSource(1, "vllm/model_executor/layers/fused_moe/routing_simulator.py", (
-    "    @staticmethod\n    def simulate_routing(\n        hidden_states: torch.Tensor,\n"
-    "        router_logits: torch.Tensor,\n        strategy_name: str,\n        top_k: int,\n"
+    "    @staticmethod\n"
+    "    def simulate_routing(\n"
+    "        hidden_states: torch.Tensor,\n"
+    "        router_logits: torch.Tensor,\n"
+    "        strategy_name: str,\n"
+    "        top_k: int,\n"
     "        indices_type: Optional[torch.dtype] = None,\n"
     "    ) -> tuple[torch.Tensor, torch.Tensor]:\n"
+    "        \"\"\"\n"
+    "        Simulate token-to-expert routing using the specified strategy.\n"
+    "\n"
+    "        Args:\n"
+    "            hidden_states: Input hidden states [num_tokens, hidden_size]\n"
+    "            router_logits: Router logits [num_tokens, num_experts]\n"
+    "            strategy_name: Name of the routing strategy to use\n"
+    "            top_k: Number of experts to select per token\n"
+    "            indices_type: Data type for expert indices\n"
+    "\n"
+    "        Returns:\n"
+    "            tuple of (topk_weights, topk_ids)\n"
+    "        \"\"\"\n"
+    "        if strategy_name not in RoutingSimulator._routing_strategies:\n"
+    "            raise ValueError(\n"
+    "                f\"Unknown routing strategy: {strategy_name}. \"\n"
+    "                f\"Available strategies: \"\n"
+    "                f\"{list(RoutingSimulator._routing_strategies.keys())}\")\n"
+    "\n"
+    "        strategy = RoutingSimulator._routing_strategies[strategy_name]\n"
+    "        return strategy.route_tokens(\n"
+    "            hidden_states=hidden_states,\n"
+    "            router_logits=router_logits,\n"
+    "            top_k=top_k,\n"
+    "            indices_type=indices_type,\n"
+    "        )"
 ))
 # vllm/distributed/communication_op.py (verbatim): a default on the second line of a signature.
 GATHER = CitedSource(1, "vllm/distributed/communication_op.py", (
