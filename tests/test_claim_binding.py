@@ -143,6 +143,97 @@ KILL = CitedSource(1, "psutil/docs/index.rst", (
 ))
 
 
+# vllm/model_executor/models/llava_next_video.py (verbatim): a forward that branches on
+# inputs_embeds.
+LLAVA = CitedSource(1, "vllm/model_executor/models/llava_next_video.py", (
+    "    def forward(\n"
+    "        self,\n"
+    "        input_ids: torch.Tensor,\n"
+    "        positions: torch.Tensor,\n"
+    "        intermediate_tensors: Optional[IntermediateTensors] = None,\n"
+    "        inputs_embeds: Optional[torch.Tensor] = None,\n"
+    "        **kwargs: object,\n"
+    "    ) -> Union[torch.Tensor, IntermediateTensors]:\n"
+    "        \"\"\"Run forward pass for LlaVA-NeXT-Video.\n"
+    "        Args:\n"
+    "            input_ids: Flattened (concatenated) input_ids corresponding to a\n"
+    "                batch.\n"
+    "            pixel_values_videos: Pixels in each frames for each input videos.\n"
+    "        \"\"\"\n"
+    "        if intermediate_tensors is not None:\n"
+    "            inputs_embeds = None\n"
+    "\n"
+    "        # NOTE: In v1, inputs_embeds is always generated at model runner, this\n"
+    "        # condition is for v0 compatibility.\n"
+    "        elif inputs_embeds is None:\n"
+    "            vision_embeddings = self.get_multimodal_embeddings(**kwargs)\n"
+    "            inputs_embeds = self.get_input_embeddings(input_ids,\n"
+    "                                                      vision_embeddings)\n"
+    "            input_ids = None\n"
+    "\n"
+    "        hidden_states = self.language_model.model(input_ids,\n"
+    "                                                  positions,\n"
+    "                                                  intermediate_tensors,\n"
+    "                                                  inputs_embeds=inputs_embeds)\n"
+    "\n"
+    "        return hidden_states"
+))
+# vllm/model_executor/models/hunyuan_v1.py (verbatim): HunYuanModel.forward, which has no
+# kv_states parameter.
+HUNYUAN = CitedSource(1, "vllm/model_executor/models/hunyuan_v1.py", (
+    "    def forward(\n"
+    "        self,\n"
+    "        input_ids: Optional[torch.Tensor],\n"
+    "        positions: torch.Tensor,\n"
+    "        intermediate_tensors: Optional[IntermediateTensors],\n"
+    "        inputs_embeds: Optional[torch.Tensor] = None,\n"
+    "    ) -> Union[torch.Tensor, IntermediateTensors]:\n"
+    "        if get_pp_group().is_first_rank:\n"
+    "            if inputs_embeds is not None:\n"
+    "                hidden_states = inputs_embeds\n"
+    "            else:\n"
+    "                hidden_states = self.get_input_embeddings(input_ids)\n"
+    "            residual = None\n"
+    "        else:\n"
+    "            assert intermediate_tensors is not None\n"
+    "            hidden_states = intermediate_tensors[\"hidden_states\"]\n"
+    "            residual = intermediate_tensors[\"residual\"]\n"
+    "\n"
+    "        cla_factor = _get_cla_factor(self.config)\n"
+    "        prev_kv_states = None\n"
+    "        for i in range(self.start_layer, self.end_layer):\n"
+    "            layer = self.layers[i]\n"
+    "            hidden_states, residual, kv_states = layer(\n"
+    "                positions,\n"
+    "                hidden_states,\n"
+    "                residual,\n"
+    "                prev_kv_states,\n"
+    "            )\n"
+    "\n"
+    "            if (getattr(self.config, \"use_cla\", False)"
+))
+# vllm/entrypoints/openai/tool_parsers/mistral_tool_parser.py (verbatim): a method whose
+# class line lies above the excerpt.
+MISTRAL = CitedSource(1, "vllm/entrypoints/openai/tool_parsers/mistral_tool_parser.py", (
+    "    def extract_tool_calls(\n"
+    "        self,\n"
+    "        model_output: str,\n"
+    "        request: ChatCompletionRequest,\n"
+    "    ) -> ExtractedToolCallInformation:\n"
+    "        \"\"\"\n"
+    "        Extract the tool calls from a complete model response. Requires\n"
+    "        find-and-replacing single quotes with double quotes for JSON parsing,\n"
+    "        make sure your tool call arguments don't ever include quotes!\n"
+    "        \"\"\"\n"
+    "\n"
+    "        # case -- if a tool call token is not present, return a text response\n"
+    "        if self.bot_token not in model_output:\n"
+    "            return ExtractedToolCallInformation(tools_called=False,\n"
+    "                                                tool_calls=[],\n"
+    "                                                content=model_output)"
+))
+
+
 def _reason(answer: str, sources: list[CitedSource], question: str) -> str | None:
     """Why the one sentence of `answer` was dropped (None where it was kept as written)."""
     checked = check_answer(answer, sources, question=question)
@@ -245,3 +336,37 @@ def test_code_the_source_gives_for_one_case_is_not_the_answer_for_another() -> N
         == "[1] gives `os.kill(pid, signal.SIGKILL)` for UNIX, not Windows"
     assert _reason("On UNIX, kill() is the same as `os.kill(pid, signal.SIGKILL)` [1].",
                    [KILL], question) is None
+
+
+def test_what_happens_when_a_name_is_so_must_be_under_the_if_on_it() -> None:
+    """The docstring's words about input_ids are not what the `elif inputs_embeds is None:`
+    branch does (it sets input_ids to None)."""
+    question = ("What happens to input_ids when inputs_embeds is None in LlaVA-NeXT-Video's "
+                "forward pass?")
+    assert _reason("When inputs_embeds is None, input_ids is flattened (concatenated) input_ids "
+                   "corresponding to a batch [1].", [LLAVA], question) == (
+        "[1] does not do flattened, concatenated, corresponding under its `if` on inputs_embeds")
+    assert _reason("When inputs_embeds is None, it gets the multimodal vision embeddings and the "
+                   "input embeddings from input_ids, and input_ids is None [1].", [LLAVA],
+                   question) is None
+
+
+def test_a_parameter_the_signature_lacks_has_no_default_there() -> None:
+    """`inputs_embeds: ... = None` in the same signature gives no default to `forward` or to a
+    kv_states it does not have (a local prev_kv_states = None is another name)."""
+    question = ("What is the default value of the kv_states parameter in HunYuanModel's forward "
+                "method?")
+    assert _reason("The default value of the kv_states parameter in HunYuanModel's forward "
+                   "method is `None` [1].", [HUNYUAN], question) \
+        == "[1] does not give None as the default of kv_states"
+    assert _reason("The default value of the inputs_embeds parameter in HunYuanModel's forward "
+                   "method is `None` [1].", [HUNYUAN], "What is the default value of the "
+                   "inputs_embeds parameter in HunYuanModel's forward method?") is None
+
+
+def test_a_not_the_question_says_and_a_class_above_the_excerpt_are_no_claims() -> None:
+    question = ("What does the extract_tool_calls method in MistralToolParser return when the "
+                "bot_token is not present in the model output?")
+    assert _reason("The extract_tool_calls method in MistralToolParser returns a text response "
+                   "when the bot_token is not present in the model output [1].", [MISTRAL],
+                   question) is None

@@ -57,6 +57,7 @@ MIN_KEPT_SHARE = 1 / 3
 CHECKED = ["citations", "code verbatim", "identifiers, flags, paths, numbers",
            "symbols", "members of dotted names", "every code name asked",
            "a default bound to its name", "a list stated whole", "code for its case",
+           "what happens under its if",
            "a not said where it is read",
            "words in the cited source, together", "says more than the question"]
 
@@ -504,6 +505,9 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     unheld = [t for t in subjects if not (_token_supported(t, cited) or _in_any_case(t, cited))]
     if unheld and len(unheld) == len(subjects):
         return text, f"{where} is not about {', '.join(subjects[:2])}", []
+    # A class name may lie above the excerpt (a method's chunk rarely shows its class line);
+    # a function, attribute or dotted name the question asks about is the place itself.
+    unheld = [t for t in unheld if "_" in t or "." in t]
     if unheld:
         return text, f"{where} does not speak of {', '.join(unheld[:2])}", []
     partial = _partial_list(text, cited)
@@ -515,6 +519,9 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     unbound = _default_unbound(text, cited, question)
     if unbound is not None:
         return text, unbound, []
+    branch = _outside_branch(text, cited, question, settings)
+    if branch is not None:
+        return text, branch, []
     said = support(_LIST_MARKER.sub("", text), question,
                    [(s.text, s.file_path) for s in cited], settings)
     if not said.novel:
@@ -603,6 +610,54 @@ def _other_case(text: str, cited: list[CitedSource]) -> str | None:
     return None
 
 
+# "When inputs_embeds is None, ...": a sentence that says what happens when a name of code is
+# so, where the cited code has an `if` on that name.
+_WHEN = re.compile(r"\b(?:[Ww]hen|[Ii]f)\s+`?([A-Za-z_]\w*(?:\.\w+)*)`?\s+(?:is|are)\b[^,]*,")
+
+
+def _outside_branch(text: str, cited: list[CitedSource], question: str,
+                    settings: SupportSettings) -> str | None:
+    """A sentence "when `x` is None, <claim>" about code that branches on `x`
+    (`elif x is None:`): what it says happens must be in the lines under one of those `if`s,
+    not in the docstring or another branch. Returns why not; None where it is, or where the
+    cited sources hold no `if` on that name."""
+    prose = _CITE.sub(" ", text)
+    match = _WHEN.search(prose)
+    if match is None:
+        return None
+    name = match.group(1)
+    if "_" not in name and "." not in name and not re.search(r"[a-z][A-Z]", name):
+        return None  # a code name only: "if it is set" is no branch to look for
+    claim = prose[match.end():]
+    blocks = [b for s in cited for b in _if_blocks(s.text, name)]
+    if not blocks:
+        return None
+    said = [support(claim, question, [(b, "")], settings) for b in blocks]
+    if not said[0].novel or any(len(x.missing) <= settings.max_missing for x in said):
+        return None
+    where = ", ".join(f"[{s.number}]" for s in cited)
+    return (f"{where} does not do {', '.join(said[0].missing[:3])} under its `if` on {name}")
+
+
+def _if_blocks(text: str, name: str) -> list[str]:
+    """Each `if`/`elif` line of a source that tests `name`, with the lines indented under it."""
+    lines = text.split("\n")
+    test = re.compile(r"^([ \t]*)(?:el)?if\b.*(?<![\w.])" + re.escape(name) + r"(?![\w])")
+    blocks: list[str] = []
+    for i, line in enumerate(lines):
+        head = test.match(line)
+        if head is None:
+            continue
+        indent = len(head.group(1).expandtabs())
+        body = [line]
+        for after in lines[i + 1:]:
+            if after.strip() and len(after) - len(after.lstrip()) <= indent:
+                break
+            body.append(after)
+        blocks.append("\n".join(body))
+    return blocks
+
+
 _DEFAULT_WORD = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
 # Where a sentence turns from what it is about to what that is: "... is `None`", "defaults to".
 _COPULA = re.compile(r"\s(?:is|are|to|of)\s|\s?=\s?")
@@ -689,8 +744,11 @@ def _bound(name: str, value: str, text: str) -> bool:
     head = r"(?<![\w])" if name[:1].isalnum() or name[:1] == "_" else r"(?<![\w-])"
     esc_value = re.escape(value)
     tail = r"(?![\w])" if value[-1:].isalnum() or value[-1:] == "_" else ""
-    assigned = re.compile(head + esc_name + r"(?![\w-])(?:[^=\n]*?[=:][ \t]*[\"'(\[]?[ \t]*"
-                          r"|[\"'][ \t]*,[ \t]*)" + esc_value + tail)
+    # Between the name and its `=` or `:` only its annotation: no comma outside brackets, so
+    # `def forward(self, ..., inputs_embeds: T = None` gives no default to `forward`.
+    annotation = r"(?:[^=\n,\[(]|\[[^\]\n]*\]|\([^)=\n]*\))*?"
+    assigned = re.compile(head + esc_name + r"(?![\w-])(?:" + annotation
+                          + r"[=:][ \t]*[\"'(\[]?[ \t]*|[\"'][ \t]*,[ \t]*)" + esc_value + tail)
     has_value = re.compile(r"(?<![\w])" + esc_value + tail if value[:1].isalnum()
                            or value[:1] in "_-" else esc_value + tail)
     has_name = re.compile(head + esc_name + r"(?![\w-])")

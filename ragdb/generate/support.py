@@ -213,7 +213,10 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]],
     found = [t for t in novel if t not in missing]
     scattered = False
     anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
-    negates = NEGATION.search(_INLINE_CODE.sub(" ", text)) is not None
+    # (a "not" the question says is the question's: "returns a text response when the bot
+    # token is not present", asked "what does it return when the bot token is not present?")
+    negates = (len(NEGATION.findall(_INLINE_CODE.sub(" ", text)))
+               > len(NEGATION.findall(question)))
     negated = False
     if found:
         need = max(1, round(settings.window_share * len(found)))
