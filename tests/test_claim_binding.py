@@ -336,6 +336,11 @@ def test_code_the_source_gives_for_one_case_is_not_the_answer_for_another() -> N
         == "[1] gives `os.kill(pid, signal.SIGKILL)` for UNIX, not Windows"
     assert _reason("On UNIX, kill() is the same as `os.kill(pid, signal.SIGKILL)` [1].",
                    [KILL], question) is None
+    # Where the source's sentence names the asked case too, the code is that case's as well.
+    both = CitedSource(1, KILL.file_path,
+                       KILL.text.replace("On UNIX this", "On UNIX and Windows this"))
+    assert _reason("To kill a process on Windows, use `os.kill(pid, signal.SIGKILL)` [1].",
+                   [both], question) is None
 
 
 def test_what_happens_when_a_name_is_so_must_be_under_the_if_on_it() -> None:

@@ -604,7 +604,8 @@ def _other_case(text: str, cited: list[CitedSource]) -> str | None:
                 if span not in sentence:
                     continue
                 said = {a or b for a, b in _CASE.findall(sentence)}
-                if said and not said & cases:
+                if said and not said & cases and not any(  # ("On UNIX and Linux ...")
+                        re.search(rf"\b{re.escape(c)}\b", sentence) for c in cases):
                     return (f"[{source.number}] gives `{span}` for {', '.join(sorted(said))}, "
                             f"not {', '.join(sorted(cases))}")
     return None
