@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from ragdb.answering import answer_json
-from ragdb.generate.checking import CitedSource, check_answer
+from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.generator import Generator
 from ragdb.generate.install import (
     PART_VERSION,
@@ -38,6 +39,7 @@ from ragdb.generate.styles import (
 )
 from tests.conftest import MODELS, REPO, run_cli, write_corpus
 from tests.test_checking import LORA, STACK, WAIT, XGRAMMAR
+from tests.test_claim_binding import ROUTING
 
 NEEDS_PARTS = pytest.mark.skipif(
     not parts_installed(),
@@ -319,6 +321,35 @@ def test_what_the_writer_cannot_support_never_reaches_the_reader(writer: Generat
     else:
         assert result.model == EXTRACTIVE_NAME and result.text.strip()
     assert "".join(pieces) == result.text
+
+
+@pytest.mark.slow
+def test_a_default_the_writer_states_is_shown_only_where_the_source_binds_it(
+    writer: Generator,
+) -> None:
+    """The signature of RoutingSimulator.simulate_routing, asked for indices_type's default
+    (in the accept sample the writer answered `int`, the type of the parameter above it): a
+    written sentence that gives it any default but `None` never reaches the reader, and what
+    is shown passes the check as it stands."""
+    question = ("What is the default data type for indices_type parameter in the routing "
+                "simulator's expert selection method?")
+    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "python"))
+    sources = [_as_prompt(ROUTING)]
+    draft = answerer.draft(question, sources)
+    assert draft is not None
+    result = answerer.settle(question, sources, draft)
+    assert result.check is not None
+    written = renumber_citations(draft.written.text, draft.mapping)
+    prose = re.sub(r"```.*?(?:```|$)", " ", result.text, flags=re.S)
+    for unit in split_units(written):
+        if unit.kind == "prose" and "default" in unit.text.lower() and "None" not in unit.text:
+            assert unit.text.split(" [")[0] not in prose, (unit.text, result.text)
+    assert "`int`" not in prose
+    if result.check["fallback"] is None:
+        again = check_answer(result.text, [ROUTING], question=question)
+        assert not again.report.dropped, result.check
+    else:
+        assert result.model == EXTRACTIVE_NAME and "indices_type" in result.text
 
 
 def test_the_repository_ignores_the_models_folder() -> None:

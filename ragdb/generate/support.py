@@ -74,6 +74,7 @@ class SupportSettings:
     window_chars: int = 400  # one stretch: consecutive lines of the source up to this long
     window_share: float = 0.75  # share of the found words that must lie in one stretch
     anchored: bool = True  # ... which also holds a word of the question, where the source has one
+    negation_held: bool = True  # a "not" of the sentence has one in that stretch of the source
 
 
 DEFAULT_SUPPORT = SupportSettings()
@@ -114,11 +115,21 @@ def _keys(token: str) -> tuple[str, list[str]]:
     return stem("".join(parts)), [stem(p) for p in parts]
 
 
+# A sentence that says something is not so: "will not capture any sizes", "cannot", "never".
+NEGATION = re.compile(r"\b(?:not|never|cannot|without)\b|n't\b", re.I)
+# ... and what in a source says so ("no", "unless", "instead", "skip" too: the source's own
+# way of saying what does not happen, which a writer turns into "not"). "Only" is no "not":
+# "it will only capture the specified sizes" does not say "it will not capture any".
+_SOURCE_NEGATION = re.compile(r"\b(?:not|no|never|cannot|none|without|unless|instead|"
+                              r"neither|nor|skip(?:s|ped)?|disabled?)\b|n't\b", re.I)
+
+
 @dataclass(frozen=True)
 class _SourceWords:
     all: frozenset[str]
     lines: tuple[frozenset[str], ...]
     lengths: tuple[int, ...]
+    negations: tuple[bool, ...] = ()  # whether each line says that something is not so
 
 
 @lru_cache(maxsize=256)
@@ -126,6 +137,7 @@ def _source_words(text: str) -> _SourceWords:
     """Every key of a source (joined identifiers and their parts), per line and in all."""
     lines: list[frozenset[str]] = []
     lengths: list[int] = []
+    negations: list[bool] = []
     for line in text.split("\n"):
         keys: set[str] = set()
         for token in _TOKEN.findall(line):
@@ -137,12 +149,14 @@ def _source_words(text: str) -> _SourceWords:
                     keys.add(stem(ABBREVIATIONS[part]))
         lines.append(frozenset(keys))
         lengths.append(len(line) + 1)
+        negations.append(_SOURCE_NEGATION.search(line) is not None)
     return _SourceWords(frozenset().union(*lines) if lines else frozenset(),
-                        tuple(lines), tuple(lengths))
+                        tuple(lines), tuple(lengths), tuple(negations))
 
 
 def _with_path(words: _SourceWords, path: str) -> _SourceWords:
-    return _SourceWords(words.all | _source_words(path).all, words.lines, words.lengths)
+    return _SourceWords(words.all | _source_words(path).all, words.lines, words.lengths,
+                        words.negations)
 
 
 def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
@@ -173,9 +187,11 @@ class Support:
     novel: list[str]  # content words not in the question
     missing: list[str]  # ... that no cited source holds
     scattered: bool  # found, but not together in one stretch next to the question's words
+    negated: bool = False  # it says "not", and no stretch that holds its words says so
 
     def fails(self, settings: SupportSettings = DEFAULT_SUPPORT) -> bool:
-        return len(self.missing) > settings.max_missing or self.scattered
+        return (len(self.missing) > settings.max_missing or self.scattered
+                or (settings.negation_held and self.negated))
 
 
 def support(sentence: str, question: str, sources: list[tuple[str, str]],
@@ -197,26 +213,45 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]],
     found = [t for t in novel if t not in missing]
     scattered = False
     anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
+    # (a "not" the question says is the question's: "returns a text response when the bot
+    # token is not present", asked "what does it return when the bot token is not present?")
+    negates = (len(NEGATION.findall(_INLINE_CODE.sub(" ", text)))
+               > len(NEGATION.findall(question)))
+    negated = False
     if found:
         need = max(1, round(settings.window_share * len(found)))
         scattered = not any(_together(w, found, anchored if settings.anchored else [], need,
                                       settings.window_chars) for w in words)
-    return Support(novel, missing, scattered)
+        if not scattered and negates and settings.negation_held:
+            negated = not any(_together(w, found, anchored if settings.anchored else [],
+                                        need, settings.window_chars, negation=True)
+                              for w in words)
+    elif negates and settings.negation_held:
+        negated = not any(any(w.negations) for w in words)
+    return Support(novel, missing, scattered, negated)
+
+
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
 def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
-              window_chars: int) -> bool:
+              window_chars: int, negation: bool = False) -> bool:
     """Whether one stretch of consecutive lines (up to `window_chars`, at least one line)
-    holds `need` of the found words and, where there are any, one of the anchors."""
+    holds `need` of the found words and, where there are any, one of the anchors (and, with
+    `negation`, a line that says something is not so)."""
     lines, lengths = words.lines, words.lengths
     for first in range(len(lines)):
         keys: set[str] = set()
         size = 0
         last = first
+        negates = False
         while last < len(lines) and (last == first or size + lengths[last] <= window_chars):
             keys |= lines[last]
             size += lengths[last]
+            negates = negates or words.negations[last]
             last += 1
+        if negation and not negates:
+            continue
         held = sum(_in(t, keys) for t in found)
         if held >= need and (not anchors or any(_in(a, keys) for a in anchors)):
             return True

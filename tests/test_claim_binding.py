@@ -1,0 +1,377 @@
+"""The claim check's exact rules for what a strict reader found unsupported in written answers,
+on real source texts (vllm-0.10.1, psutil and orjson, verbatim; no model is run here).
+
+Each rule holds a sentence to what its cited source states: a default must be the value the
+source binds to that name as its default; a pictograph must be the source's; a dotted name's
+members must be named in the source; every code name the sentence repeats from the question
+must be in it; a "not" must be said there; a list stated as the whole set must name the whole
+family the source defines; code the source gives for one case is not the answer for another.
+Each test also keeps the correct sentence about the same source: the rule drops only the claim.
+"""
+
+from __future__ import annotations
+
+from ragdb.generate.checking import CitedSource, check_answer
+
+# vllm/model_executor/layers/fused_moe/routing_simulator.py (verbatim, the chunk the sample
+# cited: the signature, docstring and body of RoutingSimulator.simulate_routing).
+ROUTING = CitedSource(1, "vllm/model_executor/layers/fused_moe/routing_simulator.py", (
+    "    @staticmethod\n"
+    "    def simulate_routing(\n"
+    "        hidden_states: torch.Tensor,\n"
+    "        router_logits: torch.Tensor,\n"
+    "        strategy_name: str,\n"
+    "        top_k: int,\n"
+    "        indices_type: Optional[torch.dtype] = None,\n"
+    "    ) -> tuple[torch.Tensor, torch.Tensor]:\n"
+    "        \"\"\"\n"
+    "        Simulate token-to-expert routing using the specified strategy.\n"
+    "\n"
+    "        Args:\n"
+    "            hidden_states: Input hidden states [num_tokens, hidden_size]\n"
+    "            router_logits: Router logits [num_tokens, num_experts]\n"
+    "            strategy_name: Name of the routing strategy to use\n"
+    "            top_k: Number of experts to select per token\n"
+    "            indices_type: Data type for expert indices\n"
+    "\n"
+    "        Returns:\n"
+    "            tuple of (topk_weights, topk_ids)\n"
+    "        \"\"\"\n"
+    "        if strategy_name not in RoutingSimulator._routing_strategies:\n"
+    "            raise ValueError(\n"
+    "                f\"Unknown routing strategy: {strategy_name}. \"\n"
+    "                f\"Available strategies: \"\n"
+    "                f\"{list(RoutingSimulator._routing_strategies.keys())}\")\n"
+    "\n"
+    "        strategy = RoutingSimulator._routing_strategies[strategy_name]\n"
+    "        return strategy.route_tokens(\n"
+    "            hidden_states=hidden_states,\n"
+    "            router_logits=router_logits,\n"
+    "            top_k=top_k,\n"
+    "            indices_type=indices_type,\n"
+    "        )"
+))
+# vllm/distributed/communication_op.py (verbatim): a default on the second line of a signature.
+GATHER = CitedSource(1, "vllm/distributed/communication_op.py", (
+    "def tensor_model_parallel_gather(input_: torch.Tensor,\n"
+    "                                 dst: int = 0,\n"
+    "                                 dim: int = -1) -> Optional[torch.Tensor]:\n"
+    "    \"\"\"Gather the input tensor across model parallel group.\"\"\"\n"
+    "    return get_tp_group().gather(input_, dst, dim)\n"
+))
+# vllm/model_executor/models/utils.py (verbatim): a default given as getattr's third argument.
+GETATTR = CitedSource(1, "vllm/model_executor/models/utils.py", (
+    "        # TODO(Isotr0py): handle bitsandbytes 8bit\n"
+    "        use_bitsandbytes_4bit = getattr(src_param, \"use_bitsandbytes_4bit\",\n"
+    "                                        False)\n"
+))
+# docs/features/quantization/inc.md (verbatim): a value given as an example, not a default.
+INC = CitedSource(1, "docs/features/quantization/inc.md", (
+    "!!! tip\n    When using FP8 models, you may experience timeouts caused by the long "
+    "compilation time of FP8 operations. To mitigate this problem, you can use the below "
+    "environment variables:\n    `VLLM_ENGINE_ITERATION_TIMEOUT_S` - to adjust the vLLM server "
+    "timeout. You can set the value in seconds, e.g., 600 equals 10 minutes.\n"
+    "    `VLLM_RPC_TIMEOUT` - to adjust the RPC protocol timeout used by the OpenAI-compatible "
+    "API. This value is in microseconds, e.g., 600000 equals 10 minutes.\n"
+))
+# docs/models/supported_models.md (verbatim).
+LEGEND = CitedSource(1, "docs/models/supported_models.md", (
+    "## Feature Status Legend\n\n- ✅︎ indicates that the feature is supported for the model.\n\n"
+    "- 🚧 indicates that the feature is planned but not yet supported for the model.\n\n"
+    "- ⚠️ indicates that the feature is available but may have known issues or limitations."
+))
+# docs/deployment/frameworks/chatbox.md and docs/models/generative_models.md (verbatim).
+CHATBOX = CitedSource(1, "docs/deployment/frameworks/chatbox.md", (
+    "# Chatbox\n\n[Chatbox](https://github.com/chatboxai/chatbox) is a desktop client for LLMs, "
+    "available on Windows, Mac, Linux.\n\nIt allows you to deploy a large language model (LLM) "
+    "server with vLLM as the backend, which exposes OpenAI-compatible endpoints.\n\n"
+    "- Start the vLLM server with the supported chat completion model, e.g.\n\n"
+    "```bash\nvllm serve qwen/Qwen1.5-0.5B-Chat\n```\n\n"
+    "    - API Path: `/chat/completions`\n\n- Go to `Just chat`, and start to chat:\n"
+))
+SERVING = CitedSource(3, "docs/models/generative_models.md", (
+    "## Online Serving\n\nOur [OpenAI-Compatible Server](../serving/openai_compatible_server.md) "
+    "provides endpoints that correspond to the offline APIs:\n\n"
+    "- [Completions API][completions-api] is similar to `LLM.generate` but only accepts text.\n"
+    "- [Chat API][chat-api]  is similar to `LLM.chat`, accepting both text and "
+    "[multi-modal inputs](../features/multimodal_inputs.md) for models with a chat template."
+))
+# docs/design/torch_compile.md (verbatim).
+TORCH_COMPILE = CitedSource(1, "docs/design/torch_compile.md", (
+    "By default, vLLM will try to determine a set of sizes to capture cudagraph. You can also "
+    "override it using the config `cudagraph_capture_sizes`:\n\n```bash\n"
+    "vllm serve meta-llama/Llama-3.2-1B \\\n"
+    "  --compilation-config '{\"cudagraph_capture_sizes\": [1, 2, 4, 8]}'\n```\n\n"
+    "Then it will only capture cudagraph for the specified sizes. It can be useful to have "
+    "fine-grained control over the cudagraph capture."
+))
+# orjson src/opt.rs (verbatim).
+OPT = CitedSource(1, "orjson/src/opt.rs", (
+    "pub(crate) const INDENT_2: Opt = 1;\npub(crate) const NAIVE_UTC: Opt = 1 << 1;\n"
+    "pub(crate) const NON_STR_KEYS: Opt = 1 << 2;\n"
+    "pub(crate) const OMIT_MICROSECONDS: Opt = 1 << 3;\n"
+    "pub(crate) const SERIALIZE_NUMPY: Opt = 1 << 4;\npub(crate) const SORT_KEYS: Opt = 1 << 5;\n"
+    "pub(crate) const STRICT_INTEGER: Opt = 1 << 6;\npub(crate) const UTC_Z: Opt = 1 << 7;\n"
+    "pub(crate) const PASSTHROUGH_SUBCLASS: Opt = 1 << 8;\n"
+    "pub(crate) const PASSTHROUGH_DATETIME: Opt = 1 << 9;\n"
+    "pub(crate) const APPEND_NEWLINE: Opt = 1 << 10;\n"
+    "pub(crate) const PASSTHROUGH_DATACLASS: Opt = 1 << 11;\n\n// deprecated\n"
+    "pub(crate) const SERIALIZE_DATACLASS: Opt = 0;\npub(crate) const SERIALIZE_UUID: Opt = 0;\n"
+))
+# vllm/lora/request.py (verbatim): a source that does say "not".
+REQUEST = CitedSource(1, "vllm/lora/request.py", (
+    "    lora_int_id must be globally unique for a given adapter.\n"
+    "    This is currently not enforced in vLLM.\n    \"\"\"\n"
+    "    __metaclass__ = AdapterRequest\n\n    lora_name: str\n    lora_int_id: int\n"
+))
+# vllm/third_party/pynvml.py (verbatim).
+PYNVML = CitedSource(1, "vllm/third_party/pynvml.py", (
+    "NVML_DEVICE_MIG_ENABLE  = 0x1\n\n"
+    + "".join(f"NVML_GPU_INSTANCE_PROFILE_{name} = {value}\n" for name, value in [
+        ("1_SLICE     ", "0x0"), ("2_SLICE     ", "0x1"), ("3_SLICE     ", "0x2"),
+        ("4_SLICE     ", "0x3"), ("7_SLICE     ", "0x4"), ("8_SLICE     ", "0x5"),
+        ("6_SLICE     ", "0x6"), ("1_SLICE_REV1", "0x7"), ("2_SLICE_REV1", "0x8"),
+        ("1_SLICE_REV2", "0x9"), ("1_SLICE_GFX ", "0xA"), ("2_SLICE_GFX ", "0xB"),
+        ("4_SLICE_GFX ", "0xC"), ("COUNT       ", "0xD")])
+))
+# psutil docs/index.rst (verbatim).
+KILL = CitedSource(1, "psutil/docs/index.rst", (
+    "  .. method:: kill()\n\n    Kill the current process by using *SIGKILL* signal "
+    "preemptively\n    checking whether PID has been reused.\n"
+    "    On UNIX this is the same as ``os.kill(pid, signal.SIGKILL)``.\n"
+    "    On Windows this is done by using `TerminateProcess`_.\n"
+))
+
+
+# vllm/model_executor/models/llava_next_video.py (verbatim): a forward that branches on
+# inputs_embeds.
+LLAVA = CitedSource(1, "vllm/model_executor/models/llava_next_video.py", (
+    "    def forward(\n"
+    "        self,\n"
+    "        input_ids: torch.Tensor,\n"
+    "        positions: torch.Tensor,\n"
+    "        intermediate_tensors: Optional[IntermediateTensors] = None,\n"
+    "        inputs_embeds: Optional[torch.Tensor] = None,\n"
+    "        **kwargs: object,\n"
+    "    ) -> Union[torch.Tensor, IntermediateTensors]:\n"
+    "        \"\"\"Run forward pass for LlaVA-NeXT-Video.\n"
+    "        Args:\n"
+    "            input_ids: Flattened (concatenated) input_ids corresponding to a\n"
+    "                batch.\n"
+    "            pixel_values_videos: Pixels in each frames for each input videos.\n"
+    "        \"\"\"\n"
+    "        if intermediate_tensors is not None:\n"
+    "            inputs_embeds = None\n"
+    "\n"
+    "        # NOTE: In v1, inputs_embeds is always generated at model runner, this\n"
+    "        # condition is for v0 compatibility.\n"
+    "        elif inputs_embeds is None:\n"
+    "            vision_embeddings = self.get_multimodal_embeddings(**kwargs)\n"
+    "            inputs_embeds = self.get_input_embeddings(input_ids,\n"
+    "                                                      vision_embeddings)\n"
+    "            input_ids = None\n"
+    "\n"
+    "        hidden_states = self.language_model.model(input_ids,\n"
+    "                                                  positions,\n"
+    "                                                  intermediate_tensors,\n"
+    "                                                  inputs_embeds=inputs_embeds)\n"
+    "\n"
+    "        return hidden_states"
+))
+# vllm/model_executor/models/hunyuan_v1.py (verbatim): HunYuanModel.forward, which has no
+# kv_states parameter.
+HUNYUAN = CitedSource(1, "vllm/model_executor/models/hunyuan_v1.py", (
+    "    def forward(\n"
+    "        self,\n"
+    "        input_ids: Optional[torch.Tensor],\n"
+    "        positions: torch.Tensor,\n"
+    "        intermediate_tensors: Optional[IntermediateTensors],\n"
+    "        inputs_embeds: Optional[torch.Tensor] = None,\n"
+    "    ) -> Union[torch.Tensor, IntermediateTensors]:\n"
+    "        if get_pp_group().is_first_rank:\n"
+    "            if inputs_embeds is not None:\n"
+    "                hidden_states = inputs_embeds\n"
+    "            else:\n"
+    "                hidden_states = self.get_input_embeddings(input_ids)\n"
+    "            residual = None\n"
+    "        else:\n"
+    "            assert intermediate_tensors is not None\n"
+    "            hidden_states = intermediate_tensors[\"hidden_states\"]\n"
+    "            residual = intermediate_tensors[\"residual\"]\n"
+    "\n"
+    "        cla_factor = _get_cla_factor(self.config)\n"
+    "        prev_kv_states = None\n"
+    "        for i in range(self.start_layer, self.end_layer):\n"
+    "            layer = self.layers[i]\n"
+    "            hidden_states, residual, kv_states = layer(\n"
+    "                positions,\n"
+    "                hidden_states,\n"
+    "                residual,\n"
+    "                prev_kv_states,\n"
+    "            )\n"
+    "\n"
+    "            if (getattr(self.config, \"use_cla\", False)"
+))
+# vllm/entrypoints/openai/tool_parsers/mistral_tool_parser.py (verbatim): a method whose
+# class line lies above the excerpt.
+MISTRAL = CitedSource(1, "vllm/entrypoints/openai/tool_parsers/mistral_tool_parser.py", (
+    "    def extract_tool_calls(\n"
+    "        self,\n"
+    "        model_output: str,\n"
+    "        request: ChatCompletionRequest,\n"
+    "    ) -> ExtractedToolCallInformation:\n"
+    "        \"\"\"\n"
+    "        Extract the tool calls from a complete model response. Requires\n"
+    "        find-and-replacing single quotes with double quotes for JSON parsing,\n"
+    "        make sure your tool call arguments don't ever include quotes!\n"
+    "        \"\"\"\n"
+    "\n"
+    "        # case -- if a tool call token is not present, return a text response\n"
+    "        if self.bot_token not in model_output:\n"
+    "            return ExtractedToolCallInformation(tools_called=False,\n"
+    "                                                tool_calls=[],\n"
+    "                                                content=model_output)"
+))
+
+
+def _reason(answer: str, sources: list[CitedSource], question: str) -> str | None:
+    """Why the one sentence of `answer` was dropped (None where it was kept as written)."""
+    checked = check_answer(answer, sources, question=question)
+    if not checked.report.dropped:
+        assert checked.text == answer
+        return None
+    return checked.report.dropped[0]["reason"]
+
+
+def test_a_default_must_be_the_value_the_source_binds_to_that_name() -> None:
+    question = ("What is the default data type for indices_type parameter in the routing "
+                "simulator's expert selection method?")
+    # `int` is in the source (top_k: int), but it is not indices_type's default.
+    assert _reason("The default data type for indices_type is `int` [1].", [ROUTING],
+                   question) == "[1] does not give int as the default of indices_type"
+    assert _reason("The default data type for indices_type is `None` [1].", [ROUTING],
+                   question) is None
+
+
+def test_a_default_on_a_continued_line_or_in_getattr_is_bound() -> None:
+    assert _reason("The default value of the dst parameter in tensor_model_parallel_gather is "
+                   "0 [1].", [GATHER], "What is the default value of the dst parameter in "
+                   "tensor_model_parallel_gather function?") is None
+    assert _reason("The default value for the use_bitsandbytes_4bit attribute is `False` [1].",
+                   [GETATTR], "What is the default value for the use_bitsandbytes_4bit "
+                   "attribute when it's not present on the source parameter?") is None
+    assert "does not give 1 as the default" in str(_reason(
+        "The default value of dst in tensor_model_parallel_gather is 1 [1].", [GATHER],
+        "What is the default value of dst in tensor_model_parallel_gather?"))
+
+
+def test_an_example_value_is_no_default() -> None:
+    question = "What is the default timeout value for VLLM_RPC_TIMEOUT environment variable?"
+    assert _reason("The default timeout value for VLLM_RPC_TIMEOUT is 600000 microseconds [1].",
+                   [INC], question) == "[1] does not give 600000 as the default of VLLM_RPC_TIMEOUT"
+    # What the source does say about the same value is kept.
+    assert _reason("`VLLM_RPC_TIMEOUT` is in microseconds: 600000 equals 10 minutes [1].",
+                   [INC], question) is None
+
+
+def test_a_pictograph_must_be_the_sources_own() -> None:
+    question = "What do the symbols ✅, 🚧, and ⚠️ mean in vLLM's feature status legend?"
+    assert _reason("The ⚧ symbol indicates that the feature is planned but not yet supported "
+                   "for the model [1].", [LEGEND], question) == "⚧ not in [1]"
+    assert _reason("The 🚧 symbol indicates that the feature is planned but not yet supported "
+                   "for the model [1].", [LEGEND], question) is None
+
+
+def test_a_dotted_name_is_recited_to_the_source_that_names_its_member() -> None:
+    """`LLM.chat` is no member on a page that only says "LLM" and "chat": the sentence moves
+    to the source that names it."""
+    question = ("What vLLM server endpoints correspond to the offline LLM.generate and "
+                "LLM.chat APIs?")
+    checked = check_answer("The Chat API corresponds to `LLM.chat` [1].", [CHATBOX, SERVING],
+                           question=question)
+    assert checked.text == "The Chat API corresponds to `LLM.chat` [3]."
+    assert checked.report.recited == [{"text": "The Chat API corresponds to `LLM.chat` [1].",
+                                       "from": [1], "to": 3}]
+    alone = check_answer("The Chat API corresponds to `LLM.chat` [1].", [CHATBOX],
+                         question=question)
+    assert alone.text == "" and "is not about LLM.chat" in alone.report.dropped[0]["reason"]
+
+
+def test_every_code_name_the_sentence_repeats_from_the_question_is_in_the_source() -> None:
+    question = ("What happens when cudagraph_capture_sizes is already set in vLLM's "
+                "init_with_cudagraph_sizes method?")
+    assert _reason("When cudagraph_capture_sizes is set in the init_with_cudagraph_sizes "
+                   "method, it will only capture cudagraph for the specified sizes [1].",
+                   [TORCH_COMPILE], question) == "[1] does not speak of init_with_cudagraph_sizes"
+    assert _reason("When cudagraph_capture_sizes is set, it will only capture cudagraph for "
+                   "the specified sizes [1].", [TORCH_COMPILE], question) is None
+
+
+def test_a_not_must_be_said_where_the_sentence_reads_its_words() -> None:
+    question = "What happens when cudagraph_capture_sizes is set?"
+    # "only the specified sizes" is no "not any sizes".
+    assert _reason("When cudagraph_capture_sizes is set, it will not capture any sizes [1].",
+                   [TORCH_COMPILE], question) == "[1] does not say that it is not so"
+    assert _reason("The deprecated options `NAIVE_UTC` and `SORT_KEYS` do not have integer "
+                   "values [1].", [OPT], "What integer values do orjson's option flags have, "
+                   "and what about the deprecated ones?") == "[1] does not say that it is not so"
+    assert _reason("vLLM does not currently enforce that lora_int_id is globally unique [1].",
+                   [REQUEST], "Must lora_int_id be unique?") is None
+
+
+def test_a_list_stated_as_the_whole_set_must_name_the_whole_family() -> None:
+    question = "What are all the NVML GPU instance profile constants defined in vLLM's pynvml?"
+    assert _reason("The NVML GPU instance profile constants defined in vLLM's pynvml module "
+                   "are `NVML_GPU_INSTANCE_PROFILE_COUNT` [1].", [PYNVML], question) \
+        == "names 1 of the 14 NVML_GPU_INSTANCE_PROFILE_* that [1] defines"
+    # One of them, named for what it is, is no claim about the set.
+    assert _reason("`NVML_GPU_INSTANCE_PROFILE_COUNT` is 0xD [1].", [PYNVML],
+                   "What is the value of the NVML GPU instance profile count constant?") is None
+
+
+def test_code_the_source_gives_for_one_case_is_not_the_answer_for_another() -> None:
+    question = "How does psutil kill a process on Windows?"
+    assert _reason("To kill a process on Windows, use `os.kill(pid, signal.SIGKILL)` [1].",
+                   [KILL], question) \
+        == "[1] gives `os.kill(pid, signal.SIGKILL)` for UNIX, not Windows"
+    assert _reason("On UNIX, kill() is the same as `os.kill(pid, signal.SIGKILL)` [1].",
+                   [KILL], question) is None
+    # Where the source's sentence names the asked case too, the code is that case's as well.
+    both = CitedSource(1, KILL.file_path,
+                       KILL.text.replace("On UNIX this", "On UNIX and Windows this"))
+    assert _reason("To kill a process on Windows, use `os.kill(pid, signal.SIGKILL)` [1].",
+                   [both], question) is None
+
+
+def test_what_happens_when_a_name_is_so_must_be_under_the_if_on_it() -> None:
+    """The docstring's words about input_ids are not what the `elif inputs_embeds is None:`
+    branch does (it sets input_ids to None)."""
+    question = ("What happens to input_ids when inputs_embeds is None in LlaVA-NeXT-Video's "
+                "forward pass?")
+    assert _reason("When inputs_embeds is None, input_ids is flattened (concatenated) input_ids "
+                   "corresponding to a batch [1].", [LLAVA], question) == (
+        "[1] does not do flattened, concatenated, corresponding under its `if` on inputs_embeds")
+    assert _reason("When inputs_embeds is None, it gets the multimodal vision embeddings and the "
+                   "input embeddings from input_ids, and input_ids is None [1].", [LLAVA],
+                   question) is None
+
+
+def test_a_parameter_the_signature_lacks_has_no_default_there() -> None:
+    """`inputs_embeds: ... = None` in the same signature gives no default to `forward` or to a
+    kv_states it does not have (a local prev_kv_states = None is another name)."""
+    question = ("What is the default value of the kv_states parameter in HunYuanModel's forward "
+                "method?")
+    assert _reason("The default value of the kv_states parameter in HunYuanModel's forward "
+                   "method is `None` [1].", [HUNYUAN], question) \
+        == "[1] does not give None as the default of kv_states"
+    assert _reason("The default value of the inputs_embeds parameter in HunYuanModel's forward "
+                   "method is `None` [1].", [HUNYUAN], "What is the default value of the "
+                   "inputs_embeds parameter in HunYuanModel's forward method?") is None
+
+
+def test_a_not_the_question_says_and_a_class_above_the_excerpt_are_no_claims() -> None:
+    question = ("What does the extract_tool_calls method in MistralToolParser return when the "
+                "bot_token is not present in the model output?")
+    assert _reason("The extract_tool_calls method in MistralToolParser returns a text response "
+                   "when the bot_token is not present in the model output [1].", [MISTRAL],
+                   question) is None
