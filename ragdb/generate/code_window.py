@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from ragdb.generate.spans import (
     C_FAMILY,
     CLOSING,
     DEF_LINE,
+    HASH_COMMENT,
     Passage,
     SourceText,
     bm25,
@@ -137,13 +139,15 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
         else best
     low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
+    python = source.kind in ("python", "module", "function", "class", "statements") \
+        or source.file_path.endswith((".py", ".pyi"))
+    low, high = _whole_blocks(text, lines, low, high, keep, python, source.kind in C_FAMILY,
+                              budget + _REACH, first=1 if partial else 0)
     start, end = trim_span(text, lines[low][0], lines[high][1])
     if start >= end:
         return None
     first_line = text.rfind("\n", 0, start) + 1
     low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
-    python = source.kind in ("python", "module", "function", "class", "statements") \
-        or source.file_path.endswith((".py", ".pyi"))
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
     lead = text[first_line:start]
@@ -187,6 +191,79 @@ def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: i
     while closes_unopened(low, high) and low > 0 and lines[low - 1][0] >= back:
         low -= 1
     return low, high
+
+
+_CONTINUES = re.compile(r"\s*(?:elif|else|except|finally|case)\b")
+
+
+def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int, keep: int,
+                  python: bool, c_family: bool, reach: int, first: int = 0
+                  ) -> tuple[int, int]:
+    """The run low..high not ending on a comment that says what comes next, nor on a Python
+    block's opening line (`if mode == "average":`) without its body: grown to take the
+    statement the comment is about and the whole block (with its `elif`/`else` branches)
+    within `reach` characters, else cut back before them (never past line `keep`). Nor does
+    it begin inside a comment that starts above it (`#  kernels calls made within ...`): the
+    comment's first lines are taken too, where close by (from line `first` on: the lines
+    before it may not be shown)."""
+    marker = _SLASH_LINE if c_family else _HASH_LINE
+
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def quiet(n: int) -> bool:  # a comment line or a blank one
+        return not line(n).strip() or bool(marker.match(line(n)))
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    def opens(n: int) -> bool:  # a one-line block header (`) -> None:` ends a longer one)
+        code = HASH_COMMENT.sub("", line(n)).strip()
+        return python and not quiet(n) and code.endswith(":") and code[0] not in CLOSING \
+            and not depth_changes([code], "python")[0]
+
+    def within(n: int) -> bool:
+        return lines[n][1] - lines[low][0] <= reach
+
+    def code_before(n: int) -> int:  # the last code line at or before n, not before low
+        while n > low and quiet(n):
+            n -= 1
+        return n
+
+    def goes_on(n: int) -> bool:  # a comment line whose words continue the line above
+        match = marker.match(line(n))
+        return bool(line(n).strip() and match and line(n)[match.end():].lstrip()[:1].islower())
+
+    back = lines[low][0] - _REACH_BACK
+    while low > first and goes_on(low) and line(low - 1).strip() and quiet(low - 1) \
+            and lines[low - 1][0] >= back:
+        low -= 1
+    last = code_before(high)
+    if any(line(n).strip() for n in range(last + 1, high + 1)):
+        # It ends on a comment, which is about the statement after it.
+        n = high + 1
+        while n < len(lines) and quiet(n):
+            n += 1
+        if n >= len(lines) or not within(n) or depth_changes([line(n)], "python")[0]:
+            return low, last  # a comment's words alone are no reason to end on it
+        last = n
+    if not opens(last):
+        return low, last
+    # A block opened at line `last`: its body and the branches that go on from it.
+    n = last + 1
+    while n < len(lines) and within(n):
+        if line(n).strip() and indent(n) <= indent(last) and not (
+                indent(n) == indent(last) and _CONTINUES.match(line(n))):
+            break
+        n += 1
+    if n >= len(lines) or line(n).strip() and indent(n) <= indent(last):
+        n -= 1
+        while n > last and not line(n).strip():
+            n -= 1
+        return low, n
+    # Out of reach: cut before the block (and the comment above it), never before the last
+    # code line that holds a question term.
+    return low, max(code_before(keep), code_before(last - 1))
 
 
 # A docstring's opening quotes; a comment line of Python/shell/CMake or of the C family.
@@ -284,3 +361,29 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
     if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
         return None
     return s, e
+
+
+# A definition's first line in Python, the C family, Rust, Go, TypeScript...: its keyword
+# (after modifiers) and the name it defines.
+_NAMED = re.compile(
+    r"[ \t]*(?:(?:pub(?:\([^)]*\))?|export|default|async|static|public|private|protected|"
+    r"abstract|final|inline|unsafe|extern|virtual|declare)\s+)*"
+    r"(?:def|class|fn|function|func|struct|enum|trait|interface|impl|type|macro|module)\s+"
+    r"([A-Za-z_$][\w$]*)")
+_PREAMBLE = re.compile(r"[ \t]*(?:@|#\[|#(?!\w)|//|/\*|\*|$)")
+
+
+def code_label(source: SourceText, passage: Passage) -> str:
+    """ragdb's own words naming what a code block shows, not a quote: `From `path`, `name`:`
+    with the definitions the lines lie in (their signature lines, outermost first) and the one
+    they begin with, dotted; `From `path`:` when they name none."""
+    names = [m.group(1) for _, line in passage.context if (m := _NAMED.match(line))]
+    for line in (passage.indent + passage.text).split("\n")[:6]:
+        if _PREAMBLE.match(line):
+            continue  # decorators, attributes and comments before a definition
+        match = _NAMED.match(line)
+        if match and match.group(1) not in names:
+            names.append(match.group(1))
+        break
+    name = ".".join(names[-3:])
+    return f"From `{source.file_path}`, `{name}`:" if name else f"From `{source.file_path}`:"

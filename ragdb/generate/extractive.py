@@ -48,10 +48,13 @@ def _elision(line: str) -> str:
     return line[:len(line) - len(line.lstrip())] + "..."
 
 
-def compose_pieces(passages: Sequence[Passage]) -> Iterator[str]:
-    """Each passage as shown with its citation, one piece at a time (for streaming)."""
+def compose_pieces(passages: Sequence[Passage], *, labels: bool = True) -> Iterator[str]:
+    """Each passage as shown with its citation, one piece at a time (for streaming); code of a
+    code file under its label (`From `path`, `name`:`), unless `labels` is False."""
     for n, passage in enumerate(passages):
         shown = _shown(passage)
+        if labels and passage.label:
+            shown = f"{passage.label}\n{shown}"
         cite = f"[{passage.number}]"
         ends_in_block = shown.rstrip().endswith(("```", "~~~"))
         piece = f"{shown}\n{cite}" if ends_in_block else f"{shown} {cite}"

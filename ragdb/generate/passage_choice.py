@@ -44,7 +44,7 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import lead_sentence, windowed
+from ragdb.generate.code_window import code_label, lead_sentence, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -325,6 +325,10 @@ def select_passages(
     passages.sort(key=lambda p: (p.number, p.start))
     if settings.code_lead:
         passages = _with_lead(passages, sources)
+    by_number = {s.number: s for s in sources}
+    passages = [replace(p, label=code_label(by_number[p.number], p))
+                if p.code and p.number in by_number and is_code(by_number[p.number]) else p
+                for p in passages]
     if on_passage is not None:
         for passage in passages:
             on_passage(passage)

@@ -50,6 +50,9 @@ class Passage:
     elided: bool = False
     # Prose only: links shown with their targets (it answers "where", or it points elsewhere).
     link_targets: bool = False
+    # Code of a code file: ragdb's own line naming what the block shows (the file, and the
+    # definition when the lines show or lie in one), shown above the block; not a quote.
+    label: str = ""
 
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})

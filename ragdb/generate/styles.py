@@ -111,7 +111,7 @@ def _as_shown(passage: Passage) -> str:
     """A passage as the extractive answer shows it, without its citation: prose with its
     markup cleaned (mkdocs links as their text, which the writer otherwise copied as garbled
     links), code fenced under the signature lines of the definition it lies in."""
-    shown = next(compose_pieces([passage]))
+    shown = next(compose_pieces([passage], labels=False))
     return re.sub(r"\s*\[\d{1,3}\]$", "", shown)
 
 
