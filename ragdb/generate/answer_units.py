@@ -307,6 +307,8 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
         pointing = _POINTS_AHEAD.search(text[intro.start:intro.end])
         if not introduces(text[intro.start:intro.end]) and not pointing:
             continue
+        # "Then, vLLM supports the following ...:" shown without the sentence before it.
+        intro = replace(intro, start=_past_connective(text, intro.start, intro.end))
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
             if units[k].end - intro.start > _MAX_JOIN:
@@ -329,9 +331,27 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
                 if support >= 0 and unit.end - units[support].start <= _MAX_JOIN:
                     unit = Unit(units[support].start, unit.end, "joined", -1)
                 elif leaning:
-                    continue
+                    start = _past_connective(text, unit.start, unit.end)
+                    rest = text[start:unit.end]
+                    if start == unit.start or _LEANING.match(rest) or _refers_back(rest):
+                        continue
+                    unit = replace(unit, start=start)
         out.append(unit)
     return sorted(out, key=lambda u: (u.start, u.end))
+
+
+# A connective that only links a sentence to the one before it ("Then, ", "Also, "): what
+# follows it stands alone, and is what a passage without that sentence shows, when it begins
+# a sentence of its own (a capital, a name like `vLLM`; "Also, in some cases" does not).
+_CONNECTIVE = re.compile(r"(?:Then|Also|Additionally|Furthermore|Moreover|In addition|Next|"
+                         r"Finally|Lastly|Besides|Likewise|Similarly|However),[ \t\n]+"
+                         r"(?![a-z]+\b)(?=[A-Za-z`\[*_(\"'0-9])")
+
+
+def _past_connective(text: str, start: int, end: int) -> int:
+    """Where a sentence starts past its leading connective; `start` when it has none."""
+    match = _CONNECTIVE.match(text, start, end)
+    return match.end() if match else start
 
 
 # A sentence pointing at what follows it ("The following code configures ...", "as shown

@@ -373,6 +373,10 @@ _NAMED = re.compile(
 _PREAMBLE = re.compile(r"[ \t]*(?:@|#\[|#(?!\w)|//|/\*|\*|$)")
 
 
+#: A label line as code_label writes it (a benchmark's verbatim check leaves it out).
+LABEL = re.compile(r"From `[^`\n]+`(?:, `[^`\n]+`)?:")
+
+
 def code_label(source: SourceText, passage: Passage) -> str:
     """ragdb's own words naming what a code block shows, not a quote: `From `path`, `name`:`
     with the definitions the lines lie in (their signature lines, outermost first) and the one

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ragdb.generate.code_window import LABEL
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.passage_choice import DEFAULT_SETTINGS, Embed, Settings, select_passages
 from ragdb.generate.spans import Passage, SourceText
@@ -66,6 +67,11 @@ def compose(passages: Sequence[Passage]) -> tuple[str, list[int]]:
     text = "".join(compose_pieces(passages))
     cited = list(dict.fromkeys(p.number for p in passages))
     return text, cited
+
+
+def is_label(line: str) -> bool:
+    """A line of ragdb's own that names the code below it (code_label), not a quote."""
+    return bool(LABEL.fullmatch(line.strip()))
 
 
 @dataclass(frozen=True)
