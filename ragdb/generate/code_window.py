@@ -141,7 +141,7 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
     python = source.kind in ("python", "module", "function", "class", "statements") \
         or source.file_path.endswith((".py", ".pyi"))
-    low, high = _whole_blocks(text, lines, low, high, keep, python, source.kind in C_FAMILY,
+    low, high = _whole_blocks(text, lines, low, high, python, source.kind in C_FAMILY,
                               budget + _REACH, first=1 if partial else 0)
     start, end = trim_span(text, lines[low][0], lines[high][1])
     if start >= end:
@@ -193,18 +193,22 @@ def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: i
     return low, high
 
 
+#: How much further than a statement a window may grow to show the body of a block it ends
+#: on: an `if`/`elif`/`else` chain is read whole.
+_BLOCK_REACH = 450
 _CONTINUES = re.compile(r"\s*(?:elif|else|except|finally|case)\b")
 
 
-def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int, keep: int,
+def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
                   python: bool, c_family: bool, reach: int, first: int = 0
                   ) -> tuple[int, int]:
     """The run low..high not ending on a comment that says what comes next, nor on a Python
     block's opening line (`if mode == "average":`) without its body: grown to take the
-    statement the comment is about and the whole block (with its `elif`/`else` branches)
-    within `reach` characters, else cut back before them (never past line `keep`). Nor does
-    it begin inside a comment that starts above it (`#  kernels calls made within ...`): the
-    comment's first lines are taken too, where close by (from line `first` on: the lines
+    statement the comment is about (within `reach` characters) and the whole block, with its
+    `elif`/`else` branches (within _BLOCK_REACH more), else cut back before them (the block's
+    header too, even where it holds a question term: a header without its body says nothing).
+    Nor does it begin inside a comment that starts above it (`#  kernels calls made within`):
+    the comment's first lines are taken too, where close by (from line `first` on: the lines
     before it may not be shown)."""
     marker = _SLASH_LINE if c_family else _HASH_LINE
 
@@ -222,8 +226,8 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int, 
         return python and not quiet(n) and code.endswith(":") and code[0] not in CLOSING \
             and not depth_changes([code], "python")[0]
 
-    def within(n: int) -> bool:
-        return lines[n][1] - lines[low][0] <= reach
+    def within(n: int, more: int = 0) -> bool:
+        return lines[n][1] - lines[low][0] <= reach + more
 
     def code_before(n: int) -> int:  # the last code line at or before n, not before low
         while n > low and quiet(n):
@@ -251,7 +255,7 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int, 
         return low, last
     # A block opened at line `last`: its body and the branches that go on from it.
     n = last + 1
-    while n < len(lines) and within(n):
+    while n < len(lines) and within(n, _BLOCK_REACH):
         if line(n).strip() and indent(n) <= indent(last) and not (
                 indent(n) == indent(last) and _CONTINUES.match(line(n))):
             break
@@ -261,9 +265,10 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int, 
         while n > last and not line(n).strip():
             n -= 1
         return low, n
-    # Out of reach: cut before the block (and the comment above it), never before the last
-    # code line that holds a question term.
-    return low, max(code_before(keep), code_before(last - 1))
+    # Out of reach: cut before the block's header (and the comment above it), even where the
+    # header holds a question term: a header without its body answers nothing.
+    cut = code_before(last - 1)
+    return (low, cut) if low <= cut < last and not quiet(cut) else (low, high)
 
 
 # A docstring's opening quotes; a comment line of Python/shell/CMake or of the C family.
