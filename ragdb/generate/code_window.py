@@ -8,6 +8,7 @@ matches the question, under the signature lines (`class ...:`, `def ...(`) it li
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -151,8 +152,12 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
     lead = text[first_line:start]
+    # A window that closes a bracket it does not open (`],` then `)` of a call begun above)
+    # has lines left out before it, marked as such.
+    closes = min(itertools.accumulate(depth_changes(text[start:end].split("\n"), source.kind)),
+                 default=0) < 0
     return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if lead.strip() else lead, context, elided=cut)
+                   "" if lead.strip() else lead, context, elided=cut or closes)
 
 
 def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
@@ -238,6 +243,8 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
         match = marker.match(line(n))
         return bool(line(n).strip() and match and line(n)[match.end():].lstrip()[:1].islower())
 
+    if python:
+        low, high = _outside_docstrings(text, lines, low, high, reach + _BLOCK_REACH)
     back = lines[low][0] - _REACH_BACK
     while low > first and goes_on(low) and line(low - 1).strip() and quiet(low - 1) \
             and lines[low - 1][0] >= back:
@@ -269,6 +276,54 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
     # header holds a question term: a header without its body answers nothing.
     cut = code_before(last - 1)
     return (low, cut) if low <= cut < last and not quiet(cut) else (low, high)
+
+
+_TRIPLE = re.compile(r'"""|\'\'\'')
+
+
+def _outside_docstrings(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                        reach: int) -> tuple[int, int]:
+    """The run low..high neither beginning nor ending inside a triple-quoted string (a
+    docstring's last lines, its closing quotes alone, above the code; its first lines cut
+    mid-sentence below it): begun past the string's end; ended at its close where that is within `reach`
+    characters, else before its opening line. The block's first line is taken as outside."""
+    inside: list[bool] = []  # inside a string where line n begins
+    quote = ""
+    for s, e in lines:
+        inside.append(bool(quote))
+        for match in _TRIPLE.finditer(text, s, e):
+            if not quote:
+                quote = match.group()
+            elif match.group() == quote:
+                quote = ""
+    inside.append(bool(quote))
+    if inside[low]:
+        opening = low
+        while opening > 0 and inside[opening]:
+            opening -= 1
+        n = low
+        while n < high and inside[n + 1]:
+            n += 1
+        if lines[high][1] - lines[opening][0] <= reach:
+            low = opening  # the whole string, from its opening line
+        elif n + 1 <= high:  # else past the line that closes it, where any code is left
+            low = n + 1
+            while low < high and not text[slice(*lines[low])].strip():
+                low += 1
+    if inside[high + 1] and low < high:
+        n = high + 1
+        while n < len(lines) and inside[n + 1] and lines[n][1] - lines[low][0] <= reach:
+            n += 1
+        if n < len(lines) and not inside[n + 1] and lines[n][1] - lines[low][0] <= reach:
+            return low, n
+        n = high
+        while n > low and inside[n]:
+            n -= 1  # n opens the string
+        if n > low:
+            high = n - 1
+            while high > low and not text[slice(*lines[high])].strip():
+                high -= 1
+    return low, high
 
 
 # A docstring's opening quotes; a comment line of Python/shell/CMake or of the C family.
