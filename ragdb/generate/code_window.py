@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable
 
 from ragdb.generate.spans import (
     C_FAMILY,
@@ -285,8 +284,9 @@ def _outside_docstrings(text: str, lines: list[tuple[int, int]], low: int, high:
                         reach: int) -> tuple[int, int]:
     """The run low..high neither beginning nor ending inside a triple-quoted string (a
     docstring's last lines, its closing quotes alone, above the code; its first lines cut
-    mid-sentence below it): begun past the string's end; ended at its close where that is within `reach`
-    characters, else before its opening line. The block's first line is taken as outside."""
+    mid-sentence below it): begun at the string's opening line, else past its end; ended at
+    its close, else before its opening line; within `reach` characters. The block's first
+    line is taken as outside any string."""
     inside: list[bool] = []  # inside a string where line n begins
     quote = ""
     for s, e in lines:

@@ -62,9 +62,9 @@ def compose_pieces(passages: Sequence[Passage], *, labels: bool = True) -> Itera
         yield piece if n == 0 else "\n\n" + piece
 
 
-def compose(passages: Sequence[Passage]) -> tuple[str, list[int]]:
+def compose(passages: Sequence[Passage], *, labels: bool = True) -> tuple[str, list[int]]:
     """The answer text and the source numbers it cites, in order of first citation."""
-    text = "".join(compose_pieces(passages))
+    text = "".join(compose_pieces(passages, labels=labels))
     cited = list(dict.fromkeys(p.number for p in passages))
     return text, cited
 
