@@ -151,10 +151,13 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
     lead = text[first_line:start]
-    # A window that closes a bracket it does not open (`],` then `)` of a call begun above)
-    # has lines left out before it, marked as such.
-    closes = min(itertools.accumulate(depth_changes(text[start:end].split("\n"), source.kind)),
-                 default=0) < 0
+    # A window that closes a bracket it does not open (`],` then `)` of a call begun above),
+    # or leaves the block it begins in (an `else()` branch's tail, then `endif()`), has lines
+    # left out before it, marked as such.
+    shown = (text[first_line:start] + text[start:end]).split("\n")
+    closes = min(itertools.accumulate(depth_changes(shown, source.kind)), default=0) < 0 \
+        or any(len(x) - len(x.lstrip()) < len(shown[0]) - len(shown[0].lstrip())
+               for x in shown[1:] if x.strip())
     return Passage(source.number, text[start:end], start, end, score, True,
                    "" if lead.strip() else lead, context, elided=cut or closes)
 
