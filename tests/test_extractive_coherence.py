@@ -133,3 +133,16 @@ def test_a_chunk_beginning_with_a_closing_fence_quotes_no_code_as_prose() -> Non
     text = answer("How do you apply chat templates to prompts in vLLM?", [chunk])
     assert not text.startswith("print(")
     assert "does not automatically apply the model's chat template" in text
+
+
+def test_a_label_names_each_definition_the_lines_show() -> None:
+    """A window that begins in one method's docstring and goes on into the next method names
+    both, under their class (the window's context line), not only the first."""
+    interfaces = source("interfaces_multimodal", "vllm/model_executor/models/interfaces.py",
+                        "python")
+    text = answer("What shape must multimodal embeddings have when returned from "
+                  "get_multimodal_embeddings in vLLM multimodal models?", [interfaces])
+    assert text.split("\n")[0] == (
+        "From `vllm/model_executor/models/interfaces.py`, "
+        "`SupportsMultiModal.get_placeholder_str`, "
+        "`SupportsMultiModal.get_multimodal_embeddings`:")

@@ -437,20 +437,35 @@ _PREAMBLE = re.compile(r"[ \t]*(?:@|#\[|#(?!\w)|//|/\*|\*|$)")
 
 
 #: A label line as code_label writes it (a benchmark's verbatim check leaves it out).
-LABEL = re.compile(r"From `[^`\n]+`(?:, `[^`\n]+`)?:")
+LABEL = re.compile(r"From `[^`\n]+`(?:, `[^`\n]+`)*:")
 
 
 def code_label(source: SourceText, passage: Passage) -> str:
     """ragdb's own words naming what a code block shows, not a quote: `From `path`, `name`:`
-    with the definitions the lines lie in (their signature lines, outermost first) and the one
-    they begin with, dotted; `From `path`:` when they name none."""
-    names = [m.group(1) for _, line in passage.context if (m := _NAMED.match(line))]
-    for line in (passage.indent + passage.text).split("\n")[:6]:
-        if _PREAMBLE.match(line):
-            continue  # decorators, attributes and comments before a definition
+    with the definition the lines lie in (its signature lines, outermost first, dotted) and
+    those that begin in them (`From `p`, `A.f`, `A.g`:`, up to three); `From `path`:` when
+    they name none."""
+    def level(line: str) -> int:
+        return len(line) - len(line.lstrip())
+
+    # (indentation, name, shown): the definitions the line being read lies in.
+    stack = [(level(line), m.group(1), False) for _, line in passage.context
+             if (m := _NAMED.match(line))]
+    names: list[str] = []
+    lines = [x for x in (passage.indent + passage.text).split("\n") if x.strip()]
+    if stack and lines and not _NAMED.match(lines[0]):
+        names.append(".".join(x[1] for x in stack[-3:]))  # it begins inside the last one
+    for line in lines:
         match = _NAMED.match(line)
-        if match and match.group(1) not in names:
-            names.append(match.group(1))
-        break
-    name = ".".join(names[-3:])
-    return f"From `{source.file_path}`, `{name}`:" if name else f"From `{source.file_path}`:"
+        if match is None:
+            continue
+        while stack and stack[-1][0] >= level(line):
+            stack.pop()
+        inside_shown = any(x[2] for x in stack)  # a method of a class shown whole: no name
+        stack.append((level(line), match.group(1), True))
+        if not inside_shown:
+            names.append(".".join(x[1] for x in stack[-3:]))
+    # A class whose methods are named is named by them (`A.f`, not `A` and `A.f`).
+    names = [x for x in dict.fromkeys(names)
+             if not any(y.startswith(x + ".") for y in names)][:3]
+    return "From " + ", ".join(f"`{x}`" for x in [source.file_path] + names) + ":"
