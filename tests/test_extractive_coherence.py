@@ -146,3 +146,38 @@ def test_a_label_names_each_definition_the_lines_show() -> None:
         "From `vllm/model_executor/models/interfaces.py`, "
         "`SupportsMultiModal.get_placeholder_str`, "
         "`SupportsMultiModal.get_multimodal_embeddings`:")
+
+
+def test_a_comment_of_several_lines_is_shown_from_its_first_and_a_method_is_named() -> None:
+    """A TypeScript window began on `// session.`, the last line of a three-line comment: the
+    comment is shown from `// If the entry occurred ...`, and the label names the method the
+    lines lie in (a header with no keyword: `_processEntry(entry: LayoutShift) {`)."""
+    manager = source("LayoutShiftManager", "src/lib/LayoutShiftManager.ts", "typescript")
+    text = answer("How does web-vitals group layout shifts into session windows when "
+                  "computing cumulative layout shift?", [manager])
+    assert text.split("\n")[0] == ("From `src/lib/LayoutShiftManager.ts`, "
+                                   "`LayoutShiftManager._processEntry`:")
+    comment = [line.strip() for line in code_lines(text) if line.strip().startswith("//")]
+    assert comment[0].startswith("// If the entry occurred less than 1 second after")
+    assert "entry.startTime - firstSessionEntry.startTime < 5000" in text
+
+
+def test_a_contrast_leaning_on_the_sentence_before_it_is_shown_with_it() -> None:
+    """`For comparison, the standard library serializes ...` leans on what it compares: it is
+    shown with the sentences it stands on, from `Serialize `dict` ...`."""
+    readme = source("orjson_README_opt_non_str_keys", "README.md", "markdown")
+    units = [readme.text[u.start:u.end] for u in source_units(readme)]
+    assert not any(u.startswith("For comparison") for u in units)
+    text = answer("Which libraries does orjson use to turn integers and floats into text?",
+                  [readme])
+    assert text.startswith("Serialize `dict` and `frozendict` keys of type other than `str`.")
+    assert "For comparison, the standard library serializes" in text
+
+
+def test_a_tables_legend_is_never_a_passage() -> None:
+    """`✅︎ indicates that the quantization method is supported on the specified hardware.`
+    says what a mark in the table means; without the table it answers nothing."""
+    hardware = source("quantization_supported_hardware",
+                      "docs/features/quantization/supported_hardware.md", "markdown")
+    text = answer("What quantization methods are supported by vLLM CPU?", [hardware])
+    assert "indicates that the quantization method" not in text

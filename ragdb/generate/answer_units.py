@@ -4,7 +4,8 @@ Units are sentences, list items, table rows, fenced code blocks and rst literal 
 prose, and whole definitions or short blocks of code files; an introducing sentence ending in
 ':' (or naming "the following" block) travels with the block it introduces, a list or table
 right under a heading is a unit with it, and a sentence leaning on the one before ("This ...",
-"However, this limitation ...") with that one. passage_choice scores and chooses among them.
+"For comparison, ...", "However, this limitation ...") with that one; where there is none, a
+leading connective ("Then, ") is left out of the unit, or the sentence is. passage_choice scores and chooses among them.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ _LEANING = re.compile(
     r"Furthermore|Moreover|Otherwise|Instead|Similarly|Likewise|Therefore|Thus|Hence|Then|"
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
     r"For example|For instance|Alternatively|But|And|Or|So|To do so|To do this|Doing so|"
-    r"In this way|This way|As such|With this|With that)\b"
+    r"In this way|This way|As such|With this|With that|For comparison|By comparison|"
+    r"In comparison|In contrast|By contrast|On the other hand|Conversely|Nevertheless|"
+    r"Nonetheless|Even so|Meanwhile)\b"
 )
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 

@@ -247,7 +247,7 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
 
     if python:
         low, high = _outside_docstrings(text, lines, low, high, reach + _BLOCK_REACH)
-    back = lines[low][0] - _REACH_BACK
+    back = lines[low][0] - 2 * _REACH_BACK  # a comment of a few lines is taken whole
     while low > first and goes_on(low) and line(low - 1).strip() and quiet(low - 1) \
             and lines[low - 1][0] >= back:
         low -= 1
@@ -440,6 +440,21 @@ _PREAMBLE = re.compile(r"[ \t]*(?:@|#\[|#(?!\w)|//|/\*|\*|$)")
 LABEL = re.compile(r"From `[^`\n]+`(?:, `[^`\n]+`)*:")
 
 
+# A method's header without a keyword (`_processEntry(entry: LayoutShift) {` in TypeScript,
+# Java, C++): its name before the parameters.
+_METHOD = re.compile(r"[ \t]*(?:(?:public|private|protected|static|async|override|readonly|"
+                     r"get|set|virtual|inline|const)\s+)*(?:[\w:<>*&\[\]]+\s+)*?"
+                     r"([A-Za-z_$~][\w$]*)\s*(?:<[^>]*>)?\s*\(")
+
+
+def _header_name(line: str) -> re.Match[str] | None:
+    """The name a signature line (code_window's context) of a brace language defines, where
+    it is not a control statement's line (CMake's `set(X` and a call's first line are none)."""
+    if _CONTROL.match(line) or not line.rstrip().endswith("{"):
+        return None
+    return _METHOD.match(line)
+
+
 def code_label(source: SourceText, passage: Passage) -> str:
     """ragdb's own words naming what a code block shows, not a quote: `From `path`, `name`:`
     with the definition the lines lie in (its signature lines, outermost first, dotted) and
@@ -450,7 +465,7 @@ def code_label(source: SourceText, passage: Passage) -> str:
 
     # (indentation, name, shown): the definitions the line being read lies in.
     stack = [(level(line), m.group(1), False) for _, line in passage.context
-             if (m := _NAMED.match(line))]
+             if (m := _NAMED.match(line) or _header_name(line))]
     names: list[str] = []
     lines = [x for x in (passage.indent + passage.text).split("\n") if x.strip()]
     if stack and lines and not _NAMED.match(lines[0]):

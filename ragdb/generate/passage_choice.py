@@ -206,9 +206,15 @@ _INCLUDE_ONLY_BLOCK = re.compile(
 _COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
 
 
+# A table's legend ("- ✅︎ indicates that the method is supported", "* 🚧 means ..."): what a
+# mark in the table means, which says nothing without the table.
+_LEGEND = re.compile(r"\s*(?:[-*+]\s+)?[^\w\s]{1,4}\s+(?:indicates|means|denotes|marks|"
+                     r"represents|stands for)\b")
+
+
 def _showable(source: SourceText, unit: Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
-    (prose), and not only imports or snippet includes (module paths share many words with a
+    (prose), not a table's legend, and not only imports or snippet includes (module paths share many words with a
     question about the module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
@@ -222,6 +228,8 @@ def _showable(source: SourceText, unit: Unit) -> bool:
     if _starts_mid_sentence(source.text, unit.start, unit.kind):
         return False
     raw = source.text[unit.start:unit.end]
+    if unit.kind in ("item", "sentence") and _LEGEND.match(clean_markup(raw)):
+        return False
     return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
 
 
