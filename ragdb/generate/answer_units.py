@@ -5,7 +5,8 @@ prose, and whole definitions or short blocks of code files; an introducing sente
 ':' (or naming "the following" block) travels with the block it introduces, a list or table
 right under a heading is a unit with it, and a sentence leaning on the one before ("This ...",
 "For comparison, ...", "However, this limitation ...") with that one; where there is none, a
-leading connective ("Then, ") is left out of the unit, or the sentence is. passage_choice scores and chooses among them.
+leading connective ("Then, ") is left out of the unit, or the sentence is. passage_choice
+scores and chooses among them.
 """
 
 from __future__ import annotations

@@ -214,8 +214,8 @@ _LEGEND = re.compile(r"\s*(?:[-*+]\s+)?[^\w\s]{1,4}\s+(?:indicates|means|denotes
 
 def _showable(source: SourceText, unit: Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
-    (prose), not a table's legend, and not only imports or snippet includes (module paths share many words with a
-    question about the module, but tell a reader nothing)."""
+    (prose), not a table's legend, and not only imports or snippet includes (module paths
+    share many words with a question about the module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
         if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
