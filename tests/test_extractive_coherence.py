@@ -34,8 +34,9 @@ def answer(question: str, sources: list[SourceText]) -> str:
     return text
 
 
-def code_lines(text: str, block: int = 0) -> list[str]:
-    return text.split("```")[2 * block + 1].strip("\n").split("\n")
+def code_lines(text: str, block: int = 0, elisions: bool = True) -> list[str]:
+    lines = text.split("```")[2 * block + 1].strip("\n").split("\n")
+    return lines if elisions else [line for line in lines if line.strip() != "..."]
 
 
 POOLER = ("llava_next_video_pooler", "vllm/model_executor/models/llava_next_video.py",
@@ -58,7 +59,7 @@ def test_a_window_ending_on_an_if_shows_the_whole_if_elif_else_chain() -> None:
     the other modes cut off; it now ends with the chain's `else` branch."""
     text = answer("What are the supported spatial pooling modes in LlavaNextVideoPooler?",
                   [source(*POOLER)])
-    code = [line.strip() for line in code_lines(text)]
+    code = [line.strip() for line in code_lines(text, elisions=False)]
     assert code[-1] != 'if mode == "average":'
     for line in ('if mode == "average":', 'elif mode == "max":', "else:",
                  "self.pool = nn.MaxPool2d(kernel_size=stride, stride=stride)"):
@@ -74,7 +75,7 @@ def test_a_window_ending_on_a_comment_shows_the_statement_it_is_about() -> None:
                      "llava_next_video.py", "python")
     text = answer("What happens to input_ids when inputs_embeds is None in LlaVA-NeXT-Video's "
                   "forward pass?", [forward])
-    code = [line.strip() for line in code_lines(text)]
+    code = [line.strip() for line in code_lines(text, elisions=False)]
     assert not code[-1].startswith("#")
     assert "elif inputs_embeds is None:" in code and code[-1] == "input_ids = None"
 
@@ -181,3 +182,26 @@ def test_a_tables_legend_is_never_a_passage() -> None:
                       "docs/features/quantization/supported_hardware.md", "markdown")
     text = answer("What quantization methods are supported by vLLM CPU?", [hardware])
     assert "indicates that the quantization method" not in text
+
+
+def test_a_window_that_stops_inside_its_definition_ends_with_an_elision() -> None:
+    """The forward pass goes on past the window (`hidden_states = self.language_model...`):
+    a `...` line says so, instead of code that seems to end there."""
+    forward = source("llava_next_video_forward", "vllm/model_executor/models/"
+                     "llava_next_video.py", "python")
+    text = answer("What happens to input_ids when inputs_embeds is None in LlaVA-NeXT-Video's "
+                  "forward pass?", [forward])
+    code = code_lines(text)
+    assert code[-1].strip() == "..." and code[-2].strip() == "input_ids = None"
+
+
+def test_a_c_window_does_not_end_inside_a_block_comment() -> None:
+    """A yyjson.h window stopped inside a `/** ... */` doc comment (after `@return`): the
+    comment is shown to its `*/`."""
+    header = source("yyjson_mut_arr", "include/yyjson/yyjson.h", "c")
+    text = answer("How deeply can arrays and objects be nested before orjson's parser refuses "
+                  "a document, and what else makes parsing fail?", [header])
+    for n in range(text.count("```") // 2):
+        code = [line.strip() for line in code_lines(text, n, elisions=False)]
+        if code[0].startswith("/**"):
+            assert "*/" in code

@@ -158,8 +158,19 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     closes = min(itertools.accumulate(depth_changes(shown, source.kind)), default=0) < 0 \
         or any(len(x) - len(x.lstrip()) < len(shown[0]) - len(shown[0].lstrip())
                for x in shown[1:] if x.strip())
+    # A window inside a definition that goes on past it (lines deeper than the window's
+    # outermost one, or a bracket it leaves open) is followed by a `...` line.
+    end_line = next(n for n, (s, e) in enumerate(lines) if s <= end <= e)
+    rest = next((text[slice(*lines[n])] for n in range(end_line + 1, len(lines))
+                 if text[slice(*lines[n])].strip()), None)
+    outermost = min(len(x) - len(x.lstrip()) for x in shown if x.strip())
+    after = -1
+    if rest is not None and (len(rest) - len(rest.lstrip()) > outermost
+                             or sum(depth_changes(shown, source.kind)) > 0):
+        after = max(outermost, len(rest) - len(rest.lstrip()))
     return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if lead.strip() else lead, context, elided=cut or closes)
+                   "" if lead.strip() else lead, context, elided=cut or closes,
+                   elided_after=after)
 
 
 def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
@@ -245,8 +256,9 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
         match = marker.match(line(n))
         return bool(line(n).strip() and match and line(n)[match.end():].lstrip()[:1].islower())
 
-    if python:
-        low, high = _outside_docstrings(text, lines, low, high, reach + _BLOCK_REACH)
+    if python or c_family:
+        low, high = _outside_docstrings(text, lines, low, high, reach + _BLOCK_REACH,
+                                        c_family=not python)
     back = lines[low][0] - 2 * _REACH_BACK  # a comment of a few lines is taken whole
     while low > first and goes_on(low) and line(low - 1).strip() and quiet(low - 1) \
             and lines[low - 1][0] >= back:
@@ -281,11 +293,13 @@ def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
 
 
 _TRIPLE = re.compile(r'"""|\'\'\'')
+_BLOCK_COMMENT = re.compile(r"/\*|\*/")
 
 
 def _outside_docstrings(text: str, lines: list[tuple[int, int]], low: int, high: int,
-                        reach: int) -> tuple[int, int]:
-    """The run low..high neither beginning nor ending inside a triple-quoted string (a
+                        reach: int, c_family: bool = False) -> tuple[int, int]:
+    """The run low..high neither beginning nor ending inside a triple-quoted string or, with
+    `c_family`, a `/* ... */` comment (a
     docstring's last lines, its closing quotes alone, above the code; its first lines cut
     mid-sentence below it): begun at the string's opening line, else past its end; ended at
     its close, else before its opening line; within `reach` characters. The block's first
@@ -294,10 +308,10 @@ def _outside_docstrings(text: str, lines: list[tuple[int, int]], low: int, high:
     quote = ""
     for s, e in lines:
         inside.append(bool(quote))
-        for match in _TRIPLE.finditer(text, s, e):
+        for match in (_BLOCK_COMMENT if c_family else _TRIPLE).finditer(text, s, e):
             if not quote:
-                quote = match.group()
-            elif match.group() == quote:
+                quote = match.group() if match.group() != "*/" else ""
+            elif match.group() in (quote, "*/"):
                 quote = ""
     inside.append(bool(quote))
     if inside[low]:

@@ -36,6 +36,8 @@ def _shown(passage: Passage) -> str:
                 or (passage.elided and not lines):
             lines.append(_elision(window[0]))
         lines += window
+        if passage.elided_after >= 0:
+            lines.append(" " * passage.elided_after + "...")
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
