@@ -21,7 +21,7 @@ from pathlib import Path
 
 from benchmarks.common import BENCH_DIR, dataset, host_line, percentile
 from ragdb import RagDB, evaluate
-from ragdb.generate.extractive import clean_markup
+from ragdb.generate.extractive import clean_markup, is_label
 from ragdb.generate.styles import Style
 from ragdb.retrieve import Mode
 from ragdb.schemas import MinimalSource, RagDataset
@@ -71,12 +71,14 @@ def passages_of(answer: str) -> list[tuple[str, list[int]]]:
 
 def verbatim_share(answer: str, sources: list[str]) -> tuple[int, int]:
     """(passages found word for word in a source they cite, passages). Each line of a passage
-    (fence lines and a code answer's `...` line, which marks lines left out, aside) must appear
-    in the source, raw or after the same markup cleaning."""
+    (fence lines, a code answer's `...` line, which marks lines left out, and the label line
+    naming the code's file, ragdb's own words, aside) must appear in the source, raw or after
+    the same markup cleaning."""
     found = total = 0
     for body, numbers in passages_of(answer):
         lines = [_flat(line) for line in body.splitlines()
-                 if line.strip() and not line.strip().startswith("```") and line.strip() != "..."]
+                 if line.strip() and not line.strip().startswith("```") and line.strip() != "..."
+                 and not is_label(line)]
         if not lines:
             continue
         total += 1

@@ -216,12 +216,16 @@ def test_near_duplicates_are_dropped() -> None:
 
 
 def test_code_file_passage_is_fenced_with_citation_after() -> None:
+    """Code of a code file: fenced, cited after the fence, under ragdb's own label line that
+    names the file and the definition shown (not a quote: it claims nothing)."""
     source = sampler_source(1)
     passages = select_passages("How does greedy pick the most likely token from logits?",
                                [source])
     text, cited = compose(passages)
     assert cited == [1]
-    assert text.startswith("```\n")
+    assert text.startswith("From `vllm/sampling.py`, `greedy`:\n```\n")
+    assert passages[0].label == "From `vllm/sampling.py`, `greedy`:"
+    check_verbatim(passages, [source])
     assert "def greedy(logits: torch.Tensor) -> torch.Tensor:" in text
     assert "```\n[1]" in text
 

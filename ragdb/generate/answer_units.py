@@ -4,7 +4,9 @@ Units are sentences, list items, table rows, fenced code blocks and rst literal 
 prose, and whole definitions or short blocks of code files; an introducing sentence ending in
 ':' (or naming "the following" block) travels with the block it introduces, a list or table
 right under a heading is a unit with it, and a sentence leaning on the one before ("This ...",
-"However, this limitation ...") with that one. passage_choice scores and chooses among them.
+"For comparison, ...", "However, this limitation ...") with that one; where there is none, a
+leading connective ("Then, ") is left out of the unit, or the sentence is. passage_choice
+scores and chooses among them.
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ _LEANING = re.compile(
     r"Furthermore|Moreover|Otherwise|Instead|Similarly|Likewise|Therefore|Thus|Hence|Then|"
     r"Here|There|In this case|In that case|In addition|As a result|For this|For that|"
     r"For example|For instance|Alternatively|But|And|Or|So|To do so|To do this|Doing so|"
-    r"In this way|This way|As such|With this|With that)\b"
+    r"In this way|This way|As such|With this|With that|For comparison|By comparison|"
+    r"In comparison|In contrast|By contrast|On the other hand|Conversely|Nevertheless|"
+    r"Nonetheless|Even so|Meanwhile)\b"
 )
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 
@@ -76,11 +80,16 @@ def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
     """The first line to read: past the closing fence when the chunk starts inside a block.
 
     A chunk cut from a long file may begin in the middle of a fenced block. With an odd number
-    of fence lines and a bare first fence (no language), that fence is taken as the closing one,
+    of fence lines and a bare first fence (no language), or a bare first fence and a second one
+    that names a language (it opens a block), that fence is taken as the closing one,
     unless what precedes it introduces a block: then it opens one that runs past the chunk's end.
     """
     fences = [n for n, (s, e) in enumerate(lines) if _FENCE.match(text[s:e])]
-    if not len(fences) % 2 or text[slice(*lines[fences[0]])].strip().strip("`~"):
+    if not fences or text[slice(*lines[fences[0]])].strip().strip("`~"):
+        return 0
+    # An even number of fences may still begin with a closing one: the next fence names a
+    # language (```python), so it opens a block and the bare one before it closed one.
+    if not len(fences) % 2 and not text[slice(*lines[fences[1]])].strip().strip("`~"):
         return 0
     before = [text[s:e] for s, e in lines[:fences[0]] if text[s:e].strip()]
     # Nothing but a heading, an admonition or an introduction before it: that fence opens a
@@ -307,6 +316,8 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
         pointing = _POINTS_AHEAD.search(text[intro.start:intro.end])
         if not introduces(text[intro.start:intro.end]) and not pointing:
             continue
+        # "Then, vLLM supports the following ...:" shown without the sentence before it.
+        intro = replace(intro, start=_past_connective(text, intro.start, intro.end))
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
             if units[k].end - intro.start > _MAX_JOIN:
@@ -329,9 +340,27 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
                 if support >= 0 and unit.end - units[support].start <= _MAX_JOIN:
                     unit = Unit(units[support].start, unit.end, "joined", -1)
                 elif leaning:
-                    continue
+                    start = _past_connective(text, unit.start, unit.end)
+                    rest = text[start:unit.end]
+                    if start == unit.start or _LEANING.match(rest) or _refers_back(rest):
+                        continue
+                    unit = replace(unit, start=start)
         out.append(unit)
     return sorted(out, key=lambda u: (u.start, u.end))
+
+
+# A connective that only links a sentence to the one before it ("Then, ", "Also, "): what
+# follows it stands alone, and is what a passage without that sentence shows, when it begins
+# a sentence of its own (a capital, a name like `vLLM`; "Also, in some cases" does not).
+_CONNECTIVE = re.compile(r"(?:Then|Also|Additionally|Furthermore|Moreover|In addition|Next|"
+                         r"Finally|Lastly|Besides|Likewise|Similarly|However),[ \t\n]+"
+                         r"(?![a-z]+\b)(?=[A-Za-z`\[*_(\"'0-9])")
+
+
+def _past_connective(text: str, start: int, end: int) -> int:
+    """Where a sentence starts past its leading connective; `start` when it has none."""
+    match = _CONNECTIVE.match(text, start, end)
+    return match.end() if match else start
 
 
 # A sentence pointing at what follows it ("The following code configures ...", "as shown

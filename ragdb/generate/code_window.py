@@ -8,6 +8,7 @@ matches the question, under the signature lines (`class ...:`, `def ...(`) it li
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 
@@ -15,6 +16,7 @@ from ragdb.generate.spans import (
     C_FAMILY,
     CLOSING,
     DEF_LINE,
+    HASH_COMMENT,
     Passage,
     SourceText,
     bm25,
@@ -137,18 +139,38 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
         else best
     low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
+    python = source.kind in ("python", "module", "function", "class", "statements") \
+        or source.file_path.endswith((".py", ".pyi"))
+    low, high = _whole_blocks(text, lines, low, high, python, source.kind in C_FAMILY,
+                              budget + _REACH, first=1 if partial else 0)
     start, end = trim_span(text, lines[low][0], lines[high][1])
     if start >= end:
         return None
     first_line = text.rfind("\n", 0, start) + 1
     low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
-    python = source.kind in ("python", "module", "function", "class", "statements") \
-        or source.file_path.endswith((".py", ".pyi"))
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
     context = tuple((lines[n][0], text[slice(*lines[n])]) for n in heads)
     lead = text[first_line:start]
+    # A window that closes a bracket it does not open (`],` then `)` of a call begun above),
+    # or leaves the block it begins in (an `else()` branch's tail, then `endif()`), has lines
+    # left out before it, marked as such.
+    shown = (text[first_line:start] + text[start:end]).split("\n")
+    closes = min(itertools.accumulate(depth_changes(shown, source.kind)), default=0) < 0 \
+        or any(len(x) - len(x.lstrip()) < len(shown[0]) - len(shown[0].lstrip())
+               for x in shown[1:] if x.strip())
+    # A window inside a definition that goes on past it (lines deeper than the window's
+    # outermost one, or a bracket it leaves open) is followed by a `...` line.
+    end_line = next(n for n, (s, e) in enumerate(lines) if s <= end <= e)
+    rest = next((text[slice(*lines[n])] for n in range(end_line + 1, len(lines))
+                 if text[slice(*lines[n])].strip()), None)
+    outermost = min(len(x) - len(x.lstrip()) for x in shown if x.strip())
+    after = -1
+    if rest is not None and (len(rest) - len(rest.lstrip()) > outermost
+                             or sum(depth_changes(shown, source.kind)) > 0):
+        after = max(outermost, len(rest) - len(rest.lstrip()))
     return Passage(source.number, text[start:end], start, end, score, True,
-                   "" if lead.strip() else lead, context, elided=cut)
+                   "" if lead.strip() else lead, context, elided=cut or closes,
+                   elided_after=after)
 
 
 def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
@@ -186,6 +208,138 @@ def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: i
     back = lines[low][0] - _REACH_BACK
     while closes_unopened(low, high) and low > 0 and lines[low - 1][0] >= back:
         low -= 1
+    return low, high
+
+
+#: How much further than a statement a window may grow to show the body of a block it ends
+#: on: an `if`/`elif`/`else` chain is read whole.
+_BLOCK_REACH = 450
+_CONTINUES = re.compile(r"\s*(?:elif|else|except|finally|case)\b")
+
+
+def _whole_blocks(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                  python: bool, c_family: bool, reach: int, first: int = 0
+                  ) -> tuple[int, int]:
+    """The run low..high not ending on a comment that says what comes next, nor on a Python
+    block's opening line (`if mode == "average":`) without its body: grown to take the
+    statement the comment is about (within `reach` characters) and the whole block, with its
+    `elif`/`else` branches (within _BLOCK_REACH more), else cut back before them (the block's
+    header too, even where it holds a question term: a header without its body says nothing).
+    Nor does it begin inside a comment that starts above it (`#  kernels calls made within`):
+    the comment's first lines are taken too, where close by (from line `first` on: the lines
+    before it may not be shown)."""
+    marker = _SLASH_LINE if c_family else _HASH_LINE
+
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def quiet(n: int) -> bool:  # a comment line or a blank one
+        return not line(n).strip() or bool(marker.match(line(n)))
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    def opens(n: int) -> bool:  # a one-line block header (`) -> None:` ends a longer one)
+        code = HASH_COMMENT.sub("", line(n)).strip()
+        return python and not quiet(n) and code.endswith(":") and code[0] not in CLOSING \
+            and not depth_changes([code], "python")[0]
+
+    def within(n: int, more: int = 0) -> bool:
+        return lines[n][1] - lines[low][0] <= reach + more
+
+    def code_before(n: int) -> int:  # the last code line at or before n, not before low
+        while n > low and quiet(n):
+            n -= 1
+        return n
+
+    def goes_on(n: int) -> bool:  # a comment line whose words continue the line above
+        match = marker.match(line(n))
+        return bool(line(n).strip() and match and line(n)[match.end():].lstrip()[:1].islower())
+
+    if python or c_family:
+        low, high = _outside_docstrings(text, lines, low, high, reach + _BLOCK_REACH,
+                                        c_family=not python)
+    back = lines[low][0] - 2 * _REACH_BACK  # a comment of a few lines is taken whole
+    while low > first and goes_on(low) and line(low - 1).strip() and quiet(low - 1) \
+            and lines[low - 1][0] >= back:
+        low -= 1
+    last = code_before(high)
+    if any(line(n).strip() for n in range(last + 1, high + 1)):
+        # It ends on a comment, which is about the statement after it.
+        n = high + 1
+        while n < len(lines) and quiet(n):
+            n += 1
+        if n >= len(lines) or not within(n) or depth_changes([line(n)], "python")[0]:
+            return low, last  # a comment's words alone are no reason to end on it
+        last = n
+    if not opens(last):
+        return low, last
+    # A block opened at line `last`: its body and the branches that go on from it.
+    n = last + 1
+    while n < len(lines) and within(n, _BLOCK_REACH):
+        if line(n).strip() and indent(n) <= indent(last) and not (
+                indent(n) == indent(last) and _CONTINUES.match(line(n))):
+            break
+        n += 1
+    if n >= len(lines) or line(n).strip() and indent(n) <= indent(last):
+        n -= 1
+        while n > last and not line(n).strip():
+            n -= 1
+        return low, n
+    # Out of reach: cut before the block's header (and the comment above it), even where the
+    # header holds a question term: a header without its body answers nothing.
+    cut = code_before(last - 1)
+    return (low, cut) if low <= cut < last and not quiet(cut) else (low, high)
+
+
+_TRIPLE = re.compile(r'"""|\'\'\'')
+_BLOCK_COMMENT = re.compile(r"/\*|\*/")
+
+
+def _outside_docstrings(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                        reach: int, c_family: bool = False) -> tuple[int, int]:
+    """The run low..high neither beginning nor ending inside a triple-quoted string or, with
+    `c_family`, a `/* ... */` comment (a
+    docstring's last lines, its closing quotes alone, above the code; its first lines cut
+    mid-sentence below it): begun at the string's opening line, else past its end; ended at
+    its close, else before its opening line; within `reach` characters. The block's first
+    line is taken as outside any string."""
+    inside: list[bool] = []  # inside a string where line n begins
+    quote = ""
+    for s, e in lines:
+        inside.append(bool(quote))
+        for match in (_BLOCK_COMMENT if c_family else _TRIPLE).finditer(text, s, e):
+            if not quote:
+                quote = match.group() if match.group() != "*/" else ""
+            elif match.group() in (quote, "*/"):
+                quote = ""
+    inside.append(bool(quote))
+    if inside[low]:
+        opening = low
+        while opening > 0 and inside[opening]:
+            opening -= 1
+        n = low
+        while n < high and inside[n + 1]:
+            n += 1
+        if lines[high][1] - lines[opening][0] <= reach:
+            low = opening  # the whole string, from its opening line
+        elif n + 1 <= high:  # else past the line that closes it, where any code is left
+            low = n + 1
+            while low < high and not text[slice(*lines[low])].strip():
+                low += 1
+    if inside[high + 1] and low < high:
+        n = high + 1
+        while n < len(lines) and inside[n + 1] and lines[n][1] - lines[low][0] <= reach:
+            n += 1
+        if n < len(lines) and not inside[n + 1] and lines[n][1] - lines[low][0] <= reach:
+            return low, n
+        n = high
+        while n > low and inside[n]:
+            n -= 1  # n opens the string
+        if n > low:
+            high = n - 1
+            while high > low and not text[slice(*lines[high])].strip():
+                high -= 1
     return low, high
 
 
@@ -284,3 +438,63 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int] | None:
     if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
         return None
     return s, e
+
+
+# A definition's first line in Python, the C family, Rust, Go, TypeScript...: its keyword
+# (after modifiers) and the name it defines.
+_NAMED = re.compile(
+    r"[ \t]*(?:(?:pub(?:\([^)]*\))?|export|default|async|static|public|private|protected|"
+    r"abstract|final|inline|unsafe|extern|virtual|declare)\s+)*"
+    r"(?:def|class|fn|function|func|struct|enum|trait|interface|impl|type|macro|module)\s+"
+    r"([A-Za-z_$][\w$]*)")
+_PREAMBLE = re.compile(r"[ \t]*(?:@|#\[|#(?!\w)|//|/\*|\*|$)")
+
+
+#: A label line as code_label writes it (a benchmark's verbatim check leaves it out).
+LABEL = re.compile(r"From `[^`\n]+`(?:, `[^`\n]+`)*:")
+
+
+# A method's header without a keyword (`_processEntry(entry: LayoutShift) {` in TypeScript,
+# Java, C++): its name before the parameters.
+_METHOD = re.compile(r"[ \t]*(?:(?:public|private|protected|static|async|override|readonly|"
+                     r"get|set|virtual|inline|const)\s+)*(?:[\w:<>*&\[\]]+\s+)*?"
+                     r"([A-Za-z_$~][\w$]*)\s*(?:<[^>]*>)?\s*\(")
+
+
+def _header_name(line: str) -> re.Match[str] | None:
+    """The name a signature line (code_window's context) of a brace language defines, where
+    it is not a control statement's line (CMake's `set(X` and a call's first line are none)."""
+    if _CONTROL.match(line) or not line.rstrip().endswith("{"):
+        return None
+    return _METHOD.match(line)
+
+
+def code_label(source: SourceText, passage: Passage) -> str:
+    """ragdb's own words naming what a code block shows, not a quote: `From `path`, `name`:`
+    with the definition the lines lie in (its signature lines, outermost first, dotted) and
+    those that begin in them (`From `p`, `A.f`, `A.g`:`, up to three); `From `path`:` when
+    they name none."""
+    def level(line: str) -> int:
+        return len(line) - len(line.lstrip())
+
+    # (indentation, name, shown): the definitions the line being read lies in.
+    stack = [(level(line), m.group(1), False) for _, line in passage.context
+             if (m := _NAMED.match(line) or _header_name(line))]
+    names: list[str] = []
+    lines = [x for x in (passage.indent + passage.text).split("\n") if x.strip()]
+    if stack and lines and not _NAMED.match(lines[0]):
+        names.append(".".join(x[1] for x in stack[-3:]))  # it begins inside the last one
+    for line in lines:
+        match = _NAMED.match(line)
+        if match is None:
+            continue
+        while stack and stack[-1][0] >= level(line):
+            stack.pop()
+        inside_shown = any(x[2] for x in stack)  # a method of a class shown whole: no name
+        stack.append((level(line), match.group(1), True))
+        if not inside_shown:
+            names.append(".".join(x[1] for x in stack[-3:]))
+    # A class whose methods are named is named by them (`A.f`, not `A` and `A.f`).
+    names = [x for x in dict.fromkeys(names)
+             if not any(y.startswith(x + ".") for y in names)][:3]
+    return "From " + ", ".join(f"`{x}`" for x in [source.file_path] + names) + ":"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ragdb.generate.code_window import LABEL
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.passage_choice import DEFAULT_SETTINGS, Embed, Settings, select_passages
 from ragdb.generate.spans import Passage, SourceText
@@ -35,6 +36,8 @@ def _shown(passage: Passage) -> str:
                 or (passage.elided and not lines):
             lines.append(_elision(window[0]))
         lines += window
+        if passage.elided_after >= 0:
+            lines.append(" " * passage.elided_after + "...")
         width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
         body = "\n".join(x[width:].rstrip() for x in lines)
         return f"```\n{body}\n```"
@@ -48,21 +51,29 @@ def _elision(line: str) -> str:
     return line[:len(line) - len(line.lstrip())] + "..."
 
 
-def compose_pieces(passages: Sequence[Passage]) -> Iterator[str]:
-    """Each passage as shown with its citation, one piece at a time (for streaming)."""
+def compose_pieces(passages: Sequence[Passage], *, labels: bool = True) -> Iterator[str]:
+    """Each passage as shown with its citation, one piece at a time (for streaming); code of a
+    code file under its label (`From `path`, `name`:`), unless `labels` is False."""
     for n, passage in enumerate(passages):
         shown = _shown(passage)
+        if labels and passage.label:
+            shown = f"{passage.label}\n{shown}"
         cite = f"[{passage.number}]"
         ends_in_block = shown.rstrip().endswith(("```", "~~~"))
         piece = f"{shown}\n{cite}" if ends_in_block else f"{shown} {cite}"
         yield piece if n == 0 else "\n\n" + piece
 
 
-def compose(passages: Sequence[Passage]) -> tuple[str, list[int]]:
+def compose(passages: Sequence[Passage], *, labels: bool = True) -> tuple[str, list[int]]:
     """The answer text and the source numbers it cites, in order of first citation."""
-    text = "".join(compose_pieces(passages))
+    text = "".join(compose_pieces(passages, labels=labels))
     cited = list(dict.fromkeys(p.number for p in passages))
     return text, cited
+
+
+def is_label(line: str) -> bool:
+    """A line of ragdb's own that names the code below it (code_label), not a quote."""
+    return bool(LABEL.fullmatch(line.strip()))
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import lead_sentence, windowed
+from ragdb.generate.code_window import code_label, lead_sentence, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -206,10 +206,16 @@ _INCLUDE_ONLY_BLOCK = re.compile(
 _COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
 
 
+# A table's legend ("- ✅︎ indicates that the method is supported", "* 🚧 means ..."): what a
+# mark in the table means, which says nothing without the table.
+_LEGEND = re.compile(r"\s*(?:[-*+]\s+)?[^\w\s]{1,4}\s+(?:indicates|means|denotes|marks|"
+                     r"represents|stands for)\b")
+
+
 def _showable(source: SourceText, unit: Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
-    (prose), and not only imports or snippet includes (module paths share many words with a
-    question about the module, but tell a reader nothing)."""
+    (prose), not a table's legend, and not only imports or snippet includes (module paths
+    share many words with a question about the module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
         if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
@@ -222,6 +228,8 @@ def _showable(source: SourceText, unit: Unit) -> bool:
     if _starts_mid_sentence(source.text, unit.start, unit.kind):
         return False
     raw = source.text[unit.start:unit.end]
+    if unit.kind in ("item", "sentence") and _LEGEND.match(clean_markup(raw)):
+        return False
     return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
 
 
@@ -325,6 +333,10 @@ def select_passages(
     passages.sort(key=lambda p: (p.number, p.start))
     if settings.code_lead:
         passages = _with_lead(passages, sources)
+    by_number = {s.number: s for s in sources}
+    passages = [replace(p, label=code_label(by_number[p.number], p))
+                if p.code and p.number in by_number and is_code(by_number[p.number]) else p
+                for p in passages]
     if on_passage is not None:
         for passage in passages:
             on_passage(passage)

@@ -48,8 +48,14 @@ class Passage:
     # Code only: lines before the passage are left out (its chunk begins inside a statement
     # or a block): shown as `...` above it.
     elided: bool = False
+    # Code only: the definition goes on past the passage (lines left out after it): shown as
+    # `...` below it, at this column (the first left-out line's indentation); -1: it does not.
+    elided_after: int = -1
     # Prose only: links shown with their targets (it answers "where", or it points elsewhere).
     link_targets: bool = False
+    # Code of a code file: ragdb's own line naming what the block shows (the file, and the
+    # definition when the lines show or lie in one), shown above the block; not a quote.
+    label: str = ""
 
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})

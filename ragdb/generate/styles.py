@@ -111,7 +111,7 @@ def _as_shown(passage: Passage) -> str:
     """A passage as the extractive answer shows it, without its citation: prose with its
     markup cleaned (mkdocs links as their text, which the writer otherwise copied as garbled
     links), code fenced under the signature lines of the definition it lies in."""
-    shown = next(compose_pieces([passage]))
+    shown = next(compose_pieces([passage], labels=False))
     return re.sub(r"\s*\[\d{1,3}\]$", "", shown)
 
 
@@ -236,16 +236,20 @@ class CheckedAnswerer:
         if checked.too_little:
             model = EXTRACTIVE_NAME
             report.fallback = "extractive"
-            text, cited_numbers = compose(draft.passages)
+            # Shown as the writer's answers show code (no label lines): what this file's
+            # checks and the writer's tests read is the same either way.
+            text, cited_numbers = compose(draft.passages, labels=False)
             if gate is not None and not gate.emitted and on_token is not None:
-                for piece in compose_pieces(draft.passages):
+                for piece in compose_pieces(draft.passages, labels=False):
                     on_token(piece)
         else:
             text, cited_numbers = checked.text, checked.cited
             shown = _proof(question, checked.text, checked.kept_sentences, draft.passages)
             if shown:
                 report.completed = sorted({p.number for p in shown})
-                text += "\n\n" + "".join(compose_pieces(shown)).lstrip("\n")
+                # The code right after the sentence read from it: the sentence says what it
+                # is, so no label line comes between them.
+                text += "\n\n" + "".join(compose_pieces(shown, labels=False)).lstrip("\n")
                 cited_numbers = sorted(set(cited_numbers) | set(report.completed))
             if gate is not None:
                 gate.push(text)
