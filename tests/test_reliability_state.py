@@ -444,6 +444,32 @@ def test_a_second_index_run_is_refused_on_every_door(served: tuple[str, Path]) -
 
 # -- 16c. "still being computed" only while a run computes them -------------------------------
 
+def test_index_wait_waits_for_the_run_in_flight_then_indexes(served: tuple[str, Path]) -> None:
+    """`ragdb index --wait` (a CI job beside another) says once that it waits, then indexes
+    what changed once the run in flight has committed, instead of refusing."""
+    _, root = served
+    write_corpus(root / "extra10", pages("Lisbon"))
+    run = Holder(root, ["extra10"])
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", "extra10", "--db", "rag.db", "--wait"],
+        cwd=root, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    said = Lines(waiter.stderr)
+    line = said.get()
+    assert line.startswith("ragdb: another index run is in progress on "), line
+    assert "waiting for it to end" in line, line
+    time.sleep(1.0)
+    assert waiter.poll() is None  # still waiting while the run is held
+    run.release()
+    out = waiter.stdout.read() if waiter.stdout else ""
+    waiter.wait(timeout=120)
+    assert waiter.returncode == 0, said.all()
+    # It ran after the held run committed: every file it walks is that run's, unchanged.
+    assert " 0 indexed, " in out and " unchanged, 0 removed" in out, out
+    assert " 0 unchanged" not in out, out
+    assert "Traceback" not in said.all()
+
+
 def test_incomplete_vectors_are_named_for_what_they_are(served: tuple[str, Path]) -> None:
     """After a killed run nothing computes vectors, yet search said they were "still being
     computed"; it says so only while an index run runs, and otherwise how to complete them."""

@@ -56,6 +56,11 @@ def index(
     watch: bool = typer.Option(
         False, "--watch", help="After indexing, re-index on every change until Ctrl-C."
     ),
+    wait: bool = typer.Option(
+        False, "--wait",
+        help="If another index run is in progress on this index, wait for it to end, then "
+        "index [default: refuse in one line].",
+    ),
     vectors: bool = typer.Option(
         True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
     ),
@@ -94,15 +99,20 @@ def index(
     )
     # Every recorded root, each walked as its own last run was, unless told otherwise.
     own_options = bool(recorded) and not walk_given
-    _index_once(rag, [] if own_options else roots, options)
+    _index_once(rag, [] if own_options else roots, options, wait=wait)
     if watch:
         from ragdb.watch import watch_roots
 
         watch_roots(rag, roots, options, report=_index_summary, recorded=own_options)
 
 
-def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any]) -> None:
+def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any],
+                wait: bool = False) -> None:
     show_bar = sys.stderr.isatty()
+
+    def waiting() -> None:  # said once, before the bars: a CI job's log shows why it paused
+        err(f"another index run is in progress on {rag.shown}; waiting for it to end")
+
     with Progress(show_bar, "indexing") as files_bar, \
             Progress(show_bar, "embedding", "chunks") as bar:
 
@@ -114,7 +124,7 @@ def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any]) -> Non
 
         result = rag.index(
             roots, progress=files_bar.step, on_files=files_bar.total, on_embedded=on_embedded,
-            **options,
+            wait=wait, on_wait=waiting, **options,
         )
     typer.echo(_index_summary(result))
 
