@@ -7,7 +7,7 @@ The sources are chunks of real files as the search returned them for bench_accep
 
 from __future__ import annotations
 
-from ragdb.generate.code_window import defines_asked
+from ragdb.generate.code_window import defines_asked, setting_passage
 from ragdb.generate.spans import terms
 from tests.test_extractive_coherence import answer, code_lines, source
 
@@ -63,3 +63,50 @@ def test_only_a_line_setting_a_name_of_the_question_counts_as_its_definition() -
                  "        q_weight = Parameter(qkv_weight[:q_proj_size], requires_grad=False)",
                  "        indices_type: Data type for expert indices"):
         assert not defines_asked(line, query), line
+
+
+W4A16 = "vllm/model_executor/layers/quantization/compressed_tensors/schemes/" \
+    "compressed_tensors_w4a16_24.py"
+KEYE = "vllm/model_executor/models/keye.py"
+
+
+def test_code_using_an_asked_constant_is_shown_with_the_statement_setting_it() -> None:
+    """Asked what value `_MAX_IMAGE_SIZE` has, the answer showed only the method passing it
+    on; the module's `_MAX_IMAGE_SIZE = 9999999`, in another chunk of the same file, is shown
+    with it."""
+    text = answer("What value does _MAX_IMAGE_SIZE use in vLLM's keye model for determining "
+                  "the image size with most features?",
+                  [source("keye_most_features", KEYE, "python", 1),
+                   source("keye_constants", KEYE, "python", 2)])
+    assert "image_width=_MAX_IMAGE_SIZE," in [x.strip() for x in code_lines(text, 0)]
+    assert code_lines(text, 1) == ["_MAX_IMAGE_SIZE = 9999999"]
+
+
+def test_an_asked_constant_comes_with_the_statements_it_is_made_of() -> None:
+    """`W4A16SPARSE24_SUPPORTED_BITS = list(W4A16SPARSE24_SUPPORTED_TYPES_MAP.keys())` says
+    no value by itself: the map just above it, whose keys it is, is shown whole with it (for
+    the `__init__` that names the constant, from the chunk of module lines of its file)."""
+    query = set(terms("What are the supported bit values for W4A16Sparse24 quantization in "
+                      "vLLM's compressed tensors?"))
+    init = source("w4a16_24_init", W4A16, "python", 1)
+    constants = source("w4a16_24_constants", W4A16, "python", 2)
+    found = setting_passage(constants, init.text, query, 1.0, [])
+    assert found is not None and found.text.split("\n") == [
+        "W4A16SPARSE24_SUPPORTED_TYPES_MAP = {",
+        "    4: scalar_types.uint4b8,",
+        "}",
+        "W4A16SPARSE24_SUPPORTED_BITS = list(W4A16SPARSE24_SUPPORTED_TYPES_MAP.keys())"]
+    assert found.text == constants.text[found.start:found.end]
+    # Already on view: not shown twice.
+    assert setting_passage(constants, init.text, query, 1.0, [(found.start, found.end)]) is None
+
+
+def test_a_setting_inside_a_definition_is_not_shown_apart_from_it() -> None:
+    """Only a module's own statements join the answer: a parameter's default or a local of
+    another chunk means nothing without the definition around it."""
+    question = ("What is the default data type for indices_type parameter in the routing "
+                "simulator's expert selection method?")
+    routing = source(*ROUTING)
+    other = source(ROUTING[0], ROUTING[1], ROUTING[2], 2)
+    text = answer(question, [routing, other])
+    assert text.count("indices_type: Optional[torch.dtype] = None,") == 1

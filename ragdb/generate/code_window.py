@@ -88,6 +88,66 @@ def defines_asked(line: str, query: set[str]) -> bool:
     return _defined_name(line, query) is not None
 
 
+#: How long a statement setting an asked name may be to be shown beside the code using it.
+SETTING_CHARS = 400
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def setting_passage(source: SourceText, uses: str, query: set[str], score: float,
+                    shown: list[tuple[int, int]]) -> Passage | None:
+    """The module-level statement of `source` that first sets a name the question asks about
+    and the code `uses` (shown) names, outside the spans `shown` of `source` already on
+    view: a module constant (`_MAX_IMAGE_SIZE = 9999999`) for the method passing it on, with the
+    statements just above it that set the names it is made of (`..._MAP = {4: ...}` for
+    `... = list(..._MAP.keys())`). Whole statements only, within SETTING_CHARS; None when
+    there is none."""
+    text = source.text
+    used = set(_WORD.findall(uses))
+    lines = line_spans(text)
+
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    done: set[str] = set()
+    depth_before = itertools.accumulate(depth_changes([line(n) for n in range(len(lines))],
+                                                      source.kind), initial=0)
+    for n, opened in zip(range(len(lines)), depth_before):
+        # A module's own statement only (a constant, a table): a line inside a definition or
+        # a call (a parameter's default, a local) means nothing shown apart from it.
+        if indent(n) or opened:
+            continue
+        name = _defined_name(line(n), query)
+        if name is None or name not in used or name in done:
+            continue
+        done.add(name)  # its first setting only: a later one is no default
+        last, depth = n, depth_changes([line(n)], source.kind)[0]
+        while depth > 0 and last + 1 < len(lines) and lines[last + 1][1] - lines[n][0] \
+                <= SETTING_CHARS:
+            last += 1
+            depth += depth_changes([line(last)], source.kind)[0]
+        if depth:
+            continue  # a statement longer than SETTING_CHARS, or unbalanced
+        first, made_of = n, set(_WORD.findall(text[lines[n][0]:lines[last][1]])) - {name}
+        k = n - 1
+        while k >= 0 and line(k).strip() and lines[last][1] - lines[k][0] <= SETTING_CHARS:
+            if not indent(k) and not _CLOSER.match(line(k)):
+                match = _SETS.match(line(k))
+                if match is None or (match.group(1) or match.group(2)) not in made_of:
+                    break
+                changes = depth_changes([line(m) for m in range(k, n)], source.kind)
+                if min(itertools.accumulate(changes)) >= 0 and sum(changes) == 0:
+                    first = k
+            k -= 1
+        start, end = lines[first][0], lines[last][1]
+        if any(s < end and start < e for s, e in shown):
+            continue
+        return Passage(source.number, text[start:end], start, end, score, True)
+    return None
+
+
 _CLOSER = re.compile(r"\s*(?:[)\]}][)\]};,]*\s*$|(?:endif|endforeach|endwhile|endfunction|"
                      r"endmacro|end|fi|done|esac|elseif)\b|else\b(?!\s*:)|}\s*else\b)")
 

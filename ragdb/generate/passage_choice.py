@@ -44,7 +44,7 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import code_label, lead_sentence, windowed
+from ragdb.generate.code_window import code_label, lead_sentence, setting_passage, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -329,6 +329,7 @@ def select_passages(
             used += c.unit.end - c.unit.start
     if not passages:
         passages = _fallback(sources)
+    passages += _settings_shown(passages, sources, query)
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
     if settings.code_lead:
@@ -409,6 +410,36 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
     if window is None:
         return replace(c, showable=False)
     return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+#: How many statements setting an asked name (from the file of the code using it) may join
+#: the chosen passages.
+_MAX_SETTINGS = 2
+
+
+def _settings_shown(passages: list[Passage], sources: Sequence[SourceText], query: set[str]
+                    ) -> list[Passage]:
+    """For the code passages shown, the statements of the same file, not shown yet, that set
+    a name the question asks about and the code uses (`_MAX_IMAGE_SIZE = 9999999` for the
+    method passing `_MAX_IMAGE_SIZE` on): the code shows what is done with the value, the
+    statement what the value is."""
+    by_number = {s.number: s for s in sources}
+    added: list[Passage] = []
+    for passage in passages:
+        used = by_number.get(passage.number)
+        if used is None or not passage.code or not is_code(used):
+            continue
+        uses = passage.text + "".join(line for _, line in passage.context)
+        for source in sources:
+            if source.file_path != used.file_path or len(added) >= _MAX_SETTINGS:
+                continue
+            shown = [(p.start, p.end) for p in passages + added if p.number == source.number]
+            shown += [(s, s + len(line)) for p in passages + added
+                      if p.number == source.number for s, line in p.context]
+            found = setting_passage(source, uses, query, passage.score, shown)
+            if found is not None:
+                added.append(found)
+    return added
 
 
 def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
