@@ -7,6 +7,7 @@ The sources are chunks of real files as the search returned them for bench_accep
 
 from __future__ import annotations
 
+from ragdb.generate.answer_signals import asked, signals
 from ragdb.generate.code_window import defines_asked, setting_passage
 from ragdb.generate.spans import terms
 from tests.test_extractive_coherence import answer, code_lines, source
@@ -110,3 +111,16 @@ def test_a_setting_inside_a_definition_is_not_shown_apart_from_it() -> None:
     other = source(ROUTING[0], ROUTING[1], ROUTING[2], 2)
     text = answer(question, [routing, other])
     assert text.count("indices_type: Optional[torch.dtype] = None,") == 1
+
+
+def test_a_method_the_question_names_by_a_plain_word_counts_as_an_asked_name() -> None:
+    """"Gemma2DecoderLayer's forward method": code defining `forward` defines an asked name
+    as much as code defining the class does (it counted for nothing, so the class's head
+    outranked the method that answers); "the helper function" names nothing."""
+    ask = asked("What happens when the residual parameter is None in Gemma2DecoderLayer's "
+                "forward method?")
+    assert {"gemma2decoderlayer", "forward"} <= ask.names
+    forward = source("gemma2_decoder_forward", "vllm/model_executor/models/gemma2.py",
+                     "python").text
+    assert signals(ask, forward, forward, code=True, listed=False).defines == 0.5
+    assert "helper" not in asked("What does the helper function return?").names
