@@ -124,3 +124,18 @@ def test_a_method_the_question_names_by_a_plain_word_counts_as_an_asked_name() -
                      "python").text
     assert signals(ask, forward, forward, code=True, listed=False).defines == 0.5
     assert "helper" not in asked("What does the helper function return?").names
+
+
+def test_code_next_to_the_shown_code_holding_a_question_term_it_lacks_is_shown() -> None:
+    """"... and what about the deprecated ones?": the flags' block was shown and the
+    `// deprecated` constants right after it (`= 0`), the only lines holding "deprecated",
+    were left out; they are shown too."""
+    text = answer("In orjson's Rust source, what integer values do option flags such as "
+                  "`INDENT_2`, `UTC_Z` and `APPEND_NEWLINE` have, and what about the deprecated "
+                  "ones?", [source("orjson_opt", "src/opt.rs", "rust")])
+    code = [line for block in range(text.count("```") // 2)
+            for line in code_lines(text, block)]
+    for line in ("pub(crate) const INDENT_2: Opt = 1;", "pub(crate) const UTC_Z: Opt = 1 << 7;",
+                 "// deprecated", "pub(crate) const SERIALIZE_DATACLASS: Opt = 0;",
+                 "pub(crate) const SERIALIZE_UUID: Opt = 0;"):
+        assert line in code

@@ -327,6 +327,10 @@ def select_passages(
             chosen.append(c)
             passages.append(shown)
             used += c.unit.end - c.unit.start
+        for c, shown in _neighbours_shown(candidates, chosen, query, settings, ask,
+                                          settings.max_chars - used):
+            if not any(_overlapping(p, shown) for p in passages):
+                passages.append(shown)
     if not passages:
         passages = _fallback(sources)
     passages += _settings_shown(passages, sources, query)
@@ -410,6 +414,33 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
     if window is None:
         return replace(c, showable=False)
     return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+def _neighbours_shown(candidates: list[_Candidate], chosen: list[_Candidate], query: set[str],
+                      settings: Settings, ask: Asked, room: int
+                      ) -> list[tuple[_Candidate, Passage]]:
+    """Code right next to chosen code (only blank lines between, in the same source, not a
+    piece of a long definition) that holds a question term no chosen passage holds: the
+    `// deprecated` constants after the flags asked by name ("... and what about the
+    deprecated ones?"), within `room` characters; at most one."""
+    held = {t for c in chosen for t in c.bag}
+    for c in chosen:
+        if not is_code(c.source) or c.unit.block_start >= 0 or c.cut:
+            continue
+        text = c.source.text
+        for n in candidates:
+            unit = n.unit
+            if n.source is not c.source or not n.showable or n.cut or unit.block_start >= 0 \
+                    or unit.end - unit.start > room or n in chosen:
+                continue
+            between = text[c.unit.end:unit.start] if unit.start >= c.unit.end \
+                else text[unit.end:c.unit.start] if unit.end <= c.unit.start else "x"
+            if between.strip() or between.count("\n") > 2 or not (set(n.bag) - held) & query:
+                continue
+            shown = _display(n, 0.0, query, settings, ask)
+            if shown is not None:
+                return [(n, shown)]
+    return []
 
 
 #: How many statements setting an asked name (from the file of the code using it) may join
