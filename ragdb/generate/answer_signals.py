@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ragdb.generate.spans import terms
+from ragdb.tokenize import STOPWORDS
 
 #: The asked thing's phrase ends at the verb or preposition after it.
 _PHRASE_END = (r"(?=\s+(?:do|does|did|is|are|was|were|can|could|should|must|will|would|has|"
@@ -107,6 +108,11 @@ def _name_forms(text: str) -> set[str]:
     return out
 
 
+_NAMED_ROUTINE = re.compile(r"\b([A-Za-z_]\w*)\s+(?:method|function|constructor)\b")
+_NOT_ROUTINE = STOPWORDS | {"which", "what", "helper", "same", "other", "new", "main", "this",
+                            "that", "its", "their", "utility", "wrapper", "python", "class"}
+
+
 def asked(question: str) -> Asked:
     """The question's terms, the asked thing's phrase, and the kinds of thing that answer."""
     text = " ".join(question.strip().split())
@@ -138,6 +144,10 @@ def asked(question: str) -> Asked:
             or words & _NUMBER_WORDS or re.search(r"\b(?:list|all the|each of)\b", low):
         kinds.add("list")
     quoted = _name_forms(text)
+    # A method or function the question names by a plain word (`Gemma2DecoderLayer's forward
+    # method`): code defining it is as much the question's as code defining the class.
+    quoted |= {m.group(1).lower() for m in _NAMED_ROUTINE.finditer(text)
+               if m.group(1).lower() not in _NOT_ROUTINE}
     return Asked(frozenset(terms(text)), frozenset(terms(" ".join(focus_words))),
                  frozenset(kinds), frozenset(quoted),
                  frozenset(m.group() for m in _NUMBER.finditer(text)))

@@ -52,6 +52,102 @@ def _signature(text: str, lines: list[tuple[int, int]], first: int, best: int,
     return sorted(found[:3])
 
 
+# A line that sets a name: an assignment (`self.x = `, `x: int = `), a parameter's default, a
+# constant (`pub(crate) const X: Opt = `, `static const int X = `, `#define X`), a binding
+# (`let`/`const`/`var`).
+_SETS = re.compile(
+    r"[ \t]*(?:#[ \t]*define[ \t]+([A-Za-z_]\w*)|(?:(?:pub(?:\([^)]*\))?|export|static|const|"
+    r"let|var|final|mut|constexpr|readonly)\s+)*(?:[A-Za-z_][\w:<>*&]*\s+(?=[\w*&]))*?"
+    r"(?:self\.|this\.)?([A-Za-z_$][\w$]*)\s*(?::(?!=)[^=\n]*)?=(?!=))")
+_NOT_SET = re.compile(r"\s*(?:if|elif|while|for|return|assert|and|or|not|case|yield)\b")
+
+
+def _defined_name(line: str, query: set[str]) -> str | None:
+    """The name `line` sets, where the question asks about it: a name of two words or more
+    (`mixtral_supported`, `UTC_Z`) that the question names (`indices_type`) or whose words it
+    holds all (`mixtral_supported` as "supported for Mixtral"); a one-word name (`mode`,
+    `q_weight`) is no more the question's than any of its uses."""
+    match = _SETS.match(line)
+    if match is None or _NOT_SET.match(line):
+        return None
+    name = match.group(1) or match.group(2)
+    if re.match(r"\s*" + re.escape(name) + r"\b", line[match.end():]):
+        return None  # `indices_type=indices_type,`: a call passing it on sets nothing
+    words = set(terms(name))
+    if len(words) < 2:
+        return None
+    joined = max(words, key=len)
+    parts = words - {joined}  # `q_weight` has one word of its own, `weight`: none to ask by
+    if joined not in query and not (len(parts) >= 2 and parts <= query):
+        return None
+    return name
+
+
+def defines_asked(line: str, query: set[str]) -> bool:
+    """Whether `line` sets a name the question asks about (see _defined_name)."""
+    return _defined_name(line, query) is not None
+
+
+#: How long a statement setting an asked name may be to be shown beside the code using it.
+SETTING_CHARS = 400
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def setting_passage(source: SourceText, uses: str, query: set[str], score: float,
+                    shown: list[tuple[int, int]]) -> Passage | None:
+    """The module-level statement of `source` that first sets a name the question asks about
+    and the code `uses` (shown) names, outside the spans `shown` of `source` already on
+    view: a module constant (`_MAX_IMAGE_SIZE = 9999999`) for the method passing it on, with the
+    statements just above it that set the names it is made of (`..._MAP = {4: ...}` for
+    `... = list(..._MAP.keys())`). Whole statements only, within SETTING_CHARS; None when
+    there is none."""
+    text = source.text
+    used = set(_WORD.findall(uses))
+    lines = line_spans(text)
+
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    done: set[str] = set()
+    depth_before = itertools.accumulate(depth_changes([line(n) for n in range(len(lines))],
+                                                      source.kind), initial=0)
+    for n, opened in zip(range(len(lines)), depth_before):
+        # A module's own statement only (a constant, a table): a line inside a definition or
+        # a call (a parameter's default, a local) means nothing shown apart from it.
+        if indent(n) or opened:
+            continue
+        name = _defined_name(line(n), query)
+        if name is None or name not in used or name in done:
+            continue
+        done.add(name)  # its first setting only: a later one is no default
+        last, depth = n, depth_changes([line(n)], source.kind)[0]
+        while depth > 0 and last + 1 < len(lines) and lines[last + 1][1] - lines[n][0] \
+                <= SETTING_CHARS:
+            last += 1
+            depth += depth_changes([line(last)], source.kind)[0]
+        if depth:
+            continue  # a statement longer than SETTING_CHARS, or unbalanced
+        first, made_of = n, set(_WORD.findall(text[lines[n][0]:lines[last][1]])) - {name}
+        k = n - 1
+        while k >= 0 and line(k).strip() and lines[last][1] - lines[k][0] <= SETTING_CHARS:
+            if not indent(k) and not _CLOSER.match(line(k)):
+                match = _SETS.match(line(k))
+                if match is None or (match.group(1) or match.group(2)) not in made_of:
+                    break
+                changes = depth_changes([line(m) for m in range(k, n)], source.kind)
+                if min(itertools.accumulate(changes)) >= 0 and sum(changes) == 0:
+                    first = k
+            k -= 1
+        start, end = lines[first][0], lines[last][1]
+        if any(s < end and start < e for s, e in shown):
+            continue
+        return Passage(source.number, text[start:end], start, end, score, True)
+    return None
+
+
 _CLOSER = re.compile(r"\s*(?:[)\]}][)\]};,]*\s*$|(?:endif|endforeach|endwhile|endfunction|"
                      r"endmacro|end|fi|done|esac|elseif)\b|else\b(?!\s*:)|}\s*else\b)")
 
@@ -83,6 +179,19 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     # Lines are all short: no length normalisation (b = 0), so the same terms score the same
     # on any line and the earliest run of equals wins (a name's definition before its uses).
     scores = bm25(query - (set() if cut else set(bags[0])), bags, k1, 0.0)
+    # A line that sets a name the question asks about (`mixtral_supported = [`, a parameter's
+    # `indices_type: Optional[torch.dtype] = None,`, `const UTC_Z: Opt = 1 << 7;`) outranks
+    # the lines that only use it: the value asked for is there.
+    # Only the first line setting each name: its default, not every later reassignment.
+    first_set: dict[str, int] = {}
+    for n, (s, e) in enumerate(lines):
+        # The first line is shown in any case, as the signature (`export const f = (`).
+        name = _defined_name(text[s:e], query) if n or cut else None
+        if name is not None:
+            first_set.setdefault(name, n)
+    defines = sorted(first_set.values())
+    if defines and float(scores.max()) > 0:
+        scores[defines] += float(scores.max())
     partial = not text[:block_start].strip() and lines and (
         cut or depth_changes([text[slice(*lines[0])]], source.kind)[0] < 0)
     if partial:
@@ -138,6 +247,13 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     # Never cut back past the last line that holds a question term.
     keep = max(n for n in range(low, high + 1) if scores[n] > 0) if scores[low:high + 1].max() > 0 \
         else best
+    # The line that sets an asked name the window uses, a few lines above it, is taken too
+    # (`mixtral_supported = [...]` above `... not in mixtral_supported`).
+    shown_terms = {t for n in range(low, high + 1) for t in bags[n]}
+    above = [n for n in defines if n < low and lines[high][1] - lines[n][0] <= budget + _REACH
+             and _defined_name(text[slice(*lines[n])], shown_terms)]
+    if above and not (partial and above[0] == 0):
+        low = best = above[0]
     low, high = _whole_statements(text, lines, low, high, keep, source.kind, budget + _REACH)
     python = source.kind in ("python", "module", "function", "class", "statements") \
         or source.file_path.endswith((".py", ".pyi"))

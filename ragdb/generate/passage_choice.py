@@ -44,7 +44,7 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import code_label, lead_sentence, windowed
+from ragdb.generate.code_window import code_label, lead_sentence, setting_passage, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -327,8 +327,13 @@ def select_passages(
             chosen.append(c)
             passages.append(shown)
             used += c.unit.end - c.unit.start
+        for c, shown in _neighbours_shown(candidates, chosen, query, settings, ask,
+                                          settings.max_chars - used):
+            if not any(_overlapping(p, shown) for p in passages):
+                passages.append(shown)
     if not passages:
         passages = _fallback(sources)
+    passages += _settings_shown(passages, sources, query)
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
     if settings.code_lead:
@@ -409,6 +414,63 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
     if window is None:
         return replace(c, showable=False)
     return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
+
+
+def _neighbours_shown(candidates: list[_Candidate], chosen: list[_Candidate], query: set[str],
+                      settings: Settings, ask: Asked, room: int
+                      ) -> list[tuple[_Candidate, Passage]]:
+    """Code right next to chosen code (only blank lines between, in the same source, not a
+    piece of a long definition) that holds a question term no chosen passage holds: the
+    `// deprecated` constants after the flags asked by name ("... and what about the
+    deprecated ones?"), within `room` characters; at most one."""
+    held = {t for c in chosen for t in c.bag}
+    for c in chosen:
+        if not is_code(c.source) or c.unit.block_start >= 0 or c.cut:
+            continue
+        text = c.source.text
+        for n in candidates:
+            unit = n.unit
+            if n.source is not c.source or not n.showable or n.cut or unit.block_start >= 0 \
+                    or unit.end - unit.start > room or n in chosen:
+                continue
+            between = text[c.unit.end:unit.start] if unit.start >= c.unit.end \
+                else text[unit.end:c.unit.start] if unit.end <= c.unit.start else "x"
+            if between.strip() or between.count("\n") > 2 or not (set(n.bag) - held) & query:
+                continue
+            shown = _display(n, 0.0, query, settings, ask)
+            if shown is not None:
+                return [(n, shown)]
+    return []
+
+
+#: How many statements setting an asked name (from the file of the code using it) may join
+#: the chosen passages.
+_MAX_SETTINGS = 2
+
+
+def _settings_shown(passages: list[Passage], sources: Sequence[SourceText], query: set[str]
+                    ) -> list[Passage]:
+    """For the code passages shown, the statements of the same file, not shown yet, that set
+    a name the question asks about and the code uses (`_MAX_IMAGE_SIZE = 9999999` for the
+    method passing `_MAX_IMAGE_SIZE` on): the code shows what is done with the value, the
+    statement what the value is."""
+    by_number = {s.number: s for s in sources}
+    added: list[Passage] = []
+    for passage in passages:
+        used = by_number.get(passage.number)
+        if used is None or not passage.code or not is_code(used):
+            continue
+        uses = passage.text + "".join(line for _, line in passage.context)
+        for source in sources:
+            if source.file_path != used.file_path or len(added) >= _MAX_SETTINGS:
+                continue
+            shown = [(p.start, p.end) for p in passages + added if p.number == source.number]
+            shown += [(s, s + len(line)) for p in passages + added
+                      if p.number == source.number for s, line in p.context]
+            found = setting_passage(source, uses, query, passage.score, shown)
+            if found is not None:
+                added.append(found)
+    return added
 
 
 def _with_lead(passages: list[Passage], sources: Sequence[SourceText]) -> list[Passage]:
