@@ -1,0 +1,298 @@
+"""Claims bound to their place: rules that find a writer's sentence unsupported though its
+words are all in the cited source, because the source says them of another name, case or
+branch (a default another parameter has, a list given whole where the source names more, code
+for another platform, what happens under an `if` read from a docstring, a look-alike symbol,
+a name the question asks about that the source never speaks of). Each is an exact pattern
+match with a one-line reason; checking._claim runs them after the token checks. Here too is
+what both read: a cited source, the citation and inline-code marks of a written answer, and
+whether a name appears in a text or in the question."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from ragdb.generate.support import FRAME, SupportSettings, support
+from ragdb.tokenize import STOPWORDS, split_identifier
+
+CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
+INLINE = re.compile(r"`([^`\n]+)`")
+
+
+@dataclass(frozen=True)
+class CitedSource:
+    """A source as the check sees it: its number in the answer, path and full text."""
+
+    number: int
+    file_path: str
+    text: str
+
+
+def appears(token: str, text: str, *, ignore_case: bool = False) -> bool:
+    flags = re.I if ignore_case else 0
+    head = r"(?<![\w])" if token[:1].isalnum() or token[:1] == "_" else ""
+    tail = r"(?![\w])" if token[-1:].isalnum() or token[-1:] == "_" else ""
+    return re.search(head + re.escape(token) + tail, text, flags) is not None
+
+
+def asked(token: str, question: str) -> bool:
+    """The question names it itself: naming it again claims nothing (where the source spells
+    the name otherwise, `MultiConnector` for the question's `MultiKVConnector`, the retrieval
+    found the right place; the rest of the sentence is still checked)."""
+    token = token.rstrip(".,:;")
+    if token.endswith("()"):
+        token = token[:-2]
+    return bool(token) and appears(token, question, ignore_case=True)
+
+
+def symbol_char(ch: str) -> bool:
+    """A pictograph or other symbol character (a status mark such as a check mark, a
+    warning sign): the writer may turn one into a look-alike that means something else."""
+    return ord(ch) > 127 and unicodedata.category(ch) == "So"
+
+
+_ARE = re.compile(r"\sare\s")  # ("include" names some of a set, not all of it)
+
+
+def partial_list(text: str, cited: list[CitedSource]) -> str | None:
+    """A sentence "the constants ... are `NVML_X_COUNT`" where the cited source defines
+    fourteen `NVML_X_*`: a list stated as the whole set must hold every name of that family
+    the cited source defines (names of two parts or more in common, each defined at a line's
+    start)."""
+    prose = CITE.sub(" ", text)
+    copula = _ARE.search(prose)
+    if copula is None:
+        return None
+    listed = [m.group(1) for m in INLINE.finditer(prose, copula.end())
+              if re.fullmatch(r"[A-Za-z_]\w*", m.group(1).strip())]
+    listed = [n.strip() for n in listed]
+    if not listed:
+        return None
+    parts = [n.split("_") for n in listed]
+    common: list[str] = []
+    for group in zip(*parts):
+        if len(set(group)) != 1:
+            break
+        common.append(group[0])
+    if len(listed) == 1:
+        common = common[:-1]
+    if len([p for p in common if p]) < 2:
+        return None
+    prefix = "_".join(common) + "_"
+    for source in cited:
+        family = list(dict.fromkeys(re.findall(
+            rf"^[ \t]*(?:[\w()]+[ \t]+)*({re.escape(prefix)}\w+)[ \t]*(?::[^=\n]*)?=",
+            source.text, re.M)))
+        missing = [n for n in family if n not in listed]
+        if missing and len(family) > len(listed):
+            return (f"names {len(listed)} of the {len(family)} {prefix}* that [{source.number}] "
+                    f"defines")
+    return None
+
+
+# "On UNIX this is the same as ``os.kill(pid, signal.SIGKILL)``": the case a source sentence
+# is said for, at its start.
+_CASE = re.compile(r"(?:^|[.!?:]\s+|\()\(?\s*(?:[Oo]n|[Uu]nder)\s+([A-Z][\w/]+)[\s,)]"
+                   r"|^\s*\(([A-Z][\w/]+)\)", re.M)
+
+
+def other_case(text: str, cited: list[CitedSource]) -> str | None:
+    """A sentence that gives code for one case ("on Windows, use `os.kill(...)`") where the
+    source's sentence that holds the code says it for another ("On UNIX this is the same as
+    ..."): the code is the other case's."""
+    prose = CITE.sub(" ", text)
+    cases = set(re.findall(r"\b(?:[Oo]n|[Uu]nder)\s+([A-Z][\w/]+)\b",
+                           INLINE.sub(" ", prose)))
+    if not cases:
+        return None
+    for match in INLINE.finditer(prose):
+        span = match.group(1).strip()
+        if len(span) < 4:
+            continue
+        for source in cited:
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", source.text):
+                if span not in sentence:
+                    continue
+                said = {a or b for a, b in _CASE.findall(sentence)}
+                if said and not said & cases and not any(  # ("On UNIX and Linux ...")
+                        re.search(rf"\b{re.escape(c)}\b", sentence) for c in cases):
+                    return (f"[{source.number}] gives `{span}` for {', '.join(sorted(said))}, "
+                            f"not {', '.join(sorted(cases))}")
+    return None
+
+
+# "When inputs_embeds is None, ...": a sentence that says what happens when a name of code is
+# so, where the cited code has an `if` on that name.
+_WHEN = re.compile(r"\b(?:[Ww]hen|[Ii]f)\s+`?([A-Za-z_]\w*(?:\.\w+)*)`?\s+(?:is|are)\b[^,]*,")
+
+
+def outside_branch(text: str, cited: list[CitedSource], question: str,
+                   settings: SupportSettings) -> str | None:
+    """A sentence "when `x` is None, <claim>" about code that branches on `x`
+    (`elif x is None:`): what it says happens must be in the lines under one of those `if`s,
+    not in the docstring or another branch. Returns why not; None where it is, or where the
+    cited sources hold no `if` on that name."""
+    prose = CITE.sub(" ", text)
+    match = _WHEN.search(prose)
+    if match is None:
+        return None
+    name = match.group(1)
+    if "_" not in name and "." not in name and not re.search(r"[a-z][A-Z]", name):
+        return None  # a code name only: "if it is set" is no branch to look for
+    claim = prose[match.end():]
+    blocks = [b for s in cited for b in _if_blocks(s.text, name)]
+    if not blocks:
+        return None
+    said = [support(claim, question, [(b, "")], settings) for b in blocks]
+    if not said[0].novel or any(len(x.missing) <= settings.max_missing for x in said):
+        return None
+    where = ", ".join(f"[{s.number}]" for s in cited)
+    return (f"{where} does not do {', '.join(said[0].missing[:3])} under its `if` on {name}")
+
+
+def _if_blocks(text: str, name: str) -> list[str]:
+    """Each `if`/`elif` line of a source that tests `name`, with the lines indented under it."""
+    lines = text.split("\n")
+    test = re.compile(r"^([ \t]*)(?:el)?if\b.*(?<![\w.])" + re.escape(name) + r"(?![\w])")
+    blocks: list[str] = []
+    for i, line in enumerate(lines):
+        head = test.match(line)
+        if head is None:
+            continue
+        indent = len(head.group(1).expandtabs())
+        body = [line]
+        for after in lines[i + 1:]:
+            if after.strip() and len(after) - len(after.lstrip()) <= indent:
+                break
+            body.append(after)
+        blocks.append("\n".join(body))
+    return blocks
+
+
+_DEFAULT_WORD = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
+# Where a sentence turns from what it is about to what that is: "... is `None`", "defaults to".
+_COPULA = re.compile(r"\s(?:is|are|to|of)\s|\s?=\s?")
+_VALUE = re.compile(r"`([^`\n]+)`|\b(True|False|None|null|true|false)\b"
+                    r"|(?<![\w.])(-?\d+(?:\.\d+)*)(?![\w])")
+
+
+def default_unbound(text: str, cited: list[CitedSource], question: str) -> str | None:
+    """A sentence that gives a default ("the default of `x` is `None`") must find the value
+    bound to that name as its default in a cited source: on one line with the name, assigned
+    to it (`x: T = None`, `x=None`, `x: None`) or next to the word "default" (`default=None`
+    up to three lines below the name, "x (default: None)"), and not assigned another literal
+    as well. Returns why not; None where it is, or the sentence names no code name or no
+    value."""
+    prose = CITE.sub(" ", text)
+    if not _DEFAULT_WORD.search(prose):
+        return None
+    for copula in reversed(list(_COPULA.finditer(prose))):
+        value_match = _VALUE.search(prose, copula.end())
+        if value_match is None:
+            continue
+        value = next(g for g in value_match.groups() if g is not None).strip().strip("'\"")
+        names = [n for n in dict.fromkeys(_default_names(prose[:copula.start()], question))
+                 if n != value and n.lower() != "default"]
+        if not names or not value:
+            return None
+        bound = [name for name in names if any(_bound(name, value, s.text) for s in cited)]
+        where = ", ".join(f"[{s.number}]" for s in cited)
+        if not bound:
+            return f"{where} does not give {value} as the default of {names[0]}"
+        others = _other_literals(bound[0], value, cited)
+        if others:
+            # `self._is_remote_reader = False` in one branch and `= True` in the other: the
+            # source has no one default to give.
+            return f"{where} sets {bound[0]} to {value} and to {', '.join(others[:2])}"
+        return None
+    return None
+
+
+_LITERAL = r"(True|False|None|-?\d+(?:\.\d+)?|\"[^\"\n]*\"|'[^'\n]*')"
+
+
+def _other_literals(name: str, value: str, cited: list[CitedSource]) -> list[str]:
+    """The other literal values a cited source assigns to `name` (`name = False` where the
+    sentence's default is True)."""
+    found: list[str] = []
+    pattern = re.compile(r"(?<![\w])" + re.escape(name) + r"[ \t]*(?::[^=\n]*)?=[ \t]*"
+                         + _LITERAL + r"[ \t]*(?:#.*)?$", re.M)
+    for source in cited:
+        for literal in pattern.findall(source.text):
+            if literal.strip("'\"") != value and literal not in found:
+                found.append(literal)
+    return found
+
+
+def _default_names(prose: str, question: str) -> list[str]:
+    """The code names and flags in the part of a sentence before its value, and the words it
+    shares with the question (the `dst` of "the dst parameter")."""
+    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]
+    names += [w for w in re.findall(r"\b[A-Za-z_]\w+\b", prose)
+              if appears(w, question) and w.lower() not in STOPWORDS and w.lower() not in FRAME]
+    names += [m.group(1) for m in INLINE.finditer(prose)
+              if re.fullmatch(r"[\w.-]+", m.group(1))]
+    names += re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", prose)
+    return [n.strip("`") for n in names if len(n.strip("`")) > 1]
+
+
+def _statements(text: str) -> list[str]:
+    """A source's lines, a line that goes on (ending in an opening bracket, a comma, `=` or a
+    backslash) joined with the next, up to 400 characters: `x = getattr(obj, "x",` / `False)`
+    is one statement."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if out and re.search(r"[([{,=\\][ \t]*$", out[-1]) and len(out[-1]) < 400:
+            out[-1] = out[-1].rstrip().rstrip("\\").rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
+def _bound(name: str, value: str, text: str) -> bool:
+    lines = _statements(text)
+    esc_name = re.escape(name)
+    head = r"(?<![\w])" if name[:1].isalnum() or name[:1] == "_" else r"(?<![\w-])"
+    esc_value = re.escape(value)
+    tail = r"(?![\w])" if value[-1:].isalnum() or value[-1:] == "_" else ""
+    # Between the name and its `=` or `:` only its annotation: no comma outside brackets, so
+    # `def forward(self, ..., inputs_embeds: T = None` gives no default to `forward`.
+    annotation = r"(?:[^=\n,\[(]|\[[^\]\n]*\]|\([^)=\n]*\))*?"
+    assigned = re.compile(head + esc_name + r"(?![\w-])(?:" + annotation
+                          + r"[=:][ \t]*[\"'(\[]?[ \t]*|[\"'][ \t]*,[ \t]*)" + esc_value + tail)
+    has_value = re.compile(r"(?<![\w])" + esc_value + tail if value[:1].isalnum()
+                           or value[:1] in "_-" else esc_value + tail)
+    has_name = re.compile(head + esc_name + r"(?![\w-])")
+    for i, line in enumerate(lines):
+        if not has_value.search(line):
+            continue
+        if assigned.search(line):
+            return True
+        if _DEFAULT_WORD.search(line) and any(has_name.search(x)
+                                              for x in lines[max(0, i - 3):i + 1]):
+            return True
+    return False
+
+
+# A name of code (snake_case, dotted, a call, CamelCase with two humps): what a question asks
+# about, when it names one.
+_CODE_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b\w*_\w+\b|\b[A-Za-z]\w*\(\)"
+                        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
+
+
+def asked_names(text: str, question: str) -> list[str]:
+    """The names of code the sentence repeats from the question."""
+    prose = CITE.sub(" ", text)
+    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]
+    return [n for n in dict.fromkeys(names) if len(n) > 3 and asked(n, question)
+            and ("_" in n or "." in n or len(split_identifier(n)) > 1)]  # not vLLM, LoRA
+
+
+def in_any_case(name: str, sources: list[CitedSource]) -> bool:
+    """`NIXLConnector` for the source's `NixlConnector`, `DeepSeek` in `DeepSeekMTP` (a
+    CamelCase name only: `FP8_MIN` is not the source's local `fp8_min`)."""
+    if "_" in name or "." in name:
+        return False
+    low = name.lower()
+    return any(low in (s.text + "\n" + s.file_path).lower() for s in sources)
