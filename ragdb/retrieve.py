@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from enum import Enum
@@ -27,10 +27,12 @@ from ragdb.db import (
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.resources import sql
+from ragdb.result_order import (callee_first, definition_over_docs, names_code,
+                                question_identifiers)
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (
-    STOPWORDS, analyse_terms, fts_query, named_identifiers, query_terms, split_identifier,
+    STOPWORDS, analyse_terms, fts_query, named_identifiers, query_terms,
 )
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
@@ -137,102 +139,6 @@ class SearchParams:
             **({"w_dense_plain": float(self.w_dense_plain)}
                if self.w_dense_plain is not None else {}),
         }
-
-
-_CODE_TOKEN = re.compile(
-    r"`"                              # backticks
-    r"|\w_\w|_\w+|\w+_"                # snake_case, _private, trailing_
-    r"|\w/\w|^/|\s/\w"                 # paths
-    r"|\w\.\w"                         # dotted names, file.ext
-    r"|(?:^|\s)--?[A-Za-z]"             # flags
-    r"|[a-z][A-Z]+[a-z]"                # camelCase, CamelCase (not vLLM, LoRA)
-)
-
-
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _joined(name: str) -> str:
-    return "".join(split_identifier(name))
-
-
-def question_identifiers(question: str) -> set[str]:
-    """The multi-part identifiers a question writes (`getSelector`, `Context.ensure_object`
-    gives `ensureobject`), each joined as the context column holds definition names."""
-    return {_joined(token) for token in _IDENT.findall(question.replace(".", " "))
-            if len(split_identifier(token)) > 1}
-
-
-def callee_first(question: str, hits: Sequence[Hit], contexts: dict[int, str],
-                 code: Callable[[Hit], bool]) -> list[Hit]:
-    """The hits with each definition of a name the question writes moved just above the first
-    code hit ranked above it that calls that name (a caller or public wrapper restating it).
-
-    A chunk defines a name when its context column holds the joined name and its text writes
-    it; a chunk calls a name it writes before `(` without defining it. Only those hits move, and
-    each at most once: the set of results is unchanged.
-    """
-    named = question_identifiers(question)
-    out = list(hits)
-    if not named:
-        return out
-
-    def defined(hit: Hit) -> set[str]:
-        own = {_joined(token) for token in _IDENT.findall(hit.text)}
-        return {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
-
-    moved: set[int] = set()
-    for i in range(len(out)):
-        caller = out[i]
-        if not code(caller):
-            continue
-        calls = ({_joined(name) for name in _CALL.findall(caller.text)} & named) - defined(caller)
-        if not calls:
-            continue
-        for j in range(i + 1, len(out)):
-            callee = out[j]
-            if callee.chunk_id not in moved and code(callee) and defined(callee) & calls:
-                out.insert(i, out.pop(j))
-                moved.add(callee.chunk_id)
-                break
-    return out
-
-
-def definition_over_docs(question: str, hits: Sequence[Hit], contexts: dict[int, str],
-                         code: Callable[[Hit], bool], within: int) -> list[Hit]:
-    """The hits with the best code hit among the first `within` that defines a name the question
-    writes moved above the doc hits directly above it that do not write that name.
-
-    A question that writes `psutil_pid_exists` is answered by the C function of that name more
-    often than by a doc passage on the same topic that never writes it (the docs say
-    `psutil.pid_exists`), while a doc passage that writes the name documents it and stays above
-    (docs questions name identifiers too). Only that hit moves, within the first `within`
-    results: the set of the first `within` is unchanged.
-    """
-    named = question_identifiers(question)
-    out = list(hits)
-    if not named or within <= 0:
-        return out
-    for j, hit in enumerate(out[:within]):
-        if not code(hit):
-            continue
-        own = {_joined(token) for token in _IDENT.findall(hit.text)}
-        names = {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
-        names &= named
-        if names:
-            i = j
-            while i > 0 and not code(out[i - 1]) and not names & {
-                    _joined(token) for token in _IDENT.findall(out[i - 1].text)}:
-                i -= 1
-            out.insert(i, out.pop(j))
-            break
-    return out
-
-
-def names_code(question: str) -> bool:
-    """Whether a question contains an identifier, path, flag or backticks (see w_dense_plain)."""
-    return bool(_CODE_TOKEN.search(question))
 
 
 @dataclass(frozen=True)
