@@ -53,6 +53,22 @@ def question_identifiers(question: str) -> set[str]:
             if len(split_identifier(token)) > 1}
 
 
+def _written(text: str) -> set[str]:
+    """Every identifier a text writes, joined as the context column holds names."""
+    return {_joined(token) for token in _IDENT.findall(text)}
+
+
+def _defined(hit: _Ranked, contexts: dict[int, str]) -> set[str]:
+    """The names a chunk defines: in its context column (definition names) and written in it."""
+    own = _written(hit.text)
+    return {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
+
+
+def _definitions(hits: Sequence[_Ranked], contexts: dict[int, str]) -> dict[int, set[str]]:
+    """_defined of each hit, read once (callee_first asks for each hit many times)."""
+    return {hit.chunk_id: _defined(hit, contexts) for hit in hits}
+
+
 def callee_first(question: str, hits: Sequence[H], contexts: dict[int, str],
                  code: Callable[[H], bool]) -> list[H]:
     """The hits with each definition of a name the question writes moved just above the first
@@ -66,10 +82,10 @@ def callee_first(question: str, hits: Sequence[H], contexts: dict[int, str],
     out = list(hits)
     if not named:
         return out
+    defines = _definitions(out, contexts)
 
     def defined(hit: H) -> set[str]:
-        own = {_joined(token) for token in _IDENT.findall(hit.text)}
-        return {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
+        return defines[hit.chunk_id]
 
     moved: set[int] = set()
     for i in range(len(out)):
@@ -106,13 +122,10 @@ def definition_over_docs(question: str, hits: Sequence[H], contexts: dict[int, s
     for j, hit in enumerate(out[:within]):
         if not code(hit):
             continue
-        own = {_joined(token) for token in _IDENT.findall(hit.text)}
-        names = {t for t in contexts.get(hit.chunk_id, "").split() if len(t) >= 4 and t in own}
-        names &= named
+        names = _defined(hit, contexts) & named
         if names:
             i = j
-            while i > 0 and not code(out[i - 1]) and not names & {
-                    _joined(token) for token in _IDENT.findall(out[i - 1].text)}:
+            while i > 0 and not code(out[i - 1]) and not names & _written(out[i - 1].text):
                 i -= 1
             out.insert(i, out.pop(j))
             break

@@ -549,6 +549,18 @@ class Searcher:
             return "search_dense", params
         return "search_hybrid", params
 
+    def bridge_terms(self, question: str, vector: bytes | None,
+                     filters: Filters = NO_FILTERS) -> list[str]:
+        """The identifiers a hybrid search of `question` sends to the bridge leg (its second
+        run, _run); empty when it runs once. As of the last _refresh(): for benchmarks and
+        tests that count the searches that run twice."""
+        if self.params.w_bridge <= 0 or self._dense_kinds is None:
+            return []
+        planned = self.plan(question, BRIDGE_FROM, Mode.hybrid, vector, filters)
+        if planned is None or planned[0] != "search_hybrid":
+            return []
+        return self._bridge_terms(question, self._rows(*planned))
+
     @staticmethod
     def bridged(params: dict[str, Any], terms: Sequence[str]) -> dict[str, Any]:
         """A hybrid search's parameters with its bridge leg on: :bridge_match, the FTS5

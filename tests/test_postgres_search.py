@@ -110,17 +110,10 @@ def compare(searcher: Searcher, url: str, texts: list[str], mode: Mode,
 
 def bridged(searcher: Searcher, texts: list[str]) -> int:
     """How many of the questions' hybrid searches run the bridge leg (bridge terms found)."""
-    count = 0
     with read_transaction(searcher.conn):
         searcher._refresh()
         vectors = searcher._query_vectors(texts, Mode.hybrid)
-        for text in texts:
-            planned = searcher.plan(text, 10, Mode.hybrid, vectors.get(text))
-            if planned is None or planned[0] != "search_hybrid":
-                continue
-            first = searcher._rows(planned[0], {**planned[1], "k": BRIDGE_FROM})
-            count += bool(searcher._bridge_terms(text, first))
-    return count
+        return sum(bool(searcher.bridge_terms(text, vectors.get(text))) for text in texts)
 
 
 def assert_same(pairs: list[tuple[list[Hit], list[Hit]]]) -> None:
