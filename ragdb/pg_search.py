@@ -158,6 +158,12 @@ def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, A
         return list(conn.run(statement, values))
 
 
+#: Files run as unnamed statements, never prepared on the server. Measured at 10x
+#: (benchmarks/bench_scale.py, README "PostgreSQL"): a prepared search_textsearch_hits
+#: returned the same rows as an unprepared one in 7.4 ms against 1.0 (psycopg prepares a
+#: statement once it has run five times); the hybrid p50 fell from 29 to 16 ms.
+UNPREPARED = frozenset({"search_textsearch_hits"})
+
 #: The parameters each leg's file takes besides its own (the filters, the vector).
 _LEG_PARAMS = ("filtered", "paths", "excludes", "langs", "w_path", "w_context", "w_body",
                "query_vector", "ann", "knn_depth", "max_distance")

@@ -283,8 +283,11 @@ class PostgresConnection:
             self._postings = Postings()
         return self._postings
 
-    def execute(self, statement: str, params: Params = None) -> Rows:
+    def execute(self, statement: str, params: Params = None, prepare: bool | None = None,
+                ) -> Rows:
         """Run a statement (every statement of its file, in order); the rows of the last.
+        `prepare` is psycopg's: None prepares a statement on the server once it has run a few
+        times, False never does.
 
         Outside a transaction, a BEGIN or a SELECT that finds the connection gone (the server
         restarted, the session was terminated) connects again and runs once more: nothing of
@@ -294,20 +297,21 @@ class PostgresConnection:
         texts = self._texts(statement)
         idle = self.getautocommit()
         try:
-            return self._run(texts, args)
+            return self._run(texts, args, prepare)
         except ConnectionLostError:
             if not (idle and len(texts) == 1
                     and texts[0].lstrip().upper().startswith(("BEGIN", "SELECT"))):
                 raise
         self.close()
         self._pg = _connect(self.url, application_name=self._application_name)._pg
-        return self._run(texts, args)
+        return self._run(texts, args, prepare)
 
-    def _run(self, texts: tuple[str, ...], args: dict[str, Any] | list[Any]) -> Rows:
+    def _run(self, texts: tuple[str, ...], args: dict[str, Any] | list[Any],
+             prepare: bool | None = None) -> Rows:
         try:
             cursor = None
             for text in texts:
-                cursor = self._pg.execute(text, args)
+                cursor = self._pg.execute(text, args, prepare=prepare)
             if cursor is None or cursor.description is None:
                 return Rows()
             return Rows(cursor.fetchall())
@@ -349,9 +353,9 @@ class PostgresConnection:
         """The psycopg connection itself, for what apsw's shape has no room for (COPY)."""
         return self._pg
 
-    def run(self, name: str, params: Params = None) -> Rows:
+    def run(self, name: str, params: Params = None, prepare: bool | None = None) -> Rows:
         """A statement that exists for PostgreSQL only (sql/postgresql/<name>.sql)."""
-        return self.execute(SqlText("", name), params)
+        return self.execute(SqlText("", name), params, prepare)
 
     # -- errors -------------------------------------------------------------------------------
 

@@ -147,7 +147,12 @@ def test_a_bridged_hybrid_search_runs_each_leg_once(slice_index: Path, copied: s
     other = Searcher(pg, use_cache=False)
     ran: list[str] = []
     run = pg.run
-    pg.run = lambda name, params=None: ran.append(name) or run(name, params)  # type: ignore
+
+    def counted(name: str, params: Any = None, prepare: bool | None = None) -> Any:
+        ran.append(name)
+        return run(name, params, prepare)
+
+    pg.run = counted  # type: ignore[method-assign]
     try:
         for text in texts:
             with read_transaction(searcher.conn), read_transaction(other.conn):
@@ -442,6 +447,19 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
     assert answered > 10
     for _, post in filtered:
         assert all(hit.language == "markdown" for hit in post)
+    # The BM25 leg is never prepared on the server (prepared, it took 7 times as long at
+    # 10x for the same rows: ragdb.pg_search.UNPREPARED); the other statements are.
+    door = postgres.connect(url)
+    try:
+        searching = Searcher(door, use_cache=False)
+        for text in questions(every=16):
+            searching.search(text, k=10, mode=Mode.lexical)
+        prepared = [row[0] for row in door.execute(
+            "SELECT statement FROM pg_prepared_statements")]
+    finally:
+        door.close()
+    assert any("unnest" in text for text in prepared)  # search_lexical.sql, prepared
+    assert not any("to_bm25query" in text for text in prepared)
     # Another BM25 (Lucene's IDF, the english stemmer): close to rag.db's, not the same.
     overlap = [_recall(lite, post) for lite, post in pairs + hybrid]
     assert sum(overlap) / len(overlap) >= 0.5
