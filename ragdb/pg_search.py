@@ -176,6 +176,6 @@ def _leg(conn: PostgresConnection, memo: LegMemo, name: str, values: Mapping[str
     args = {**values, **own}
     key = (name, *(repr(args.get(p)) for p in _LEG_PARAMS + tuple(sorted(own))))
     if key not in memo:
-        rows = conn.run(name, args)
+        rows = conn.run(name, args, prepare=False if name in UNPREPARED else None)
         memo[key] = ([int(row[0]) for row in rows], [float(row[1]) for row in rows])
     return memo[key]
