@@ -16,16 +16,13 @@
 --
 -- Filters (:filtered = 1): :paths and :excludes, JSON arrays of GLOB patterns matched against
 -- the stored path or any tail of it after a '/', and :langs, a JSON array of languages; NULL
--- means no filter of that sort. The KNN runs over the allowed chunks' windows only.
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
-    SELECT f.id FROM files AS f
+-- means no filter of that sort (ragdb_allowed_files, migrations/postgresql/
+-- 011_allowed_files.sql). The KNN runs over the allowed chunks' windows only.
+WITH allowed_files AS MATERIALIZED (  -- the filters: --path, --exclude and --lang
+    SELECT f.id
+    FROM ragdb_allowed_files(CAST(:langs AS jsonb), CAST(:paths AS jsonb),
+                             CAST(:excludes AS jsonb)) AS f
     WHERE CAST(:filtered AS integer) = 1
-      AND (CAST(:langs AS jsonb) IS NULL
-           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
-      AND (CAST(:paths AS jsonb) IS NULL
-           OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
-      AND (CAST(:excludes AS jsonb) IS NULL
-           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
 ),
 allowed AS MATERIALIZED (
     SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)

@@ -12,17 +12,13 @@
 -- search_settings.sql (bm25_scan) makes the planner take that scan, filtered or not.
 --
 -- :query_text: the question's informative terms, space separated; :hits_limit: how many.
--- Filters (:filtered = 1: :paths, :excludes, :langs) as in sql/postgresql/search_lexical.sql:
--- the scan goes on until it has found that many allowed chunks.
-WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
-    SELECT f.id FROM files AS f
+-- Filters (:filtered = 1: :paths, :excludes, :langs) as in search_bm25_hits.sql
+-- (ragdb_allowed_files): the scan goes on until it has found that many allowed chunks.
+WITH allowed_files AS MATERIALIZED (  -- the filters: --path, --exclude and --lang
+    SELECT f.id
+    FROM ragdb_allowed_files(CAST(:langs AS jsonb), CAST(:paths AS jsonb),
+                             CAST(:excludes AS jsonb)) AS f
     WHERE CAST(:filtered AS integer) = 1
-      AND (CAST(:langs AS jsonb) IS NULL
-           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
-      AND (CAST(:paths AS jsonb) IS NULL
-           OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
-      AND (CAST(:excludes AS jsonb) IS NULL
-           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
 ),
 allowed AS MATERIALIZED (
     SELECT c.id FROM chunks AS c WHERE c.file_id IN (SELECT id FROM allowed_files)
