@@ -23,7 +23,8 @@ class Chunk:
     kind: str  # module, function, class, statements, text (Python); section, paragraph
     context: str  # enclosing signatures (Python) or heading path (prose); "" when none
     # Functions, classes and types the chunk defines, where the syntax tree names them (the
-    # tree-sitter languages); Python's come from tokenize.defined_names.
+    # tree-sitter languages); Python's come from tokenize.defined_names. Prose: the titles of
+    # the sections the chunk holds after the one it starts in (its context is that one's path).
     names: tuple[str, ...] = ()
 
 
@@ -215,8 +216,18 @@ def _chunk_units(text: str, units: list[_Unit], cap: int, seps: _Seps,
         if continued and chunks and a_k[i] < overlap_below:
             s = _overlap_start(text, s, e, chunks[-1].first, min(overlap_max, cap - (e - s)))
         kind = "paragraph" if continued and unit[4] == "section" else unit[4]
-        chunks.append(Chunk(s, e, kind, unit[3]))
+        chunks.append(Chunk(s, e, kind, unit[3], _titles(units, a_u[i] + 1, a_u[j - 1] + 1)))
     return chunks
+
+
+def _titles(units: list[_Unit], lo: int, hi: int) -> tuple[str, ...]:
+    """The titles of the sections among units[lo:hi] (the last part of each heading path).
+
+    Small sections are packed together, and a chunk's context is the heading path of the
+    first only: indexed with it (ragdb.indexing), the others' titles still find the chunk
+    (`##### OPT_UTC_Z` packed under `OPT_STRICT_INTEGER`)."""
+    return tuple(unit[3].rpartition(" > ")[2] for unit in units[lo:hi]
+                 if unit[4] == "section" and unit[3])
 
 
 def _overlap_start(text: str, s: int, e: int, prev_first: int, budget: int) -> int:

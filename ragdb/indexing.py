@@ -365,12 +365,16 @@ class _FullText:
 
 
 _CHUNKING_KINDS = frozenset({"python", "markdown", "rst", "text"})
+_PROSE_KINDS = frozenset({"markdown", "rst"})  # the kinds chunked by headings
 
 
 def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind: str,
                    names: Sequence[str] = ()) -> str:
     """The context column: the enclosing signatures or headings, then the joined names of the
-    definitions the chunk holds (the syntax tree's, else tokenize.defined_names)."""
+    definitions the chunk holds (the syntax tree's, else tokenize.defined_names); prose: the
+    titles of the further sections it holds, analysed as its heading path is."""
+    if kind in _PROSE_KINDS:
+        return f"{analyse(context)} {analyse(' '.join(names))}".strip()
     joined = analyse_names(list(names) or defined_names(body, kind))
     return f"{analyse(context)} {joined}".strip()
 

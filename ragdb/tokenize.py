@@ -15,7 +15,8 @@ import re
 # split-3: and of the functions, classes and types of the tree-sitter languages.
 # split-4: and of their constants, variables, aliases, macros and impl blocks (every construct
 # that defines a name; Python's module constants), and files of every type are indexed.
-TOKENIZER_VERSION = "ragdb-split-4"
+# split-5: and a prose chunk's context the titles of every section it holds, not only the first.
+TOKENIZER_VERSION = "ragdb-split-5"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")

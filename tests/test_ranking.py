@@ -577,3 +577,44 @@ def test_the_definition_a_question_names_goes_above_docs_that_do_not_name_it(
     plain = "How do I check whether a PID exists?"
     assert order(plain, on) == order(plain, SearchParams())
     assert order(plain, on)[0] == "processes.md"
+
+
+# -- every section a prose chunk holds ------------------------------------------------------------
+
+# An options reference: small sections packed into one chunk (its context is the first's
+# heading path), and a longer page that mentions the last option twice in passing.
+OPTIONS_PAGE = (
+    "# Options\n\n"
+    "## OPT_STRICT_LIMIT\n\nEnforce a 53-bit limit on integers.\n\n"
+    "## OPT_SORT_FIELDS\n\nWrite the fields of a record in sorted order.\n\n"
+    "## OPT_ZULU_TIME\n\nWrite a UTC offset as a trailing letter instead of digits.\n"
+)
+TIMES_PAGE = (
+    "# Times\n\nTimestamps are written with their offset from UTC, and naive ones as they "
+    "are. To write the UTC offset as a letter, pass OPT_ZULU_TIME; OPT_ZULU_TIME changes "
+    "nothing for naive timestamps, which have no offset to write. " + "Timestamps keep their "
+    "precision down to the microsecond, and dates are written as years, months and days. " * 3
+    + "\n"
+)
+
+
+def test_a_packed_section_is_found_by_its_own_title(tmp_path: Path) -> None:
+    """The `OPT_ZULU_TIME` section is packed into the chunk of `OPT_STRICT_LIMIT`: its title
+    is in the context column with the first one's path, so the chunk documenting it ranks
+    above the page that only mentions it (which writes the name more often). Before, the
+    context held the first section's heading path only and the mention came first."""
+    write_corpus(tmp_path / "proj", {"docs/options.md": OPTIONS_PAGE,
+                                     "docs/times.md": TIMES_PAGE})
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    conn = connect(tmp_path / "rag.db")
+    rows = conn.execute(
+        "SELECT c.context, t.context FROM chunks AS c JOIN chunks_fts AS t ON t.rowid = c.id "
+        "JOIN files AS f ON f.id = c.file_id WHERE f.path LIKE '%options.md'").fetchall()
+    assert len(rows) == 1  # one chunk: the sections are packed
+    shown, indexed = str(rows[0][0]), str(rows[0][1]).split()
+    assert shown == "Options"  # what a reader sees is unchanged: the first heading's path
+    assert "optzulutime" in indexed and "optsortfields" in indexed
+    hits, _ = _search_json(tmp_path, "What does OPT_ZULU_TIME do?", "--mode", "lexical",
+                           "--k", "2")
+    assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["options.md", "times.md"]
