@@ -315,6 +315,9 @@ def select_passages(
             if chosen and (score[i] < settings.min_relative * best
                            or used + c.unit.end - c.unit.start > settings.max_chars):
                 continue
+            if "list" in ask.kinds and c.unit.kind == "item":
+                c = _whole_list(c, candidates, settings.max_chars - used if chosen
+                                else settings.max_chars)
             if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
                    for o in chosen):
                 continue
@@ -382,6 +385,22 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         if excess > 0:
             score[i] *= settings.soft_chars / (settings.soft_chars + excess)
     return score
+
+
+def _whole_list(item: _Candidate, candidates: list[_Candidate], room: int) -> _Candidate:
+    """A list question answered by one item gets the list: the item's list with the sentence
+    or heading that introduces it (the joined unit holding the item), where it is showable
+    and fits in `room` characters; else the item. One bullet ("Note: coverage may change")
+    of the list asked for is a partial answer."""
+    best = item
+    for c in candidates:
+        unit = c.unit
+        if c.source is item.source and unit.kind == "joined" and c.showable \
+                and unit.start <= item.unit.start and item.unit.end <= unit.end \
+                and unit.end - unit.start <= room and "\n" in c.shown \
+                and (best is item or unit.end - unit.start < best.unit.end - best.unit.start):
+            best = c
+    return best
 
 
 def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
