@@ -5,9 +5,14 @@ text of the vLLM tree; every passage stays verbatim (check_verbatim)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ragdb.generate.answer_signals import asked, signals
+from ragdb.generate.answer_units import split_passages
 from ragdb.generate.extractive import SourceText, compose
-from ragdb.generate.passage_choice import select_passages
+from ragdb.generate.passage_choice import DEFAULT_SETTINGS, select_passages
 from tests.test_extractive_choice import check_verbatim
+from tests.test_extractive_coherence import answer, code_lines, source
 
 # vLLM 0.10.1 RELEASE.md, the chunk retrieved first for questions on release validation.
 RELEASE_MD = """## Manual validations
@@ -42,3 +47,152 @@ def test_a_list_question_answered_by_one_item_gets_the_whole_list() -> None:
     assert "Models: Llama3, Llama4, and Mixtral" in text
     assert "Hardware: NVIDIA H100 and AMD MI300x" in text
     assert text.startswith("**Current Coverage:**")
+
+
+# vLLM 0.10.1 docs/features/quantization/supported_hardware.md, the chunk after the chart
+# (its first rows cut by the chunk's start), and docs/getting_started/installation/cpu.md.
+HARDWARE_MD = """| GGUF                  | ✅︎      | ✅︎       | ❌          | ❌         |
+| INC (W8A8)            | ❌      | ❌       | ❌          | ✅︎         |
+
+- Volta refers to SM 7.0, Turing to SM 7.5, Ampere to SM 8.0/8.6, Ada to SM 8.9, and Hopper \
+to SM 9.0.
+- ✅︎ indicates that the quantization method is supported on the specified hardware.
+- ❌ indicates that the quantization method is not supported on the specified hardware.
+
+!!! note
+    This compatibility chart is subject to change as vLLM continues to evolve and expand its \
+support for different hardware platforms and quantization methods.
+
+    For the most up-to-date information on hardware support and quantization methods, please \
+refer to <gh-dir:vllm/model_executor/layers/quantization> or consult with the vLLM development \
+team."""
+
+CPU_FAQ_MD = """### Which quantization configs does vLLM CPU support?
+
+- vLLM CPU supports quantizations:
+    - AWQ (x86 only)
+    - GPTQ (x86 only)
+    - compressed-tensor INT8 W8A8 (x86, s390x)
+
+### (x86 only) What is the purpose of `VLLM_CPU_MOE_PREPACK` and `VLLM_CPU_SGL_KERNEL`?
+
+- Both of them requires `amx` CPU flag.
+    - `VLLM_CPU_MOE_PREPACK` can provides better performance for MoE models
+    - `VLLM_CPU_SGL_KERNEL` can provides better performance for MoE models and small-batch \
+scenarios."""
+
+
+def test_a_pointer_yields_to_a_unit_that_holds_the_content() -> None:
+    """"Please refer to ... for the most up-to-date information on quantization methods"
+    holds every word of the question and won, halved as a pointer, over the list of methods
+    from the second source; a pointer is now taken only where nothing else scores half of it,
+    and a "where" question still gets it."""
+    sources = [SourceText(1, "docs/features/quantization/supported_hardware.md", "markdown",
+                          HARDWARE_MD),
+               SourceText(2, "docs/getting_started/installation/cpu.md", "markdown",
+                          CPU_FAQ_MD)]
+    question = "Which quantization methods does vLLM support on CPU hardware?"
+    passages = select_passages(question, sources)
+    check_verbatim(passages, sources)
+    text = compose(passages)[0]
+    assert "GPTQ (x86 only)" in text
+    assert "please refer to" not in text
+    where = select_passages("Where can I find up-to-date information on quantization methods "
+                            "and hardware support?", sources)
+    assert "please refer to" in compose(where)[0]
+
+
+# vLLM 0.10.1 docs/getting_started/installation/gpu/cuda.inc.md, two chunks of the source
+# build section.
+CUDA_EDITABLE_MD = """commit in the installation using the \
+`VLLM_PRECOMPILED_WHEEL_LOCATION` environment variable.
+
+```bash
+export VLLM_COMMIT=72d9c316d3f6ede485146fe5aabd4e61dbc59069 # use full commit hash from the main \
+branch
+export VLLM_PRECOMPILED_WHEEL_LOCATION=https://wheels.vllm.ai/${VLLM_COMMIT}/\
+vllm-1.0.0.dev-cp38-abi3-manylinux1_x86_64.whl
+uv pip install --editable .
+```
+
+You can find more information about vLLM's wheels in \
+[install-the-latest-code][install-the-latest-code].
+
+!!! note
+    There is a possibility that your source code may have a different commit ID compared to \
+the latest vLLM wheel, which could potentially lead to unknown errors.
+    It is recommended to use the same commit ID for the source code as the vLLM wheel you have \
+installed. Please refer to [install-the-latest-code][install-the-latest-code] for instructions \
+on how to install a specified wheel."""
+
+CUDA_FULL_BUILD_MD = """#### Full build (with compilation)
+
+If you want to modify C++ or CUDA code, you'll need to build vLLM from source. This can take \
+several minutes:
+
+```bash
+git clone https://github.com/vllm-project/vllm.git
+cd vllm
+uv pip install -e .
+```
+
+!!! tip
+    Building from source requires a lot of compilation. If you are building from source \
+repeatedly, it's more efficient to cache the compilation results."""
+
+
+def test_find_more_information_and_a_see_after_a_comma_are_pointers() -> None:
+    """"You can find more information about vLLM's wheels in ..." (the whole answer to how to
+    build a wheel from source, in the answers the readers rejected) and "For pythonic tool
+    calling ..., see the `pythonic` tool parser below" send the reader elsewhere, as a
+    sentence starting "See ..." does; "as you can see" does not."""
+    ask = asked("How do I build a vLLM wheel from source?")
+
+    def pointer(sentence: str) -> bool:
+        return signals(ask, sentence, sentence, code=False, listed=False).pointer
+
+    source = SourceText(1, "docs/getting_started/installation/gpu/cuda.inc.md", "markdown",
+                        CUDA_EDITABLE_MD)
+    found = next(p.text for p in split_passages(source) if p.text.startswith("You can find"))
+    assert pointer(found)
+    assert pointer("For pythonic tool calling introduced by the Llama-3.2 models, see the "
+                   "`pythonic` tool parser below.")
+    assert not pointer("As you can see, the wheel is built with `uv pip install -e .`.")
+    assert not pointer("If you want to modify C++ or CUDA code, you'll need to build vLLM "
+                       "from source.")
+
+
+def test_an_introduction_leaning_on_the_sentence_before_it_comes_with_that_sentence() -> None:
+    """"This can take several minutes:" introduces the build commands but says nothing
+    alone: the unit of the commands starts at the sentence it leans on (what "this" is)."""
+    source = SourceText(1, "docs/getting_started/installation/gpu/cuda.inc.md", "markdown",
+                        CUDA_FULL_BUILD_MD)
+    passages = select_passages("How do I build vLLM from source to modify its CUDA code?",
+                               [source], settings=replace(DEFAULT_SETTINGS, max_passages=1))
+    check_verbatim(passages, [source])
+    text = compose(passages)[0]
+    assert text.startswith("If you want to modify C++ or CUDA code, you'll need to build vLLM "
+                           "from source. This can take several minutes:")
+    assert "uv pip install -e ." in text
+
+
+GEMMA2 = "vllm/model_executor/models/gemma2.py"
+
+
+def test_the_method_the_question_names_wins_over_its_class_head_and_init() -> None:
+    """Asked about `residual` in Gemma2DecoderLayer's forward method, the class's head (its
+    one line shares the class's name, rare in the sources) was shown as its `__init__`
+    window; the chunk holding `def forward` answers. Code that defines the routine the
+    question names weighs more, and other code less; `__init__` names no routine, since
+    every class has one."""
+    sources = [source("gemma2_decoder_forward", GEMMA2, "python", 1),
+               source("gemma2_decoder_layer_init", GEMMA2, "python", 2)]
+    question = ("What happens when the residual parameter is None in Gemma2DecoderLayer's "
+                "forward method?")
+    text = answer(question, sources)
+    code = [line.strip() for line in code_lines(text)]
+    assert code[0] == "def forward(" and "if residual is None:" in code
+    assert "def __init__(" not in text
+    assert asked(question).routines == {"forward"}
+    assert not asked("What is the default of bias in the __init__ method of the convolution "
+                     "class?").routines

@@ -86,11 +86,18 @@ class Settings:
     restating_penalty: float = 0.6
     novelty_floor: float = 0.3
     define_weight: float = 1.0
+    # Code defining a routine the question names ("... in X's forward method") over the
+    # other code (the class head, its `__init__`); that definition is not weighed as code.
+    routine_weight: float = 1.0
+    missing_routine: float = 0.5
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
     cut_window_chars: int = 400
     cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
+    # A pointer ("please refer to ...") is not chosen while a unit that is none scores this
+    # share of it (unless the question asks "where"): it sends the reader off for the content.
+    pointer_yield: float = 0.5
     code_lead: int = 1  # 1: a code answer leads with its docstring's or comment's sentence
 
     def weights(self) -> Weights:
@@ -98,7 +105,8 @@ class Settings:
                        missing_number=self.missing_number,
                        focus=self.focus_weight, missing_focus=self.missing_focus,
                        pointer=self.pointer_penalty, restating=self.restating_penalty,
-                       novelty_floor=self.novelty_floor, defines=self.define_weight)
+                       novelty_floor=self.novelty_floor, defines=self.define_weight,
+                       routine=self.routine_weight, missing_routine=self.missing_routine)
 
 
 DEFAULT_SETTINGS = Settings()
@@ -306,6 +314,7 @@ def select_passages(
         score = _scores(question, candidates, embed, settings)
         ask = asked(question)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
+        order = _pointers_yield(order, candidates, score, ask, settings.pointer_yield)
         chosen: list[_Candidate] = []
         best, used = 0.0, 0
         for i in order:
@@ -362,7 +371,8 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
     prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
                       for c in candidates])
     ask, weights = asked(question), settings.weights()
-    prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
+    sigs = [_signals(ask, c) for c in candidates]
+    prior = prior * np.array([factor(ask, sig, weights) for sig in sigs])
     if embed is not None:
         shortlist = np.argsort(-(lexical * prior), kind="stable")
         if settings.embed_limit > 0:
@@ -376,8 +386,9 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         score = lexical
     score = score * prior
     if settings.code_weight != 1.0:
-        score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
-                                  for c in candidates])
+        score = score * np.array([settings.code_weight
+                                  if is_code(c.source) and not sig.routine else 1.0
+                                  for c, sig in zip(candidates, sigs)])
     for i, c in enumerate(candidates):
         if c.cut:
             score[i] *= settings.cut_weight
@@ -385,6 +396,19 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         if excess > 0:
             score[i] *= settings.soft_chars / (settings.soft_chars + excess)
     return score
+
+
+def _pointers_yield(order: list[int], candidates: list[_Candidate], score: np.ndarray,
+                    ask: Asked, share: float) -> list[int]:
+    """`order` without the pointers that a unit pointing nowhere scores `share` of: "For the
+    most up-to-date information on quantization methods, please refer to ..." holds the
+    question's words, but the list of methods further down is what answers. A question
+    asking "where" keeps them (the pointer's target is its answer)."""
+    if "place" in ask.kinds or share <= 0:
+        return order
+    pointers = {i for i in order if _signals(ask, candidates[i]).pointer}
+    best_content = max((float(score[i]) for i in order if i not in pointers), default=0.0)
+    return [i for i in order if i not in pointers or best_content < share * float(score[i])]
 
 
 def _whole_list(item: _Candidate, candidates: list[_Candidate], room: int) -> _Candidate:
