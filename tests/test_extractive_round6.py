@@ -196,3 +196,51 @@ def test_the_method_the_question_names_wins_over_its_class_head_and_init() -> No
     assert asked(question).routines == {"forward"}
     assert not asked("What is the default of bias in the __init__ method of the convolution "
                      "class?").routines
+
+
+# psutil docs/index.rst, two chunks in a row of the "C heap introspection" section: the
+# second starts with the last line of the first (the chunker's overlap).
+HEAP_RST = """C heap introspection
+====================
+
+The following functions provide direct access to the platform's native C heap
+allocator (such as glibc's ``malloc`` on Linux or ``jemalloc`` on BSD). They
+are low-level interfaces intended for detecting memory leaks in C extensions,
+which are usually not revealed via standard RSS/VMS metrics. These functions do
+not reflect Python object memory; they operate solely on allocations made in C
+via ``malloc()``, ``free()``, and related calls.
+
+The general idea behind these functions is straightforward: capture the state
+of the C heap before and after repeatedly invoking a function implemented in a
+C extension, and compare the results. If ``heap_used`` or ``mmap_used`` grows
+steadily across iterations, the C code is likely retaining memory it should be
+releasing. This provides an allocator-level way to spot native leaks that
+Python's memory tracking misses."""
+
+HEAP_NEXT_RST = """Python's memory tracking misses.
+
+Checkout `psleak`_ project to see a practical example of how these APIs can be
+used to detect memory leaks in C extensions.
+
+.. function:: heap_info()
+
+  Return low-level heap statistics from the system's C allocator. On Linux,
+  this exposes ``uordblks`` and ``hblkhd`` fields from glibc's `mallinfo2`_."""
+
+
+def test_a_chunk_opening_with_the_end_of_a_sentence_of_another_chunk_does_not_show_it() -> None:
+    """The second chunk opens with "Python's memory tracking misses.", the end of the first
+    chunk's last sentence: shown, it was a stray fragment repeated under the full sentence.
+    A source's first sentence that another source of the same file has after a word (no
+    sentence end, no blank line before it) is cut out of its sentence; a source of another
+    file, or one whose copy starts a paragraph, is not."""
+    first = SourceText(1, "docs/index.rst", "rst", HEAP_RST)
+    second = SourceText(2, "docs/index.rst", "rst", HEAP_NEXT_RST)
+    question = "How do I detect memory leaks in C extensions with psutil?"
+    for sources in ([first, second], [second, first]):
+        passages = select_passages(question, sources)
+        check_verbatim(passages, sources)
+        assert not any(p.number == second.number and p.start == 0 for p in passages)
+    alone = replace(second, file_path="docs/other.rst")
+    assert any(p.start == 0 for p in select_passages("What does Python's memory tracking "
+                                                     "miss?", [alone]))

@@ -160,6 +160,7 @@ def _starts_mid_sentence(text: str, start: int, kind: str) -> bool:
 def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
     out = []
     for source in sources:
+        tail = _tail_of_sibling(source, sources)
         for unit in source_units(source):
             if unit.end - unit.start > settings.max_unit_chars:
                 continue
@@ -176,8 +177,39 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
                     introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
             cut = _cut_code(source, unit)
-            out.append(_Candidate(source, unit, shown, bag, cut or _showable(source, unit), cut))
+            showable = cut or (_showable(source, unit) and unit.start != tail)
+            out.append(_Candidate(source, unit, shown, bag, showable, cut))
     return out
+
+
+def _tail_of_sibling(source: SourceText, sources: Sequence[SourceText]) -> int:
+    """Where the source's first sentence starts when it is the end of a sentence of another
+    source of the same file (chunks overlap: "Python's memory tracking misses." opens the
+    chunk after "... spot native leaks that\nPython's memory tracking misses."): no unit
+    starting there is shown, as none starting inside a sentence is; -1 when it is none."""
+    if is_code(source):
+        return -1
+    text = source.text
+    start = len(text) - len(text.lstrip())
+    end = _SENTENCE_STOP.search(text, start)
+    first = text[start:end.end() if end else len(text)].strip()
+    if len(first) < 8:
+        return -1
+    for other in sources:
+        if other is source or other.file_path != source.file_path or is_code(other):
+            continue
+        at = other.text.find(first)
+        while at > 0:
+            before = other.text[:at]
+            kept = before.rstrip()
+            gap = before[len(kept):].replace(" ", "").replace("\t", "")
+            if kept and "\n\n" not in gap and (kept[-1].isalnum() or kept[-1] in ",;("):
+                return start  # a word, not a sentence's end nor a blank line, before it
+            at = other.text.find(first, at + 1)
+    return -1
+
+
+_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
 
 
 _LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
