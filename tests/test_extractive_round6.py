@@ -244,3 +244,24 @@ def test_a_chunk_opening_with_the_end_of_a_sentence_of_another_chunk_does_not_sh
     alone = replace(second, file_path="docs/other.rst")
     assert any(p.start == 0 for p in select_passages("What does Python's memory tracking "
                                                      "miss?", [alone]))
+
+
+NEMOTRON_VL = "vllm/model_executor/models/nemotron_vl.py"
+
+
+def test_asked_for_a_default_the_code_whose_line_sets_the_name_wins() -> None:
+    """Asked the default of `min_dynamic_patch`, the answer was a method whose signature
+    passes `min_dynamic_patch: Optional[int] = None` on; the processor's `__init__`, whose line
+    `min_dynamic_patch = 1` sets the value used, was left out. Code with a line setting an
+    asked name weighs more where the question asks for a value or a default. The first three
+    chunks the search returned, with the real MiniLM vectors (as answers are scored)."""
+    from ragdb.embedder import load_embedder
+
+    sources = [source(f"nemotron_vl_{n}", NEMOTRON_VL, "python", n) for n in range(1, 4)]
+    passages = select_passages("What is the default value for min_dynamic_patch parameter in "
+                               "NemotronVL model initialization?", sources,
+                               load_embedder().embed)
+    check_verbatim(passages, sources)
+    text = compose(passages)[0]
+    assert "min_dynamic_patch = 1" in [line.strip() for block in range(text.count("```") // 2)
+                                       for line in code_lines(text, block)]

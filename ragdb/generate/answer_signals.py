@@ -175,6 +175,7 @@ class Signals:
     code: bool = False  # a unit of code: the focus words ("default value") are prose words
     number: bool = False  # holds a number the question does not
     routine: bool = False  # code: defines a routine the question names
+    sets: bool = False  # code: a line sets a name the question asks about (passage_choice)
 
 
 def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
@@ -240,6 +241,7 @@ class Weights:
     # x (1 - missing_routine) (the class's `__init__` where `forward` is asked).
     routine: float = 0.0
     missing_routine: float = 0.0
+    sets: float = 0.0  # code x (1 + sets) where a line sets an asked name (`kv_states: ... =`)
 
 
 def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
@@ -256,6 +258,8 @@ def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
     if sig.novelty < weights.novelty_floor and not sig.kind:
         value *= 1 - weights.restating * (1 - sig.novelty / weights.novelty_floor)
     value *= 1 + weights.defines * sig.defines
+    if sig.code and sig.sets:
+        value *= 1 + weights.sets
     if ask.routines and sig.code:
         value *= 1 + weights.routine if sig.routine else 1 - weights.missing_routine
     return max(value, 0.0)

@@ -44,7 +44,13 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import code_label, lead_sentence, setting_passage, windowed
+from ragdb.generate.code_window import (
+    code_label,
+    defines_asked,
+    lead_sentence,
+    setting_passage,
+    windowed,
+)
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -90,6 +96,9 @@ class Settings:
     # other code (the class head, its `__init__`); that definition is not weighed as code.
     routine_weight: float = 1.0
     missing_routine: float = 0.5
+    # Code with a line setting a name the question asks about (`kv_states: ... = None` in a
+    # signature, `mixtral_supported = [`) over the code that only uses it.
+    sets_weight: float = 0.5
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
@@ -106,7 +115,8 @@ class Settings:
                        focus=self.focus_weight, missing_focus=self.missing_focus,
                        pointer=self.pointer_penalty, restating=self.restating_penalty,
                        novelty_floor=self.novelty_floor, defines=self.define_weight,
-                       routine=self.routine_weight, missing_routine=self.missing_routine)
+                       routine=self.routine_weight, missing_routine=self.missing_routine,
+                       sets=self.sets_weight)
 
 
 DEFAULT_SETTINGS = Settings()
@@ -215,6 +225,11 @@ _SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
 _LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
 
 
+#: A question asking for a value ("the default value of `kv_states`", "what values ..."):
+#: the line setting the asked name holds it.
+_VALUE_WORDS = frozenset({"default", "defaults", "value", "values"})
+
+
 def _signals(ask: Asked, candidate: _Candidate) -> Signals:
     """The answer-bearing signals of one candidate (see answer_signals)."""
     unit = candidate.unit
@@ -222,9 +237,13 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
     text = candidate.source.text
     head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
         if 0 <= unit.block_start < unit.start else ""
-    return signals(ask, candidate.shown, text[unit.start:unit.end],
-                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
-                   head=head, bag=set(candidate.bag))
+    code = is_code(candidate.source) or unit.kind == "literal"
+    found = signals(ask, candidate.shown, text[unit.start:unit.end], code=code, listed=listed,
+                    head=head, bag=set(candidate.bag))
+    if code and ask.terms & _VALUE_WORDS and any(defines_asked(line, set(ask.terms))
+                                                 for line in candidate.shown.split("\n")):
+        found = replace(found, sets=True)
+    return found
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
