@@ -240,8 +240,11 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
     code = is_code(candidate.source) or unit.kind == "literal"
     found = signals(ask, candidate.shown, text[unit.start:unit.end], code=code, listed=listed,
                     head=head, bag=set(candidate.bag))
-    if code and ask.terms & _VALUE_WORDS and any(defines_asked(line, set(ask.terms))
-                                                 for line in candidate.shown.split("\n")):
+    # Inside a definition only (an indented line): a module-level statement setting an asked
+    # name is shown beside the code using it anyway (_settings_shown), on its own.
+    if code and ask.terms & _VALUE_WORDS and any(
+            line[:1].isspace() and defines_asked(line, set(ask.terms))
+            for line in candidate.shown.split("\n")):
         found = replace(found, sets=True)
     return found
 
