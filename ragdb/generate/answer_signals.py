@@ -73,8 +73,9 @@ _LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.M)
 _PLACE = re.compile(r"\]\(|https?://|<gh-(?:file|dir):|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|"
                     r"\b[\w-]+\.(?:md|py|rst|txt|json|ya?ml|toml|sh|cfg|ini|ts|js|c|h|cu|rs)\b")
 _POINTER = re.compile(
-    r"(?:^|[.(;:]\s+|\b(?:please|also|and|or)\s+)(?:see|refer to|check out|consult|visit)\b"
+    r"(?:^|[.(;:,]\s+|\b(?:please|also|and|or)\s+)(?:see|refer to|check out|consult|visit)\b"
     r"|\b(?:refer to|check out|learn more|for more (?:information|details|info)"
+    r"|(?:find|get|read) more (?:information|details|info)"
     r"|more (?:information|details) (?:can|is|are)|can be found|full example|see also"
     r"|(?:is|are) (?:described|documented|explained) (?:in|at|on|here)"
     r"|the (?:next|following|previous|later) (?:section|chapter|page)s?)\b", re.I)
@@ -97,6 +98,9 @@ class Asked:
     kinds: frozenset[str]  # number, code, place, list: what an answer holds
     names: frozenset[str]  # names the question writes as code, lower-cased
     numbers: frozenset[str]  # numbers the question writes (an answer brings others)
+    # Routines the question names ("Gemma2DecoderLayer's forward method", `load()`): the code
+    # that answers is theirs, not their class's other methods.
+    routines: frozenset[str] = frozenset()
 
 
 def _name_forms(text: str) -> set[str]:
@@ -108,6 +112,8 @@ def _name_forms(text: str) -> set[str]:
     return out
 
 
+_ROUTINE = re.compile(r"\b([A-Za-z_]\w*)`?\s+(?:method|function)\b")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 _NAMED_ROUTINE = re.compile(r"\b([A-Za-z_]\w*)\s+(?:method|function|constructor)\b")
 _NOT_ROUTINE = STOPWORDS | {"which", "what", "helper", "same", "other", "new", "main", "this",
                             "that", "its", "their", "utility", "wrapper", "python", "class"}
@@ -148,9 +154,13 @@ def asked(question: str) -> Asked:
     # method`): code defining it is as much the question's as code defining the class.
     quoted |= {m.group(1).lower() for m in _NAMED_ROUTINE.finditer(text)
                if m.group(1).lower() not in _NOT_ROUTINE}
+    # `__init__` or `__call__` names a method every class has: it tells no code apart.
+    routines = {m.group(1).lower() for m in _ROUTINE.finditer(text)
+                if m.group(1).lower() not in _NOT_ROUTINE and not m.group(1).startswith("__")}
+    routines |= {m.group(1).lower() for m in _CALLED.finditer(text)}
     return Asked(frozenset(terms(text)), frozenset(terms(" ".join(focus_words))),
                  frozenset(kinds), frozenset(quoted),
-                 frozenset(m.group() for m in _NUMBER.finditer(text)))
+                 frozenset(m.group() for m in _NUMBER.finditer(text)), frozenset(routines))
 
 
 @dataclass(frozen=True)
@@ -164,6 +174,8 @@ class Signals:
     defines: float  # code: share of the names the question writes that it defines
     code: bool = False  # a unit of code: the focus words ("default value") are prose words
     number: bool = False  # holds a number the question does not
+    routine: bool = False  # code: defines a routine the question names
+    sets: bool = False  # code: a line sets a name the question asks about (passage_choice)
 
 
 def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
@@ -187,11 +199,12 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
     if not held and "list" in ask.kinds:
         held = listed
     pointer = bool(_POINTER.search(shown)) and not code
-    defines = 0.0
+    defines, routine = 0.0, False
     if code and ask.names:
         named: set[str] = set()
         for text in (head, raw):  # a piece of a long definition is defined by its head
             named.update(m.group(1).lower() for m in _DEFINITION.finditer(text))
+        routine = bool(named & ask.routines)
         first = next((line for line in raw.split("\n")
                       if line.strip() and not line.lstrip().startswith(("@", "#"))), "")
         assignment = _ASSIGNMENT.match(first)
@@ -200,7 +213,7 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
         if asked_names:
             defines = len(named & asked_names) / len(asked_names)
-    return Signals(held, focus, pointer, novelty, defines, code, number)
+    return Signals(held, focus, pointer, novelty, defines, code, number, routine)
 
 
 def wants_targets(ask: Asked, shown: str) -> bool:
@@ -224,6 +237,11 @@ class Weights:
     restating: float = 0.0  # score x (1 - restating * (1 - novelty / novelty_floor))
     novelty_floor: float = 0.3
     defines: float = 0.0  # score x (1 + defines x share of the asked names it defines)
+    # Where the question names a routine: code defining it x (1 + routine), other code
+    # x (1 - missing_routine) (the class's `__init__` where `forward` is asked).
+    routine: float = 0.0
+    missing_routine: float = 0.0
+    sets: float = 0.0  # code x (1 + sets) where a line sets an asked name (`kv_states: ... =`)
 
 
 def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
@@ -240,4 +258,8 @@ def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
     if sig.novelty < weights.novelty_floor and not sig.kind:
         value *= 1 - weights.restating * (1 - sig.novelty / weights.novelty_floor)
     value *= 1 + weights.defines * sig.defines
+    if sig.code and sig.sets:
+        value *= 1 + weights.sets
+    if ask.routines and sig.code:
+        value *= 1 + weights.routine if sig.routine else 1 - weights.missing_routine
     return max(value, 0.0)

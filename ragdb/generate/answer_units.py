@@ -318,6 +318,13 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
             continue
         # "Then, vLLM supports the following ...:" shown without the sentence before it.
         intro = replace(intro, start=_past_connective(text, intro.start, intro.end))
+        # "This can take several minutes:" leans on the sentence before it ("... you'll
+        # need to build vLLM from source."): the block comes with the sentence it stands on.
+        said = text[intro.start:intro.end]
+        if intro.kind == "sentence" and (_LEANING.match(said) or _refers_back(said)):
+            support = _support(text, units, p_last - 1)
+            if support >= p_first:
+                intro = replace(intro, start=units[support].start)
         end = units[first].end
         for k in range(first, last):  # as much of the list or table as fits
             if units[k].end - intro.start > _MAX_JOIN:

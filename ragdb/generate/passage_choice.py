@@ -44,7 +44,13 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import code_label, lead_sentence, setting_passage, windowed
+from ragdb.generate.code_window import (
+    code_label,
+    defines_asked,
+    lead_sentence,
+    setting_passage,
+    windowed,
+)
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
@@ -86,11 +92,21 @@ class Settings:
     restating_penalty: float = 0.6
     novelty_floor: float = 0.3
     define_weight: float = 1.0
+    # Code defining a routine the question names ("... in X's forward method") over the
+    # other code (the class head, its `__init__`); that definition is not weighed as code.
+    routine_weight: float = 1.0
+    missing_routine: float = 0.5
+    # Code with a line setting a name the question asks about (`kv_states: ... = None` in a
+    # signature, `mixtral_supported = [`) over the code that only uses it.
+    sets_weight: float = 0.5
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
     cut_window_chars: int = 400
     cut_weight: float = 0.6  # score factor for code cut out of its context (a fragment)
+    # A pointer ("please refer to ...") is not chosen while a unit that is none scores this
+    # share of it (unless the question asks "where"): it sends the reader off for the content.
+    pointer_yield: float = 0.5
     code_lead: int = 1  # 1: a code answer leads with its docstring's or comment's sentence
 
     def weights(self) -> Weights:
@@ -98,7 +114,9 @@ class Settings:
                        missing_number=self.missing_number,
                        focus=self.focus_weight, missing_focus=self.missing_focus,
                        pointer=self.pointer_penalty, restating=self.restating_penalty,
-                       novelty_floor=self.novelty_floor, defines=self.define_weight)
+                       novelty_floor=self.novelty_floor, defines=self.define_weight,
+                       routine=self.routine_weight, missing_routine=self.missing_routine,
+                       sets=self.sets_weight)
 
 
 DEFAULT_SETTINGS = Settings()
@@ -152,6 +170,7 @@ def _starts_mid_sentence(text: str, start: int, kind: str) -> bool:
 def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
     out = []
     for source in sources:
+        tail = _tail_of_sibling(source, sources)
         for unit in source_units(source):
             if unit.end - unit.start > settings.max_unit_chars:
                 continue
@@ -168,11 +187,47 @@ def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Cand
                     introduces(shown) or shown.rstrip("*_ ").endswith("?")):
                 continue  # an introduction without what it introduces, or a question
             cut = _cut_code(source, unit)
-            out.append(_Candidate(source, unit, shown, bag, cut or _showable(source, unit), cut))
+            showable = cut or (_showable(source, unit) and unit.start != tail)
+            out.append(_Candidate(source, unit, shown, bag, showable, cut))
     return out
 
 
+def _tail_of_sibling(source: SourceText, sources: Sequence[SourceText]) -> int:
+    """Where the source's first sentence starts when it is the end of a sentence of another
+    source of the same file (chunks overlap: "Python's memory tracking misses." opens the
+    chunk after "... spot native leaks that\nPython's memory tracking misses."): no unit
+    starting there is shown, as none starting inside a sentence is; -1 when it is none."""
+    if is_code(source):
+        return -1
+    text = source.text
+    start = len(text) - len(text.lstrip())
+    end = _SENTENCE_STOP.search(text, start)
+    first = text[start:end.end() if end else len(text)].strip()
+    if len(first) < 8:
+        return -1
+    for other in sources:
+        if other is source or other.file_path != source.file_path or is_code(other):
+            continue
+        at = other.text.find(first)
+        while at > 0:
+            before = other.text[:at]
+            kept = before.rstrip()
+            gap = before[len(kept):].replace(" ", "").replace("\t", "")
+            if kept and "\n\n" not in gap and (kept[-1].isalnum() or kept[-1] in ",;("):
+                return start  # a word, not a sentence's end nor a blank line, before it
+            at = other.text.find(first, at + 1)
+    return -1
+
+
+_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
+
+
 _LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
+
+
+#: A question asking for a value ("the default value of `kv_states`", "what values ..."):
+#: the line setting the asked name holds it.
+_VALUE_WORDS = frozenset({"default", "defaults", "value", "values"})
 
 
 def _signals(ask: Asked, candidate: _Candidate) -> Signals:
@@ -182,9 +237,16 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
     text = candidate.source.text
     head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
         if 0 <= unit.block_start < unit.start else ""
-    return signals(ask, candidate.shown, text[unit.start:unit.end],
-                   code=is_code(candidate.source) or unit.kind == "literal", listed=listed,
-                   head=head, bag=set(candidate.bag))
+    code = is_code(candidate.source) or unit.kind == "literal"
+    found = signals(ask, candidate.shown, text[unit.start:unit.end], code=code, listed=listed,
+                    head=head, bag=set(candidate.bag))
+    # Inside a definition only (an indented line): a module-level statement setting an asked
+    # name is shown beside the code using it anyway (_settings_shown), on its own.
+    if code and ask.terms & _VALUE_WORDS and any(
+            line[:1].isspace() and defines_asked(line, set(ask.terms))
+            for line in candidate.shown.split("\n")):
+        found = replace(found, sets=True)
+    return found
 
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
@@ -306,6 +368,7 @@ def select_passages(
         score = _scores(question, candidates, embed, settings)
         ask = asked(question)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
+        order = _pointers_yield(order, candidates, score, ask, settings.pointer_yield)
         chosen: list[_Candidate] = []
         best, used = 0.0, 0
         for i in order:
@@ -315,6 +378,9 @@ def select_passages(
             if chosen and (score[i] < settings.min_relative * best
                            or used + c.unit.end - c.unit.start > settings.max_chars):
                 continue
+            if "list" in ask.kinds and c.unit.kind == "item":
+                c = _whole_list(c, candidates, settings.max_chars - used if chosen
+                                else settings.max_chars)
             if any(_overlaps(c, o) or _duplicate(c, o, settings.duplicate_jaccard)
                    for o in chosen):
                 continue
@@ -359,7 +425,8 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
     prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
                       for c in candidates])
     ask, weights = asked(question), settings.weights()
-    prior = prior * np.array([factor(ask, _signals(ask, c), weights) for c in candidates])
+    sigs = [_signals(ask, c) for c in candidates]
+    prior = prior * np.array([factor(ask, sig, weights) for sig in sigs])
     if embed is not None:
         shortlist = np.argsort(-(lexical * prior), kind="stable")
         if settings.embed_limit > 0:
@@ -373,8 +440,9 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         score = lexical
     score = score * prior
     if settings.code_weight != 1.0:
-        score = score * np.array([settings.code_weight if is_code(c.source) else 1.0
-                                  for c in candidates])
+        score = score * np.array([settings.code_weight
+                                  if is_code(c.source) and not sig.routine else 1.0
+                                  for c, sig in zip(candidates, sigs)])
     for i, c in enumerate(candidates):
         if c.cut:
             score[i] *= settings.cut_weight
@@ -382,6 +450,35 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         if excess > 0:
             score[i] *= settings.soft_chars / (settings.soft_chars + excess)
     return score
+
+
+def _pointers_yield(order: list[int], candidates: list[_Candidate], score: np.ndarray,
+                    ask: Asked, share: float) -> list[int]:
+    """`order` without the pointers that a unit pointing nowhere scores `share` of: "For the
+    most up-to-date information on quantization methods, please refer to ..." holds the
+    question's words, but the list of methods further down is what answers. A question
+    asking "where" keeps them (the pointer's target is its answer)."""
+    if "place" in ask.kinds or share <= 0:
+        return order
+    pointers = {i for i in order if _signals(ask, candidates[i]).pointer}
+    best_content = max((float(score[i]) for i in order if i not in pointers), default=0.0)
+    return [i for i in order if i not in pointers or best_content < share * float(score[i])]
+
+
+def _whole_list(item: _Candidate, candidates: list[_Candidate], room: int) -> _Candidate:
+    """A list question answered by one item gets the list: the item's list with the sentence
+    or heading that introduces it (the joined unit holding the item), where it is showable
+    and fits in `room` characters; else the item. One bullet ("Note: coverage may change")
+    of the list asked for is a partial answer."""
+    best = item
+    for c in candidates:
+        unit = c.unit
+        if c.source is item.source and unit.kind == "joined" and c.showable \
+                and unit.start <= item.unit.start and item.unit.end <= unit.end \
+                and unit.end - unit.start <= room and "\n" in c.shown \
+                and (best is item or unit.end - unit.start < best.unit.end - best.unit.start):
+            best = c
+    return best
 
 
 def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
