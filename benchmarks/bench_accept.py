@@ -16,8 +16,12 @@ public code questions 1, 3, 6, 8, 11, ... (every fifth from the first and from t
 repos set's half B (benchmarks/bench_repos.py): 50 + 40 + 40. The first rounds read 25 + 20 +
 20 of them (docs every other one, code every fifth, repos every other one: `first_round`); the
 other 65 were added unread, so that what was built after reading the first rounds' verdicts is
-also reported on questions nobody has looked at. Needs data/bench/rag.db
-(`make bench`) and data/bench/repos.db (`make bench-repos`).
+also reported on questions nobody has looked at. Since then the rejected answers of all 130
+have been read for patterns (issue 19's sixth round), so none of the 130 is unread any more:
+the 60 questions of benchmarks/repos2 (three codebases nobody tuned on, written from their
+sources alone) were added to the sample after that round, as its fresh part (`repos2`). Needs
+data/bench/rag.db (`make bench`), data/bench/repos.db and data/bench/repos2.db (`make
+bench-repos`, with `--unseen`).
 
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
     uv run --frozen python -m benchmarks.bench_accept sample --style writer
@@ -34,7 +38,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
+from benchmarks.bench_repos import (REPOS_DB, UNSEEN, UNSEEN_DB, UNSEEN_SET, VLLM_DB, Question,
+                                    repo_questions, vllm_questions)
 from benchmarks.common import BENCH_DIR, dataset, host_line
 from ragdb import RagDB
 from ragdb.retrieve import Mode
@@ -56,12 +61,15 @@ def sample() -> list[tuple[Question, str, Path]]:
     code_questions = [q for q in public if q.kind == "code"]
     code = [q for i, q in enumerate(code_questions) if i % 5 in (0, 2)]
     repos_answers: dict[str, str] = {}
-    for path in Path("../shared/datasets/repos/AnsweredQuestions").glob("dataset_*.json"):
-        for q in json.loads(path.read_text())["rag_questions"]:
-            repos_answers[q["question_id"]] = q["answer"]
+    for folder in (Path("../shared/datasets/repos"), UNSEEN_SET):
+        for path in (folder / "AnsweredQuestions").glob("dataset_*.json"):
+            for q in json.loads(path.read_text())["rag_questions"]:
+                repos_answers[q["question_id"]] = q["answer"]
     repos = [q for q in repo_questions() if q.half == "B"]
+    fresh = repo_questions(UNSEEN_SET, UNSEEN)
     return ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
-            + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos])
+            + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos]
+            + [(q, repos_answers[q.question_id], UNSEEN_DB) for q in fresh])
 
 
 def first_round() -> set[str]:
@@ -105,7 +113,9 @@ def answer_sample(style: str, k: int) -> Path:
 
 
 def _group(answer: dict[str, Any]) -> str:
-    return answer["set"] if answer["set"].startswith("vllm") else "repos"
+    if answer["set"].startswith("vllm"):
+        return str(answer["set"])
+    return "repos2" if answer["set"] in UNSEEN else "repos"
 
 
 def report() -> None:
@@ -123,11 +133,15 @@ def report() -> None:
         seen = first_round()
         for qid, verdict in verdicts.items():
             if qid in answers:
-                groups[_group(answers[qid])].append((answers[qid], verdict))
+                group = _group(answers[qid])
+                groups[group].append((answers[qid], verdict))
                 groups["all"].append((answers[qid], verdict))
-                groups["first round" if qid in seen else "unread"].append(
-                    (answers[qid], verdict))
-        for name in ("vllm-docs", "vllm-code", "repos", "first round", "unread", "all"):
+                if group != "repos2":
+                    groups["the 130"].append((answers[qid], verdict))
+                    groups["first round" if qid in seen else "later 65"].append(
+                        (answers[qid], verdict))
+        for name in ("vllm-docs", "vllm-code", "repos", "first round", "later 65", "the 130",
+                     "repos2", "all"):
             rows = groups.get(name, [])
             if not rows:
                 continue
