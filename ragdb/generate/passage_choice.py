@@ -101,11 +101,13 @@ class Settings:
     # signature, `mixtral_supported = [`) over the code that only uses it.
     sets_weight: float = 0.5
     # Where the question writes an identifier (`psutil_pid_exists`) that a candidate of code
-    # defines: that code x (1 + identifier_weight), weighed neither as code nor as cut, and
-    # prose that does not write the identifier x (1 - missing_identifier) (the docs of what
-    # the function is for, asked how it does it).
-    identifier_weight: float = 1.0
-    missing_identifier: float = 0.5
+    # defines: that code, and code writing the identifier, is not weighed as code (nor the
+    # definition as cut), and prose that does not write it weighs x (1 - missing_identifier)
+    # (the docs of what the function is for, asked how it does it); the definition x (1 +
+    # identifier_weight) more. 1.0 there took the place of the caller that held the answer
+    # (the check of what `get_multimodal_embeddings` returns), and measured no better.
+    identifier_weight: float = 0.0
+    missing_identifier: float = 0.6
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
@@ -447,15 +449,17 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
         score = lexical
     score = score * prior
     defined = _defined_identifiers(ask, candidates, sigs)
+    writes = [bool(defined) and any(name in c.shown.lower() for name in defined)
+              for c in candidates]
     if settings.code_weight != 1.0:
-        score = score * np.array([settings.code_weight
-                                  if is_code(c.source) and not (sig.routine or sig.identifier)
-                                  else 1.0 for c, sig in zip(candidates, sigs)])
+        score = score * np.array([settings.code_weight if is_code(c.source) and not (
+            sig.routine or sig.identifier or wrote) else 1.0
+            for c, sig, wrote in zip(candidates, sigs, writes)])
     for i, c in enumerate(candidates):
         if defined:
             if sigs[i].identifier:
                 score[i] *= 1 + settings.identifier_weight
-            elif not is_code(c.source) and not any(name in c.shown.lower() for name in defined):
+            elif not is_code(c.source) and not writes[i]:
                 score[i] *= 1 - settings.missing_identifier
         if c.cut and not sigs[i].identifier:
             score[i] *= settings.cut_weight
