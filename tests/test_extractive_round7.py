@@ -56,4 +56,3 @@ def test_class_names_and_constants_are_not_identifiers() -> None:
     code = "def get_num_new_matched_tokens(self, request):\n    return 0\n"
     sig = signals(ask, code, code, code=True, listed=False)
     assert sig.identifier
-
