@@ -87,6 +87,19 @@ _DEFINITION = re.compile(
     r"(?:def|class|fn|function|struct|enum|trait|impl|interface|type|macro_rules!|#\s*define|"
     r"const|let|var)\s+([A-Za-z_]\w*)", re.M)
 _ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)\s*(?::[^=\n]+)?=[^=]")
+# A C-family function definition at the start of a line: `int\npsutil_pid_exists(pid_t pid) {`,
+# `static PyObject *\npsutil_proc_kill(PyObject *self, PyObject *args) {`, its return type on
+# the line or the one before; the body's brace ends the parameters (a `;` would make it a
+# declaration or a call).
+_C_FUNCTION = re.compile(
+    r"^(?:[A-Za-z_][\w \t*]*[ \t*])?([A-Za-z_]\w*)[ \t]*\((?:[^;{}()]|\([^;{}()]*\))*\)"
+    r"[ \t]*(?:\n[ \t]*)?\{", re.M)
+_NOT_FUNCTION = frozenset({"if", "for", "while", "switch", "return", "sizeof", "catch"})
+#: An identifier written as code: snake_case (an inner underscore) or camelCase (an inner
+#: capital), the names of functions and variables; never a dunder (`__init__`, which every
+#: class has), nor a PascalCase class name or an ALL_CAPS constant (a class's head is seldom
+#: what answers about its code; the question names the class as a place, see `routines`).
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,21 @@ class Asked:
     # Routines the question names ("Gemma2DecoderLayer's forward method", `load()`): the code
     # that answers is theirs, not their class's other methods.
     routines: frozenset[str] = frozenset()
+    # Identifiers the question writes as code (`psutil_pid_exists`, `getAppDir`): code that
+    # defines one is where "how does X ..." is answered, over docs about what X is for.
+    identifiers: frozenset[str] = frozenset()
+
+
+def _identifiers(text: str) -> set[str]:
+    """The names of `text` written as code identifiers (see _IDENTIFIER), lower-cased."""
+    out = set()
+    for match in _NAME.finditer(text):
+        name = next(g for g in match.groups() if g).strip("`").rstrip("()")
+        if not _IDENTIFIER.fullmatch(name) or name.startswith("__"):
+            continue
+        if not name[:1].isupper() and ("_" in name.strip("_") or re.search(r"[a-z][A-Z]", name)):
+            out.add(name.lower())
+    return out
 
 
 def _name_forms(text: str) -> set[str]:
@@ -160,7 +188,8 @@ def asked(question: str) -> Asked:
     routines |= {m.group(1).lower() for m in _CALLED.finditer(text)}
     return Asked(frozenset(terms(text)), frozenset(terms(" ".join(focus_words))),
                  frozenset(kinds), frozenset(quoted),
-                 frozenset(m.group() for m in _NUMBER.finditer(text)), frozenset(routines))
+                 frozenset(m.group() for m in _NUMBER.finditer(text)), frozenset(routines),
+                 frozenset(_identifiers(text)))
 
 
 @dataclass(frozen=True)
@@ -176,6 +205,16 @@ class Signals:
     number: bool = False  # holds a number the question does not
     routine: bool = False  # code: defines a routine the question names
     sets: bool = False  # code: a line sets a name the question asks about (passage_choice)
+    identifier: bool = False  # code: defines an identifier the question writes
+
+
+def defined_names(code: str) -> set[str]:
+    """The names `code` defines (`def f(`, `class C`, `#define M`, a C function's head...),
+    lower-cased."""
+    named = {m.group(1).lower() for m in _DEFINITION.finditer(code)}
+    named.update(m.group(1).lower() for m in _C_FUNCTION.finditer(code)
+                 if m.group(1) not in _NOT_FUNCTION)
+    return named
 
 
 def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
@@ -199,12 +238,11 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
     if not held and "list" in ask.kinds:
         held = listed
     pointer = bool(_POINTER.search(shown)) and not code
-    defines, routine = 0.0, False
+    defines, routine, identifier = 0.0, False, False
     if code and ask.names:
-        named: set[str] = set()
-        for text in (head, raw):  # a piece of a long definition is defined by its head
-            named.update(m.group(1).lower() for m in _DEFINITION.finditer(text))
+        named = defined_names(head + "\n" + raw)  # a piece of a definition: by its head too
         routine = bool(named & ask.routines)
+        identifier = bool(named & ask.identifiers)  # a definition, not an assignment
         first = next((line for line in raw.split("\n")
                       if line.strip() and not line.lstrip().startswith(("@", "#"))), "")
         assignment = _ASSIGNMENT.match(first)
@@ -213,7 +251,8 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         asked_names = {n for n in ask.names if re.fullmatch(r"[a-z_]\w*", n)}
         if asked_names:
             defines = len(named & asked_names) / len(asked_names)
-    return Signals(held, focus, pointer, novelty, defines, code, number, routine)
+    return Signals(held, focus, pointer, novelty, defines, code, number, routine,
+                   identifier=identifier)
 
 
 def wants_targets(ask: Asked, shown: str) -> bool:

@@ -39,6 +39,7 @@ from ragdb.generate.answer_signals import (
     Signals,
     Weights,
     asked,
+    defined_names,
     factor,
     signals,
     wants_targets,
@@ -99,6 +100,14 @@ class Settings:
     # Code with a line setting a name the question asks about (`kv_states: ... = None` in a
     # signature, `mixtral_supported = [`) over the code that only uses it.
     sets_weight: float = 0.5
+    # Where the question writes an identifier (`psutil_pid_exists`) that a candidate of code
+    # defines: that code, and code writing the identifier, is not weighed as code (nor the
+    # definition as cut), and prose that does not write it weighs x (1 - missing_identifier)
+    # (the docs of what the function is for, asked how it does it); the definition x (1 +
+    # identifier_weight) more. 1.0 there took the place of the caller that held the answer
+    # (the check of what `get_multimodal_embeddings` returns), and measured no better.
+    identifier_weight: float = 0.0
+    missing_identifier: float = 0.6
     # Code windows (code_window.py): the least a window of a long definition shows, and the
     # most one of code cut out of its context does.
     window_min_chars: int = 300
@@ -439,17 +448,41 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
     else:
         score = lexical
     score = score * prior
+    defined = _defined_identifiers(ask, candidates, sigs)
+    writes = [bool(defined) and any(name in c.shown.lower() for name in defined)
+              for c in candidates]
     if settings.code_weight != 1.0:
-        score = score * np.array([settings.code_weight
-                                  if is_code(c.source) and not sig.routine else 1.0
-                                  for c, sig in zip(candidates, sigs)])
+        score = score * np.array([settings.code_weight if is_code(c.source) and not (
+            sig.routine or sig.identifier or wrote) else 1.0
+            for c, sig, wrote in zip(candidates, sigs, writes)])
     for i, c in enumerate(candidates):
-        if c.cut:
+        if defined:
+            if sigs[i].identifier:
+                score[i] *= 1 + settings.identifier_weight
+            elif not is_code(c.source) and not writes[i]:
+                score[i] *= 1 - settings.missing_identifier
+        if c.cut and not sigs[i].identifier:
             score[i] *= settings.cut_weight
         excess = (c.unit.end - c.unit.start) - settings.soft_chars
         if excess > 0:
             score[i] *= settings.soft_chars / (settings.soft_chars + excess)
     return score
+
+
+def _defined_identifiers(ask: Asked, candidates: list[_Candidate], sigs: list[Signals]
+                         ) -> set[str]:
+    """The identifiers the question writes that a showable candidate of code defines."""
+    if not ask.identifiers:
+        return set()
+    out: set[str] = set()
+    for c, sig in zip(candidates, sigs):
+        if sig.identifier and c.showable:
+            unit = c.unit
+            text = c.source.text
+            head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
+                if 0 <= unit.block_start < unit.start else ""
+            out |= defined_names(head + "\n" + text[unit.start:unit.end]) & ask.identifiers
+    return out
 
 
 def _pointers_yield(order: list[int], candidates: list[_Candidate], score: np.ndarray,
