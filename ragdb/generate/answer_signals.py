@@ -117,6 +117,26 @@ class Asked:
     # Identifiers the question writes as code (`psutil_pid_exists`, `getAppDir`): code that
     # defines one is where "how does X ..." is answered, over docs about what X is for.
     identifiers: frozenset[str] = frozenset()
+    # Operating systems the question names ("on Linux", "on Windows"): code branches for
+    # another one hold no answer (see code_window.platform_branches).
+    platforms: frozenset[str] = frozenset()
+
+
+# How a question names an operating system; the same keys as code_window's _PLATFORM_CODE.
+_PLATFORM_WORDS = {
+    "windows": re.compile(r"\bWindows\b"),
+    "macos": re.compile(r"\b(?:macOS|Mac ?OS|OS ?X|Darwin|Mac)\b"),
+    "linux": re.compile(r"\bLinux\b", re.I),
+    "bsd": re.compile(r"\b(?:Free|Open|Net)?BSD\b"),
+    "sunos": re.compile(r"\b(?:Solaris|SunOS)\b", re.I),
+    "aix": re.compile(r"\bAIX\b"),
+}
+
+
+def question_platforms(text: str) -> frozenset[str]:
+    """The operating systems `text` names by their proper names (a capital "Windows", not a
+    sliding window)."""
+    return frozenset(k for k, pattern in _PLATFORM_WORDS.items() if pattern.search(text))
 
 
 def _identifiers(text: str) -> set[str]:
@@ -189,7 +209,7 @@ def asked(question: str) -> Asked:
     return Asked(frozenset(terms(text)), frozenset(terms(" ".join(focus_words))),
                  frozenset(kinds), frozenset(quoted),
                  frozenset(m.group() for m in _NUMBER.finditer(text)), frozenset(routines),
-                 frozenset(_identifiers(text)))
+                 frozenset(_identifiers(text)), question_platforms(text))
 
 
 @dataclass(frozen=True)

@@ -157,9 +157,65 @@ _REACH = 300
 _REACH_BACK = 150
 
 
+# How code names an operating system in a branch's condition (`if WIN:`, `sys.platform ==
+# "darwin"`, `#if defined(PSUTIL_LINUX)`); keys as answer_signals' _PLATFORM_WORDS.
+_PLATFORM_CODE = {
+    "windows": re.compile(r"\b_?WIN(?:32|64|DOWS)?\b|_WIN(?:32|64)\b|\bMS_WINDOWS\b|"
+                          r"\bIS_WINDOWS\b|_WINDOWS\b|[\"']win32[\"']|[\"']nt[\"']|"
+                          r"\bis_windows\b|\bWindows\b"),
+    "macos": re.compile(r"darwin|DARWIN|__APPLE__|\bMACOS\b|_OSX\b|\bOSX\b|\bmacos\b|"
+                        r"\bis_mac"),
+    "linux": re.compile(r"linux|LINUX"),
+    "bsd": re.compile(r"bsd|BSD"),
+    "sunos": re.compile(r"sunos|SUNOS|solaris|SOLARIS"),
+    "aix": re.compile(r"\baix\b|\bAIX\b"),
+}
+_CONDITION = re.compile(r"\s*(?:}\s*)?(?:if|elif|else\s+if)\b")
+_PRE_IF = re.compile(r"\s*#\s*(?:if|ifdef|elif)\b")
+_PRE_NEXT = re.compile(r"\s*#\s*(?:elif|else|endif)\b")
+_PRE_OPEN = re.compile(r"\s*#\s*if")
+_NEGATED = re.compile(r"\bnot\b|!(?!=)|#\s*ifndef")
+
+
+def platform_branches(text: str, lines: list[tuple[int, int]]
+                      ) -> list[tuple[int, int, frozenset[str]]]:
+    """(condition line, last line, operating systems) of each branch whose condition names
+    an operating system and negates nothing: an `if`/`elif` with the lines indented under it
+    (Python, and brace code as it is laid out), a `#if`/`#ifdef`/`#elif` to its next
+    `#elif`/`#else`/`#endif` of the same nesting."""
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    out = []
+    for n in range(len(lines)):
+        condition = line(n)
+        pre = bool(_PRE_IF.match(condition))
+        if not pre and not _CONDITION.match(condition) or _NEGATED.search(condition):
+            continue
+        named = frozenset(k for k, p in _PLATFORM_CODE.items() if p.search(condition))
+        if not named:
+            continue
+        last, depth = n, 0
+        for m in range(n + 1, len(lines)):
+            if pre:
+                if depth == 0 and _PRE_NEXT.match(line(m)):
+                    break
+                depth += bool(_PRE_OPEN.match(line(m))) - bool(
+                    re.match(r"\s*#\s*endif\b", line(m)))
+            elif line(m).strip() and indent(m) <= indent(n):
+                break
+            last = m
+        out.append((n, last, named))
+    return out
+
+
 def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], score: float,
              query: set[str], k1: float, *, min_chars: int = 0,
-             cut: bool = False) -> Passage | None:
+             cut: bool = False, platforms: frozenset[str] = frozenset(),
+             whole_chars: int = 0) -> Passage | None:
     """A piece of a long code block, shown as the run of the block's whole lines that best
     matches the question (BM25 over lines), as long as the piece (at least `min_chars`), after
     the signature lines of the definition it lies in, instead of the piece the block was cut
@@ -167,7 +223,12 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     start. The run closes the brackets it opens and opens those it closes where that takes
     less than _REACH more characters, so that it does not stop inside a statement. `cut`: the
     block is a chunk's code that begins inside a statement or block; the window is marked as
-    having lines left out before it. None when no line holds a question term."""
+    having lines left out before it. `platforms`: the operating systems the question names;
+    a branch for another one scores nothing, the condition of one for an asked one as the best
+    line. A window inside a definition that goes on past it is grown to the definition's end
+    where that takes at most _TAIL_REACH more characters and the whole is within
+    `whole_chars` (the rest of a check: `kill(pid, 0)` and its errno cases after the PID 0
+    case). None when no line holds a question term."""
     text = source.text
     block_start, block_end = block
     lines = [(s + block_start, e + block_start)
@@ -192,6 +253,19 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     defines = sorted(first_set.values())
     if defines and float(scores.max()) > 0:
         scores[defines] += float(scores.max())
+    elsewhere: set[int] = set()  # lines of a branch for an operating system not asked
+    if platforms:
+        # A branch for another operating system holds no answer (`if WIN:` asked about
+        # Linux); the condition of a branch for the one asked leads to the lines that answer.
+        branches = platform_branches(text, lines)
+        top = float(scores.max())
+        for n, last, named in branches:
+            if not named & platforms:
+                scores[n:last + 1] = 0.0
+                elsewhere.update(range(n, last + 1))
+        for n, last, named in branches:
+            if named & platforms and top > 0:
+                scores[n] = max(float(scores[n]), top)
     partial = not text[:block_start].strip() and lines and (
         cut or depth_changes([text[slice(*lines[0])]], source.kind)[0] < 0)
     if partial:
@@ -199,6 +273,7 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
         # (`12.8 AND SCALED_MM_ARCHS)`): its first line is never shown, not even as a
         # signature line.
         lines, scores = lines[1:], scores[1:]
+        elsewhere = {n - 1 for n in elsewhere if n}
     if not len(scores) or float(scores.max()) <= 0:
         return None
     budget = max(span[1] - span[0], min_chars)
@@ -223,8 +298,8 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
         grown = False
         for step in (1, -1):
             n = high + 1 if step > 0 else low - 1
-            if 0 <= n < len(lines) and lines[max(n, high)][1] - lines[min(n, low)][0] \
-                    <= budget:
+            if 0 <= n < len(lines) and n not in elsewhere \
+                    and lines[max(n, high)][1] - lines[min(n, low)][0] <= budget:
                 low, high = min(low, n), max(high, n)
                 grown = True
     # The window does not begin inside a block it then leaves (the tail of an `else()`
@@ -259,6 +334,7 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
         or source.file_path.endswith((".py", ".pyi"))
     low, high = _whole_blocks(text, lines, low, high, python, source.kind in C_FAMILY,
                               budget + _REACH, first=1 if partial else 0)
+    high = _to_the_end(text, lines, low, high, whole_chars, elsewhere)
     start, end = trim_span(text, lines[low][0], lines[high][1])
     if start >= end:
         return None
@@ -287,6 +363,49 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     return Passage(source.number, text[start:end], start, end, score, True,
                    "" if lead.strip() else lead, context, elided=cut or closes,
                    elided_after=after)
+
+
+#: How much further a window may grow to take the rest of the definition it lies in.
+_TAIL_REACH = 450
+
+
+def _to_the_end(text: str, lines: list[tuple[int, int]], low: int, high: int,
+                whole_chars: int, elsewhere: set[int]) -> int:
+    """The last line of the run low..high grown to the end of what it lies in (the lines after
+    it indented deeper than its outermost line, and a closing line at that indentation), where
+    that is at most _TAIL_REACH more characters and the whole run at most `whole_chars`; else
+    `high`. A check's last cases (`if (errno == ESRCH)`, `return -1;`) come after the ones a
+    budget-long window shows. It stops before a line of `elsewhere` (a branch for an
+    operating system not asked)."""
+    def line(n: int) -> str:
+        return text[slice(*lines[n])]
+
+    def indent(n: int) -> int:
+        return len(line(n)) - len(line(n).lstrip())
+
+    shown = [n for n in range(low, high + 1) if line(n).strip()]
+    if not shown or whole_chars <= 0:
+        return high
+    outermost = min(indent(n) for n in shown)
+    # A window showing a definition's head at its outermost level ends with that definition;
+    # one of statements of a body goes on to the body's end.
+    headed = any(indent(n) == outermost and (
+        DEF_LINE.match(line(n).strip()) or line(n).rstrip().endswith("{")
+        and not _CONTROL.match(line(n))) for n in shown)
+    end, n = high, high + 1
+    while n < len(lines) and n not in elsewhere:
+        if line(n).strip():
+            closer = bool(_CLOSER.match(line(n)))
+            if indent(n) < outermost or indent(n) == outermost and (closer or headed):
+                if closer:
+                    end = n  # the closing line of what the window lies in
+                break
+            end = n
+        n += 1
+    if end == high or lines[end][1] - lines[high][1] > _TAIL_REACH \
+            or lines[end][1] - lines[low][0] > whole_chars:
+        return high
+    return end
 
 
 def _whole_statements(text: str, lines: list[tuple[int, int]], low: int, high: int,
