@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ragdb.generate.code_window import LABEL
+from ragdb.generate.code_prose import LABEL
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.passage_choice import DEFAULT_SETTINGS, Embed, Settings, select_passages
 from ragdb.generate.spans import Passage, SourceText

@@ -45,13 +45,8 @@ from ragdb.generate.answer_signals import (
     wants_targets,
 )
 from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
-from ragdb.generate.code_window import (
-    code_label,
-    defines_asked,
-    lead_sentence,
-    setting_passage,
-    windowed,
-)
+from ragdb.generate.code_prose import code_label, lead_sentence
+from ragdb.generate.code_window import defines_asked, setting_passage, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY

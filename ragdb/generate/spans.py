@@ -132,6 +132,14 @@ def bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.n
 
 #: A Python definition's first line (after decorators).
 DEF_LINE = re.compile(r"(async\s+def|def|class)\s")
+# A line that opens or continues control flow, or closes a block, in any language: never a
+# definition's signature.
+CONTROL = re.compile(r"\s*(?:[)\]}]|(?:if|elif|else|elseif|for|foreach|while|switch|case|"
+                     r"default|do|try|catch|except|finally|with|return|match|endif|endforeach|"
+                     r"endwhile|endfunction|endmacro|end|fi|done|esac|then)\b)")
+# A comment line of Python/shell/CMake, or of the C family.
+HASH_LINE = re.compile(r"[ \t]*#[ \t]?")
+SLASH_LINE = re.compile(r"[ \t]*(?://+|/\*+|\*(?!/))[ \t]?")
 OPENING, CLOSING = "([{", ")]}"
 
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
