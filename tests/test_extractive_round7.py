@@ -55,4 +55,4 @@ def test_class_names_and_constants_are_not_identifiers() -> None:
     assert ask.identifiers == {"get_num_new_matched_tokens", "getappdir"}
     code = "def get_num_new_matched_tokens(self, request):\n    return 0\n"
     sig = signals(ask, code, code, code=True, listed=False)
-    assert sig.identifier
+    assert sig.identifiers == {"get_num_new_matched_tokens"}

@@ -225,7 +225,8 @@ class Signals:
     number: bool = False  # holds a number the question does not
     routine: bool = False  # code: defines a routine the question names
     sets: bool = False  # code: a line sets a name the question asks about (passage_choice)
-    identifier: bool = False  # code: defines an identifier the question writes
+    # code: the identifiers the question writes that it defines (empty: none)
+    identifiers: frozenset[str] = frozenset()
 
 
 def defined_names(code: str) -> set[str]:
@@ -258,11 +259,11 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
     if not held and "list" in ask.kinds:
         held = listed
     pointer = bool(_POINTER.search(shown)) and not code
-    defines, routine, identifier = 0.0, False, False
+    defines, routine, identifiers = 0.0, False, frozenset[str]()
     if code and ask.names:
         named = defined_names(head + "\n" + raw)  # a piece of a definition: by its head too
         routine = bool(named & ask.routines)
-        identifier = bool(named & ask.identifiers)  # a definition, not an assignment
+        identifiers = frozenset(named & ask.identifiers)  # a definition, not an assignment
         first = next((line for line in raw.split("\n")
                       if line.strip() and not line.lstrip().startswith(("@", "#"))), "")
         assignment = _ASSIGNMENT.match(first)
@@ -272,7 +273,7 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         if asked_names:
             defines = len(named & asked_names) / len(asked_names)
     return Signals(held, focus, pointer, novelty, defines, code, number, routine,
-                   identifier=identifier)
+                   identifiers=identifiers)
 
 
 def wants_targets(ask: Asked, shown: str) -> bool:

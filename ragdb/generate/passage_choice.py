@@ -39,7 +39,6 @@ from ragdb.generate.answer_signals import (
     Signals,
     Weights,
     asked,
-    defined_names,
     factor,
     signals,
     wants_targets,
@@ -372,10 +371,11 @@ def select_passages(
                   for c in _candidates(sources, settings)]
     passages: list[Passage] = []
     if candidates:
-        score = _scores(question, candidates, embed, settings)
         ask = asked(question)
+        sigs = [_signals(ask, c) for c in candidates]
+        score = _scores(question, ask, candidates, sigs, embed, settings)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
-        order = _pointers_yield(order, candidates, score, ask, settings.pointer_yield)
+        order = _pointers_yield(order, sigs, score, ask, settings.pointer_yield)
         chosen: list[_Candidate] = []
         best, used = 0.0, 0
         for i in order:
@@ -421,18 +421,17 @@ def select_passages(
     return passages
 
 
-def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
-            settings: Settings) -> np.ndarray:
-    """Each candidate's score: BM25 and cosine, times the rank, answer-signal, code and length
-    priors (see the module's docstring)."""
+def _scores(question: str, ask: Asked, candidates: list[_Candidate], sigs: list[Signals],
+            embed: Embed | None, settings: Settings) -> np.ndarray:
+    """Each candidate's score: BM25 and cosine, times the rank, answer-signal (`sigs`, one
+    per candidate), code and length priors (see the module's docstring)."""
     import numpy as np
 
     query = set(terms(question))
     lexical = _scaled(_bm25(query, [c.bag for c in candidates], settings.k1, settings.b))
     prior = np.array([1 / (1 + settings.rank_decay * (max(1, c.source.number) - 1))
                       for c in candidates])
-    ask, weights = asked(question), settings.weights()
-    sigs = [_signals(ask, c) for c in candidates]
+    weights = settings.weights()
     prior = prior * np.array([factor(ask, sig, weights) for sig in sigs])
     if embed is not None:
         shortlist = np.argsort(-(lexical * prior), kind="stable")
@@ -446,20 +445,22 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
     else:
         score = lexical
     score = score * prior
-    defined = _defined_identifiers(ask, candidates, sigs)
+    # The identifiers the question writes that a showable candidate of code defines.
+    defined = set().union(*(sig.identifiers for c, sig in zip(candidates, sigs)
+                            if c.showable))
     writes = [bool(defined) and any(name in c.shown.lower() for name in defined)
               for c in candidates]
     if settings.code_weight != 1.0:
         score = score * np.array([settings.code_weight if is_code(c.source) and not (
-            sig.routine or sig.identifier or wrote) else 1.0
+            sig.routine or sig.identifiers or wrote) else 1.0
             for c, sig, wrote in zip(candidates, sigs, writes)])
     for i, c in enumerate(candidates):
         if defined:
-            if sigs[i].identifier:
+            if sigs[i].identifiers:
                 score[i] *= 1 + settings.identifier_weight
             elif not is_code(c.source) and not writes[i]:
                 score[i] *= 1 - settings.missing_identifier
-        if c.cut and not sigs[i].identifier:
+        if c.cut and not sigs[i].identifiers:
             score[i] *= settings.cut_weight
         excess = (c.unit.end - c.unit.start) - settings.soft_chars
         if excess > 0:
@@ -467,23 +468,7 @@ def _scores(question: str, candidates: list[_Candidate], embed: Embed | None,
     return score
 
 
-def _defined_identifiers(ask: Asked, candidates: list[_Candidate], sigs: list[Signals]
-                         ) -> set[str]:
-    """The identifiers the question writes that a showable candidate of code defines."""
-    if not ask.identifiers:
-        return set()
-    out: set[str] = set()
-    for c, sig in zip(candidates, sigs):
-        if sig.identifier and c.showable:
-            unit = c.unit
-            text = c.source.text
-            head = text[unit.block_start:unit.block_end].split("\n", 1)[0] \
-                if 0 <= unit.block_start < unit.start else ""
-            out |= defined_names(head + "\n" + text[unit.start:unit.end]) & ask.identifiers
-    return out
-
-
-def _pointers_yield(order: list[int], candidates: list[_Candidate], score: np.ndarray,
+def _pointers_yield(order: list[int], sigs: list[Signals], score: np.ndarray,
                     ask: Asked, share: float) -> list[int]:
     """`order` without the pointers that a unit pointing nowhere scores `share` of: "For the
     most up-to-date information on quantization methods, please refer to ..." holds the
@@ -491,7 +476,7 @@ def _pointers_yield(order: list[int], candidates: list[_Candidate], score: np.nd
     asking "where" keeps them (the pointer's target is its answer)."""
     if "place" in ask.kinds or share <= 0:
         return order
-    pointers = {i for i in order if _signals(ask, candidates[i]).pointer}
+    pointers = {i for i in order if sigs[i].pointer}
     best_content = max((float(score[i]) for i in order if i not in pointers), default=0.0)
     return [i for i in order if i not in pointers or best_content < share * float(score[i])]
 
