@@ -220,25 +220,32 @@ def test_dense_mode_says_code_has_no_vectors(vector_repo: Path) -> None:
 
 # -- fusion: a kind without vectors --------------------------------------------------------
 
-def _two_kinds(path: Path, doc_vector: list[float]) -> Any:
-    """A code chunk BM25 ranks first (no vector: code is not embedded) and a doc chunk BM25
-    ranks second whose window sits at `doc_vector` from the query [1, 0]."""
+def _kinds_corpus(path: Path, rows: list[tuple[str, str, str]], doc_vector: list[float]
+                  ) -> Any:
+    """A rag.db of one chunk per file (`rows`: path, language, body; ids 1, 2, ...) in which
+    only markdown is embedded, and only chunk 2 has a vector: its window at `doc_vector`."""
     conn = connect(path, create=True)
     with conn:
         conn.execute("INSERT INTO settings (key, value) VALUES ('embed_policy', ?)",
                      (json.dumps({"docs": ["markdown"], "code": []}),))
-        conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
-                     "VALUES (1, 'p/src/lora.py', 'a', 0, 'python', 0, ''), "
-                     "(2, 'p/docs/lora.md', 'b', 0, 'markdown', 0, '')")
-        for chunk_id, file_id, body in ((1, 1, "lora lora adapter"), (2, 2, "lora adapter")):
+        for chunk_id, (path_, kind, body) in enumerate(rows, 1):
+            conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
+                         "VALUES (?, ?, ?, 0, ?, 0, '')", (chunk_id, path_, str(chunk_id), kind))
             conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
                          "end_line, kind, text) VALUES (?, ?, 0, 10, 1, 1, 'section', ?)",
-                         (chunk_id, file_id, body))
+                         (chunk_id, chunk_id, body))
             conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
                          "VALUES (?, '', '', ?)", (chunk_id, body))
         conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
                      "VALUES (2000, 2, vec_int8(?))", (_unit(doc_vector),))
     return conn
+
+
+def _two_kinds(path: Path, doc_vector: list[float]) -> Any:
+    """A code chunk BM25 ranks first (no vector: code is not embedded) and a doc chunk BM25
+    ranks second whose window sits at `doc_vector` from the query [1, 0]."""
+    return _kinds_corpus(path, [("p/src/lora.py", "python", "lora lora adapter"),
+                                ("p/docs/lora.md", "markdown", "lora adapter")], doc_vector)
 
 
 def test_a_kind_without_vectors_is_not_outvoted(tmp_path: Path) -> None:
@@ -271,26 +278,12 @@ def test_close_docs_keep_their_dense_lift(tmp_path: Path) -> None:
 def _margin_corpus(path: Path) -> Any:
     """A code chunk (no vector) holding all four query terms, a doc chunk holding two of them
     whose window is the query itself (the code gate stays shut), and filler docs."""
-    conn = connect(path, create=True)
-    bodies = [(1, "p/src/merge.py", "python", "merge lora adapter weights: merge each lora "
-               "adapter into the base weights"),
-              (2, "p/docs/lora.md", "markdown", "a lora adapter")]
-    bodies += [(2 + n, f"p/docs/page{n}.md", "markdown", f"installing page {n} guide")
-               for n in range(1, 7)]
-    with conn:
-        conn.execute("INSERT INTO settings (key, value) VALUES ('embed_policy', ?)",
-                     (json.dumps({"docs": ["markdown"], "code": []}),))
-        for chunk_id, path_, kind, body in bodies:
-            conn.execute("INSERT INTO files (id, path, sha256, size, kind, n_chars, indexed_at) "
-                         "VALUES (?, ?, ?, 0, ?, 0, '')", (chunk_id, path_, str(chunk_id), kind))
-            conn.execute("INSERT INTO chunks (id, file_id, first_char, last_char, start_line, "
-                         "end_line, kind, text) VALUES (?, ?, 0, 10, 1, 1, 'section', ?)",
-                         (chunk_id, chunk_id, body))
-            conn.execute("INSERT INTO chunks_fts (rowid, path, context, body) "
-                         "VALUES (?, '', '', ?)", (chunk_id, body))
-        conn.execute("INSERT INTO chunk_vectors (vector_id, chunk_id, embedding) "
-                     "VALUES (2000, 2, vec_int8(?))", (_unit([1.0, 0.0]),))
-    return conn
+    rows = [("p/src/merge.py", "python",
+             "merge lora adapter weights: merge each lora adapter into the base weights"),
+            ("p/docs/lora.md", "markdown", "a lora adapter")]
+    rows += [(f"p/docs/page{n}.md", "markdown", f"installing page {n} guide")
+             for n in range(1, 7)]
+    return _kinds_corpus(path, rows, [1.0, 0.0])
 
 
 def test_a_clear_lexical_lead_is_not_hidden_by_ranks(tmp_path: Path) -> None:
