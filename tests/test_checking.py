@@ -407,7 +407,7 @@ def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
     report = checked.report.as_json()
     assert report["recited"] and report["checked"][-2:] == [
         "words in the cited source, together", "says more than the question"]
-    report["completed_with_code_of"] = [2]
+    report["evidence_from"] = [2]
     assert _check_summary(report) == (
         "checked 1 written sentences against their sources: 1 kept, 0 dropped; 1 cited to the "
-        "given source that says it; followed by the code lines it was read from")
+        "given source that says it; followed by the passages it was written from")

@@ -21,7 +21,7 @@ import pytest
 from ragdb.answering import answer_json
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
-from ragdb.generate.generator import Generator
+from ragdb.generate.generator import GeneratedAnswer, Generator
 from ragdb.generate.install import (
     PART_VERSION,
     WRITER_FILE,
@@ -288,7 +288,7 @@ def test_the_writer_gives_the_asked_value_then_the_code_it_read_it_from(
     writer: Generator,
 ) -> None:
     """A question about a default in code: the written sentence names the value, passes the
-    check, and the code lines it was read from follow it, verbatim."""
+    check, and the code lines it was read from follow it, verbatim, under their label."""
     answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "python"))
     pieces: list[str] = []
     result = answerer.answer("What is the default max_threads value used when creating the "
@@ -296,8 +296,10 @@ def test_the_writer_gives_the_asked_value_then_the_code_it_read_it_from(
                              [_as_prompt(XGRAMMAR)], on_token=pieces.append)
     assert result.check is not None and result.check["fallback"] is None, result.text
     prose, _, code = result.text.partition("```")
-    assert re.search(r"\b8\b", prose) and prose.rstrip().endswith("[1]."), result.text
-    assert result.check["completed_with_code_of"] == [1] and result.cited == [1]
+    written = prose.split("\n\n")[0]  # the written sentences; then the label of the code
+    assert re.search(r"\b8\b", written) and written.rstrip().endswith("[1]."), result.text
+    assert prose.rstrip().endswith("`:"), result.text
+    assert result.check["evidence_from"] == [1] and result.cited == [1]
     for line in code.split("\n")[1:]:
         if line.strip() and not line.startswith(("```", "[1]")) and line.strip() != "...":
             assert line.strip() in XGRAMMAR.text, line
@@ -350,6 +352,45 @@ def test_a_default_the_writer_states_is_shown_only_where_the_source_binds_it(
         assert not again.report.dropped, result.check
     else:
         assert result.model == EXTRACTIVE_NAME and "indices_type" in result.text
+
+
+class _GivenWriter:
+    """A writer whose answer is given: what is under test is what follows the written text
+    (the selector, the check and the composition are the real ones)."""
+
+    model = "given"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def answer(self, question: str, sources: list[PromptSource],
+               on_token: object = None) -> GeneratedAnswer:
+        return GeneratedAnswer(self.text, [1], self.model, 0, 0, 0.0, 0.0, list(sources))
+
+
+def test_the_passages_a_written_answer_came_from_follow_it_once() -> None:
+    """Strict readers accepted the extractive answer where the written one of the same
+    passages fell short, and the reverse: a kept written sentence is followed by the chosen
+    passages, verbatim and cited, and a passage the writer already quoted is not shown again."""
+    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+    sources = [_as_prompt(LORA)]
+    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
+    chosen = extractive.passages(question, sources)
+    assert chosen
+    written = "Use `--lora-modules {name}={path}` to specify each LoRA module [1]."
+    answerer = CheckedAnswerer(_GivenWriter(written), extractive)  # type: ignore[arg-type]
+    result = answerer.answer(question, sources)
+    assert result.check is not None and result.check["fallback"] is None, result.check
+    head, _, rest = result.text.partition("\n\n")
+    assert head == written and rest.strip()
+    assert result.check["evidence_from"] == [1] and result.cited == [1]
+    for passage in chosen:
+        assert " ".join(passage.text.split())[:60] in " ".join(rest.split())
+    # The writer quoted the first chosen passage: it is not shown a second time.
+    quoted = chosen[0].text.strip()
+    again = CheckedAnswerer(_GivenWriter(f"{written}\n\n{quoted} [1]"),  # type: ignore[arg-type]
+                            extractive).answer(question, sources)
+    assert " ".join(again.text.split()).count(" ".join(quoted.split())) <= 1
 
 
 def test_the_repository_ignores_the_models_folder() -> None:

@@ -159,8 +159,8 @@ def _check_summary(check: dict[str, Any]) -> str:
         line += f"; {len(check['replaced_code'])} code replaced by the source's own lines"
     if check.get("recited"):
         line += f"; {len(check['recited'])} cited to the given source that says it"
-    if check.get("completed_with_code_of"):
-        line += "; followed by the code lines it was read from"
+    if check.get("evidence_from"):
+        line += "; followed by the passages it was written from"
     if check.get("fallback"):
         line += "; too little survived, so the answer is passages of the sources"
     return line

@@ -80,7 +80,7 @@ class CheckReport:
     dropped: list[dict[str, str]] = field(default_factory=list)
     replaced: list[dict[str, Any]] = field(default_factory=list)
     recited: list[dict[str, Any]] = field(default_factory=list)
-    completed: list[int] = field(default_factory=list)  # sources whose code lines were added
+    evidence: list[int] = field(default_factory=list)  # sources whose passages follow the text
     removed_citations: list[int] = field(default_factory=list)
     fallback: str | None = None  # "extractive" when too little survived
     writer: str | None = None  # the model whose answer was checked
@@ -93,7 +93,7 @@ class CheckReport:
             "dropped": self.dropped,
             "replaced_code": self.replaced,
             "recited": self.recited,
-            "completed_with_code_of": self.completed,
+            "evidence_from": self.evidence,
             "removed_citations": self.removed_citations,
             "fallback": self.fallback,
             "writer": self.writer,

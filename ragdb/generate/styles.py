@@ -24,7 +24,6 @@ from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Genera
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.passage_choice import Embed, select_passages
 from ragdb.generate.prompt import PromptSource
-from ragdb.generate.support import holds_claim
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
 
@@ -168,16 +167,22 @@ class Draft:
     selected_s: float  # choosing the passages, before the writer started
 
 
-def _proof(question: str, text: str, sentences: list[str], passages: list[Passage]
-           ) -> list[Passage]:
-    """The chosen code passages a prose answer's sentences were read from, shown after them
-    verbatim: "The default is `None` [3]." then the lines that say so. Code already in the
-    answer, or passages of prose (the sentences say what they say), add nothing."""
-    if "```" in text:
-        return []
-    cited = {int(n) for n in re.findall(r"\[(\d{1,3})\]", text)}
-    return [p for p in passages if p.code and p.number in cited
-            and any(f"[{p.number}]" in s and holds_claim(s, question, p.text) for s in sentences)]
+def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
+    """The chosen passages shown after the written sentences, verbatim under their labels: the
+    reader sees what the sentences were read from, and what the writer left out of them
+    (strict readers accepted the extractive answer of the same passages where the written one
+    fell short, and the reverse; benchmarks/bench_accept.py). A passage the answer already
+    quotes is not shown twice: prose found in it whole, code with half its lines in it."""
+    flat = " ".join(text.split())
+    lines = {line.strip() for line in text.split("\n")}
+
+    def quoted(passage: Passage) -> bool:
+        if not passage.code:
+            return " ".join(passage.text.split()) in flat
+        own = [line.strip() for line in passage.text.split("\n") if line.strip()]
+        return bool(own) and sum(line in lines for line in own) * 2 >= len(own)
+
+    return [p for p in passages if not quoted(p)]
 
 
 class CheckedAnswerer:
@@ -244,13 +249,11 @@ class CheckedAnswerer:
                     on_token(piece)
         else:
             text, cited_numbers = checked.text, checked.cited
-            shown = _proof(question, checked.text, checked.kept_sentences, draft.passages)
+            shown = _evidence(checked.text, draft.passages)
             if shown:
-                report.completed = sorted({p.number for p in shown})
-                # The code right after the sentence read from it: the sentence says what it
-                # is, so no label line comes between them.
-                text += "\n\n" + "".join(compose_pieces(shown, labels=False)).lstrip("\n")
-                cited_numbers = sorted(set(cited_numbers) | set(report.completed))
+                report.evidence = list(dict.fromkeys(p.number for p in shown))
+                text += "\n\n" + "".join(compose_pieces(shown)).lstrip("\n")
+                cited_numbers = list(dict.fromkeys([*cited_numbers, *report.evidence]))
             if gate is not None:
                 gate.push(text)
         total = (time.perf_counter() - started if started is not None
