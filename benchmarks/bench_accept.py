@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -118,6 +119,13 @@ def _group(answer: dict[str, Any]) -> str:
     return "repos2" if answer["set"] in UNSEEN else "repos"
 
 
+def _round(path: Path) -> tuple[int, str]:
+    """verdicts_<style>_<N>.json in the order of N (10 after 9), which is the order they were
+    read in: a later round's verdict stands for the answers it read again."""
+    number = re.search(r"_(\d+)\.json$", path.name)
+    return (int(number.group(1)) if number else 0, path.name)
+
+
 def report() -> None:
     print("| style | set | n judged | exam rule | satisfied yes / partly / no "
           "| unsupported claim | s / answer p50 |\n|---|---|---|---|---|---|---|")
@@ -127,7 +135,7 @@ def report() -> None:
             continue
         answers = {a["id"]: a for a in json.loads(path.read_text())}
         verdicts: dict[str, dict[str, Any]] = {}
-        for part in sorted(ACCEPT_DIR.glob(f"verdicts_{style}*.json")):
+        for part in sorted(ACCEPT_DIR.glob(f"verdicts_{style}*.json"), key=_round):
             verdicts.update({v["id"]: v for v in json.loads(part.read_text())})
         groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
         seen = first_round()

@@ -168,11 +168,12 @@ class Draft:
 
 
 def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
-    """The chosen passages shown after the written sentences, verbatim under their labels: the
-    reader sees what the sentences were read from, and what the writer left out of them
-    (strict readers accepted the extractive answer of the same passages where the written one
-    fell short, and the reverse; benchmarks/bench_accept.py). A passage the answer already
-    quotes is not shown twice: prose found in it whole, code with half its lines in it."""
+    """The chosen passages of the sources the kept sentences cite, shown after them verbatim
+    under their labels: the reader sees what each sentence was read from, and what the writer
+    left out of it. Passages of sources no kept sentence cites are left out (strict readers
+    found them padding), and so is a passage the answer already quotes: prose found in it
+    whole, code with half its lines in it."""
+    cited = {int(n) for n in re.findall(r"\[(\d{1,3})\]", text)}
     flat = " ".join(text.split())
     lines = {line.strip() for line in text.split("\n")}
 
@@ -182,7 +183,7 @@ def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
         own = [line.strip() for line in passage.text.split("\n") if line.strip()]
         return bool(own) and sum(line in lines for line in own) * 2 >= len(own)
 
-    return [p for p in passages if not quoted(p)]
+    return [p for p in passages if p.number in cited and not quoted(p)]
 
 
 class CheckedAnswerer:
