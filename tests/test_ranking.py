@@ -611,3 +611,42 @@ def test_a_packed_section_is_found_by_its_own_title(tmp_path: Path) -> None:
     hits, _ = _search_json(tmp_path, "What does OPT_ZULU_TIME do?", "--mode", "lexical",
                            "--k", "2")
     assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["options.md", "times.md"]
+
+
+# -- letters and digits ----------------------------------------------------------------------------
+
+P98 = (
+    '"""Interaction summaries."""\n\n\n'
+    "def estimate_p98(durations: list[float]) -> float:\n"
+    '    """Only the ten longest durations are kept; the p98 is one of them."""\n'
+    "    longest = sorted(durations, reverse=True)[:10]\n"
+    "    p98 = longest[min(len(longest) - 1, len(durations) // 50)]\n"
+    "    return p98\n"
+)
+MEDIAN = (
+    '"""Middle values."""\n\n\n'
+    "def estimate_median(durations: list[float]) -> float:\n"
+    '    """The median, a percentile estimated from a sorted copy."""\n'
+    "    ordered = sorted(durations)\n"
+    "    return ordered[len(ordered) // 2]\n"
+)
+
+
+def test_a_number_written_apart_finds_the_identifier_that_holds_it(tmp_path: Path) -> None:
+    """Prose writes "98th percentile", code `p98`: both give the term 98 (tokenizer
+    ragdb-split-6), so the function computing the p98 ranks above the one that only shares
+    the plain words. Before, `p98` and `98th` were one term each and matched nothing."""
+    others = {f"metrics/unit{i}.py": f"def unit_{i}(value: float) -> str:\n"
+              f"    return f'{{value}} unit {i}'\n" for i in range(6)}  # for the IDF
+    write_corpus(tmp_path / "proj", {"metrics/tail.py": P98, "metrics/middle.py": MEDIAN,
+                                     **others})
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    indexed = connect(tmp_path / "rag.db").execute(
+        "SELECT t.body FROM chunks_fts AS t JOIN chunks AS c ON c.id = t.rowid "
+        "JOIN files AS f ON f.id = c.file_id WHERE f.path LIKE '%tail.py'").fetchall()
+    terms = " ".join(str(row[0]) for row in indexed).split()
+    assert {"p", "98", "p98", "estimatep98"} <= set(terms)  # the runs and the whole words
+    hits, _ = _search_json(tmp_path, "How is the 98th percentile estimated?",
+                           "--mode", "lexical", "--k", "2")
+    assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["tail.py", "middle.py"]
