@@ -16,12 +16,15 @@ import re
 # split-4: and of their constants, variables, aliases, macros and impl blocks (every construct
 # that defines a name; Python's module constants), and files of every type are indexed.
 # split-5: and a prose chunk's context the titles of every section it holds, not only the first.
-# split-6: a word mixing letters and digits also gives its letter and digit runs (p98: p, 98).
+# split-6: a word mixing letters and digits also gives its letter and digit runs (p98: p, 98),
+# and a placeholder inside an identifier is read as part of it (`_{FOO_BAR}_COMPLETE`).
 TOKENIZER_VERSION = "ragdb-split-6"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
 _LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
+# `{NAME}` with identifier characters on both sides: docs write a templated name this way.
+_PLACEHOLDER = re.compile(r"(?<=\w)\{(\w+)\}(?=\w)")
 
 # Question words and glue that carry no information for BM25 but cost a doclist scan each.
 STOPWORDS = frozenset(
@@ -84,13 +87,24 @@ def _token_terms(token: str, split5: bool = False) -> list[str]:
     return terms
 
 
+def _tokens(text: str) -> list[str]:
+    """The identifiers and words of a text, a placeholder inside an identifier joined to it.
+
+    Docs write a templated name as `_{FOO_BAR}_COMPLETE`; read as `_FOO_BAR_COMPLETE`, its
+    joined form matches a question or example that writes the name with the placeholder's
+    words. Only `{word}` between identifier characters: f-strings and blocks stay apart."""
+    if "{" in text:
+        text = _PLACEHOLDER.sub(r"\1", text)
+    return _TOKEN.findall(text)
+
+
 def analyse_terms(text: str, split5: bool = False) -> list[str]:
     """Terms of a text: each identifier's parts, then the whole identifier when it had several.
 
-    `split5`: the analysis of ragdb-split-5 (mixed letters and digits whole); answer
-    scoring keeps it, as it was measured with it."""
+    `split5`: the analysis of ragdb-split-5 (mixed letters and digits whole, placeholders
+    apart); answer scoring keeps it, as it was measured with it."""
     terms: list[str] = []
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(text) if split5 else _tokens(text):
         terms.extend(_token_terms(token, split5))
     return terms
 
@@ -116,7 +130,7 @@ class Analyser(dict[str, str]):
 
     def __call__(self, text: str) -> str:
         """The same as analyse(text)."""
-        return " ".join(map(self.__getitem__, _TOKEN.findall(text)))
+        return " ".join(map(self.__getitem__, _tokens(text)))
 
 
 _PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)

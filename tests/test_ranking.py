@@ -650,3 +650,32 @@ def test_a_number_written_apart_finds_the_identifier_that_holds_it(tmp_path: Pat
     hits, _ = _search_json(tmp_path, "How is the 98th percentile estimated?",
                            "--mode", "lexical", "--k", "2")
     assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["tail.py", "middle.py"]
+
+
+TEMPLATED_PAGE = (
+    "# Deploying\n\n## Per-stage endpoints\n\n"
+    "Each stage reads its endpoint from `MYAPP_{STAGE}_URL`, the stage's name in capitals.\n"
+)
+STAGES_PAGE = (
+    "# Stages\n\n## Naming\n\n"
+    "A stage is named once. The stage URL of a stage is shown on the stage page, and myapp "
+    "lists every stage with its URL.\n"
+)
+
+
+def test_a_placeholder_inside_an_identifier_is_part_of_it(tmp_path: Path) -> None:
+    """`MYAPP_{STAGE}_URL` is indexed as `MYAPP_STAGE_URL` (tokenizer ragdb-split-6), so the
+    question that writes that name finds the page defining it first. Before, the braces cut
+    it into `MYAPP`, `STAGE` and `URL`, and the page repeating the plain words came first."""
+    write_corpus(tmp_path / "proj", {"docs/deploy.md": TEMPLATED_PAGE,
+                                     "docs/stages.md": STAGES_PAGE,
+                                     **{f"docs/note{i}.md": f"# Note {i}\n\nNothing else.\n"
+                                        for i in range(6)}})  # for the IDF
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    hits, _ = _search_json(tmp_path, "What is MYAPP_STAGE_URL for?", "--mode", "lexical",
+                           "--k", "2")
+    assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["deploy.md", "stages.md"]
+    shown = (tmp_path / hits[0]["file_path"]).read_text()[
+        hits[0]["first_character_index"]:hits[0]["last_character_index"]]
+    assert "MYAPP_{STAGE}_URL" in shown  # what a reader sees keeps the braces
