@@ -16,10 +16,15 @@ import re
 # split-4: and of their constants, variables, aliases, macros and impl blocks (every construct
 # that defines a name; Python's module constants), and files of every type are indexed.
 # split-5: and a prose chunk's context the titles of every section it holds, not only the first.
-TOKENIZER_VERSION = "ragdb-split-5"
+# split-6: a word mixing letters and digits also gives its letter and digit runs (p98: p, 98),
+# and a placeholder inside an identifier is read as part of it (`_{FOO_BAR}_COMPLETE`).
+TOKENIZER_VERSION = "ragdb-split-6"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
+_LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
+# `{NAME}` with identifier characters on both sides: docs write a templated name this way.
+_PLACEHOLDER = re.compile(r"(?<=\w)\{(\w+)\}(?=\w)")
 
 # Question words and glue that carry no information for BM25 but cost a doclist scan each.
 STOPWORDS = frozenset(
@@ -58,19 +63,49 @@ def split_identifier(token: str) -> list[str]:
     return parts
 
 
-def _token_terms(token: str) -> list[str]:
-    """One identifier's parts, then the whole identifier when it had several."""
+def _digit_runs(part: str) -> list[str]:
+    """A word that mixes letters and digits as its runs, then itself (`p98` -> p, 98, p98;
+    `98th` -> 98, th, 98th); any other word alone.
+
+    Code abbreviates with numbers (`p98`, `sha256`, `utf8`) where prose writes them apart
+    ("98th percentile", "SHA-256"): the runs let either find the other, and the whole word
+    still rewards the exact spelling.
+    """
+    if part.isalpha() or part.isdigit() or not part.isascii():
+        return [part]
+    runs = _LETTERS_DIGITS.findall(part)
+    return [*runs, part] if len(runs) > 1 else [part]
+
+
+def _token_terms(token: str, split5: bool = False) -> list[str]:
+    """One identifier's parts (each mixed letters-and-digits part preceded by its runs, unless
+    `split5`), then the whole identifier when it had several parts."""
     parts = split_identifier(token)
+    terms = list(parts) if split5 else [run for part in parts for run in _digit_runs(part)]
     if len(parts) > 1:
-        parts.append("".join(parts))
-    return parts
+        terms.append("".join(parts))
+    return terms
 
 
-def analyse_terms(text: str) -> list[str]:
-    """Terms of a text: each identifier's parts, then the whole identifier when it had several."""
+def _tokens(text: str) -> list[str]:
+    """The identifiers and words of a text, a placeholder inside an identifier joined to it.
+
+    Docs write a templated name as `_{FOO_BAR}_COMPLETE`; read as `_FOO_BAR_COMPLETE`, its
+    joined form matches a question or example that writes the name with the placeholder's
+    words. Only `{word}` between identifier characters: f-strings and blocks stay apart."""
+    if "{" in text:
+        text = _PLACEHOLDER.sub(r"\1", text)
+    return _TOKEN.findall(text)
+
+
+def analyse_terms(text: str, split5: bool = False) -> list[str]:
+    """Terms of a text: each identifier's parts, then the whole identifier when it had several.
+
+    `split5`: the analysis of ragdb-split-5 (mixed letters and digits whole, placeholders
+    apart); answer scoring keeps it, as it was measured with it."""
     terms: list[str] = []
-    for token in _TOKEN.findall(text):
-        terms.extend(_token_terms(token))
+    for token in _TOKEN.findall(text) if split5 else _tokens(text):
+        terms.extend(_token_terms(token, split5))
     return terms
 
 
@@ -95,7 +130,7 @@ class Analyser(dict[str, str]):
 
     def __call__(self, text: str) -> str:
         """The same as analyse(text)."""
-        return " ".join(map(self.__getitem__, _TOKEN.findall(text)))
+        return " ".join(map(self.__getitem__, _tokens(text)))
 
 
 _PY_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([^\W\d]\w*)", re.M)

@@ -611,3 +611,71 @@ def test_a_packed_section_is_found_by_its_own_title(tmp_path: Path) -> None:
     hits, _ = _search_json(tmp_path, "What does OPT_ZULU_TIME do?", "--mode", "lexical",
                            "--k", "2")
     assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["options.md", "times.md"]
+
+
+# -- letters and digits ----------------------------------------------------------------------------
+
+P98 = (
+    '"""Interaction summaries."""\n\n\n'
+    "def estimate_p98(durations: list[float]) -> float:\n"
+    '    """Only the ten longest durations are kept; the p98 is one of them."""\n'
+    "    longest = sorted(durations, reverse=True)[:10]\n"
+    "    p98 = longest[min(len(longest) - 1, len(durations) // 50)]\n"
+    "    return p98\n"
+)
+MEDIAN = (
+    '"""Middle values."""\n\n\n'
+    "def estimate_median(durations: list[float]) -> float:\n"
+    '    """The median, a percentile estimated from a sorted copy."""\n'
+    "    ordered = sorted(durations)\n"
+    "    return ordered[len(ordered) // 2]\n"
+)
+
+
+def test_a_number_written_apart_finds_the_identifier_that_holds_it(tmp_path: Path) -> None:
+    """Prose writes "98th percentile", code `p98`: both give the term 98 (tokenizer
+    ragdb-split-6), so the function computing the p98 ranks above the one that only shares
+    the plain words. Before, `p98` and `98th` were one term each and matched nothing."""
+    others = {f"metrics/unit{i}.py": f"def unit_{i}(value: float) -> str:\n"
+              f"    return f'{{value}} unit {i}'\n" for i in range(6)}  # for the IDF
+    write_corpus(tmp_path / "proj", {"metrics/tail.py": P98, "metrics/middle.py": MEDIAN,
+                                     **others})
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    indexed = connect(tmp_path / "rag.db").execute(
+        "SELECT t.body FROM chunks_fts AS t JOIN chunks AS c ON c.id = t.rowid "
+        "JOIN files AS f ON f.id = c.file_id WHERE f.path LIKE '%tail.py'").fetchall()
+    terms = " ".join(str(row[0]) for row in indexed).split()
+    assert {"p", "98", "p98", "estimatep98"} <= set(terms)  # the runs and the whole words
+    hits, _ = _search_json(tmp_path, "How is the 98th percentile estimated?",
+                           "--mode", "lexical", "--k", "2")
+    assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["tail.py", "middle.py"]
+
+
+TEMPLATED_PAGE = (
+    "# Deploying\n\n## Per-stage endpoints\n\n"
+    "Each stage reads its endpoint from `MYAPP_{STAGE}_URL`, the stage's name in capitals.\n"
+)
+STAGES_PAGE = (
+    "# Stages\n\n## Naming\n\n"
+    "A stage is named once. The stage URL of a stage is shown on the stage page, and myapp "
+    "lists every stage with its URL.\n"
+)
+
+
+def test_a_placeholder_inside_an_identifier_is_part_of_it(tmp_path: Path) -> None:
+    """`MYAPP_{STAGE}_URL` is indexed as `MYAPP_STAGE_URL` (tokenizer ragdb-split-6), so the
+    question that writes that name finds the page defining it first. Before, the braces cut
+    it into `MYAPP`, `STAGE` and `URL`, and the page repeating the plain words came first."""
+    write_corpus(tmp_path / "proj", {"docs/deploy.md": TEMPLATED_PAGE,
+                                     "docs/stages.md": STAGES_PAGE,
+                                     **{f"docs/note{i}.md": f"# Note {i}\n\nNothing else.\n"
+                                        for i in range(6)}})  # for the IDF
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    hits, _ = _search_json(tmp_path, "What is MYAPP_STAGE_URL for?", "--mode", "lexical",
+                           "--k", "2")
+    assert [hit["file_path"].rsplit("/", 1)[-1] for hit in hits] == ["deploy.md", "stages.md"]
+    shown = (tmp_path / hits[0]["file_path"]).read_text()[
+        hits[0]["first_character_index"]:hits[0]["last_character_index"]]
+    assert "MYAPP_{STAGE}_URL" in shown  # what a reader sees keeps the braces

@@ -612,7 +612,7 @@ def test_real_native_files_are_not_taken_for_generated(
     ("torch::Tensor& out", "torch tensor out"),
     ("self->next_node", "self next node nextnode"),
     ("__global__ void paged_attention_v1_kernel",
-     "global void paged attention v1 kernel pagedattentionv1kernel"),
+     "global void paged attention v 1 v1 kernel pagedattentionv1kernel"),
     ("fn summarize(&self) -> usize", "fn summarize self usize"),
     ("func (s *Server) HandleFunc(w http.ResponseWriter)",
      "func s server handle func handlefunc w http response writer responsewriter"),
