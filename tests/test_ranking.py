@@ -572,6 +572,72 @@ def test_the_definition_a_question_names_goes_above_docs_that_do_not_name_it(
     assert order(plain, on)[0] == "processes.md"
 
 
+# -- own definition first (a plain-words question, the chunks of one file) -----------------------
+
+# A class whose header chunk (docstring, fields) repeats the question's common words, and whose
+# last chunk defines `estimate_percentile`, which the question spells in plain words.
+TRACKER = (
+    '"""Interaction latency of a page."""\n\n\n'
+    "class LatencyTracker:\n"
+    '    """The interaction latency of a page: every interaction is timed, and the tracker\n'
+    "    keeps the longest interactions only, so the interaction latency it reports never\n"
+    '    needs every interaction of a long session kept in memory."""\n\n'
+    "    def __init__(self, limit: int = 10) -> None:\n"
+    "        # The longest interactions, longest first: the latency of each interaction in ms,\n"
+    "        # and how many interactions were timed (an interaction is timed once).\n"
+    "        self.longest: list[float] = []\n"
+    "        self.timed = 0\n"
+    "        self.limit = limit  # at most this many interactions kept\n"
+    + "".join(f"        self.slot_{i} = 0.0  # interaction latency bucket {i}\n" for i in range(24))
+    + "\n"
+    "    def record(self, latency: float) -> None:\n"
+    '        """Time one more interaction, keeping the longest ones."""\n'
+    "        self.timed += 1\n"
+    "        self.longest.append(latency)\n"
+    "        self.longest.sort(reverse=True)\n"
+    "        del self.longest[self.limit:]\n"
+    + "".join(f"        self.slot_{i} = max(self.slot_{i}, latency)\n" for i in range(30))
+    + "\n"
+    "    def estimate_percentile(self) -> float:\n"
+    '        """One candidate per fifty timed: the k-th longest stands for the high tail."""\n'
+    "        if not self.longest:\n"
+    "            return 0.0\n"
+    "        return self.longest[min(len(self.longest) - 1, self.timed // 50)]\n"
+)
+
+
+def test_the_chunk_whose_definitions_spell_the_question_leads_its_file(tmp_path: Path) -> None:
+    """A plain-words question ("estimate the ... percentile") about a class: BM25 ranks the
+    class header first (it repeats "interaction" and "latency"); the chunk defining
+    `estimate_percentile` spells two words of the question that no other chunk of the file
+    defines, so it takes the file's first slot. A question whose words every chunk of the
+    class shares, or one that writes an identifier, is left as fusion ranked it."""
+    units = {f"src/units/unit{i}.py": f"def unit_{i}(value: float) -> str:\n"
+             f"    return f'{{value}} unit {i}'\n" for i in range(6)}  # for the IDF
+    write_corpus(tmp_path / "proj", {"src/metrics/tracker.py": TRACKER, **units,
+                                     "docs/guide.md": "# Guide\n\nPages report load times.\n"})
+    done = run_cli("index", "proj", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    conn = connect(tmp_path / "rag.db")
+
+    def order(question: str, params: SearchParams) -> list[tuple[str, int]]:
+        hits = Searcher(conn, params, use_cache=False).search(question, 5, Mode.hybrid)
+        return [(hit.file_path.rsplit("/", 1)[1], hit.start_line) for hit in hits]
+
+    off = SearchParams(own_definition_first=0)
+    plain = ("How does the tracker estimate the interaction latency percentile without "
+             "keeping every interaction?")
+    before, after = order(plain, off), order(plain, SearchParams())
+    assert before[0] == ("tracker.py", 1), before  # the class header wins BM25
+    defining = [hit for hit in before if hit[1] > 30]  # the chunk of `estimate_percentile`
+    assert len(defining) == 1 and after[0] == defining[0], (before, after)
+    assert after[1:] == [hit for hit in before if hit != defining[0]]  # the rest keep order
+    shared = "How does the latency tracker time every interaction?"
+    assert order(shared, SearchParams()) == order(shared, off)
+    named = "How does `LatencyTracker` estimate the interaction latency percentile?"
+    assert order(named, SearchParams()) == order(named, off)
+
+
 # -- every section a prose chunk holds ------------------------------------------------------------
 
 # An options reference: small sections packed into one chunk (its context is the first's
