@@ -15,6 +15,9 @@
 -- Identical files share one slot: of the chunks with the same file sha256 and the same range,
 -- only the best ranked is kept, and `duplicates` lists the other files with those bytes (a
 -- JSON array of paths, NULL when there are none).
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE :filtered = 1
@@ -50,7 +53,7 @@ dense AS (
     GROUP BY chunk_id
 ),
 scored AS (
-    SELECT d.chunk_id,
+    SELECT d.chunk_id, f.path, c.first_char,
            1.0 - (1.0 - d.distance)
            * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
                        SELECT 1 FROM json_each(:prior_paths) AS p
@@ -68,11 +71,12 @@ scored AS (
 ),
 ranked AS (                             -- one slot per distinct text range
     SELECT chunk_id, distance
-    FROM (SELECT chunk_id, distance,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY distance, chunk_id) AS nth
+    FROM (SELECT chunk_id, distance, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY distance, path, first_char, chunk_id) AS nth
           FROM scored)
     WHERE nth = 1
-    ORDER BY distance, chunk_id
+    ORDER BY distance, path, first_char, chunk_id
     LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -85,4 +89,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM ranked
 JOIN chunks AS c ON c.id = ranked.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY ranked.distance, c.id;
+ORDER BY ranked.distance, f.path, c.first_char, c.id;

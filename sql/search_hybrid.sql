@@ -46,6 +46,9 @@
 -- Identical files share one slot: of the chunks with the same file sha256 and the same range,
 -- only the best ranked is kept, and `duplicates` lists the other files with those bytes (a
 -- JSON array of paths, NULL when there are none).
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE :filtered = 1
@@ -71,10 +74,10 @@ bm25_hits AS MATERIALIZED (
 ),
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
-           row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
-           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+           row_number() OVER (ORDER BY h.score, f.path, c.first_char, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, f.path, c.first_char, h.chunk_id) = 1   -- the margin
                 THEN min(:margin_cap, max(1.0, coalesce(
-                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, f.path, c.first_char, h.chunk_id), 0),
                          1.0)))
                 ELSE 1.0 END AS margin,
            :dense_kinds IS NOT NULL
@@ -98,11 +101,14 @@ knn AS MATERIALIZED (                  -- unfiltered, or only the allowed chunks
       AND :filtered = 1
 ),
 dense AS MATERIALIZED (                 -- a chunk ranks by its best window
-    SELECT chunk_id, min(distance) AS distance,
-           row_number() OVER (ORDER BY min(distance), chunk_id) AS rank
-    FROM knn
-    WHERE distance <= :max_distance     -- farther than this is noise, not a match
-    GROUP BY chunk_id
+    SELECT b.chunk_id, b.distance,
+           row_number() OVER (ORDER BY b.distance, f.path, c.first_char, b.chunk_id) AS rank
+    FROM (SELECT chunk_id, min(distance) AS distance
+          FROM knn
+          WHERE distance <= :max_distance     -- farther than this is noise, not a match
+          GROUP BY chunk_id) AS b
+    JOIN chunks AS c ON c.id = b.chunk_id
+    JOIN files AS f ON f.id = c.file_id
     ORDER BY rank
     LIMIT :depth
 ),
@@ -123,7 +129,7 @@ bridge AS MATERIALIZED (
                                     SELECT 1 FROM json_each(:prior_paths) AS p
                                     WHERE lower(f.path) GLOB p.value)
                                THEN :prior ELSE 1.0 END,
-                        h.chunk_id) AS rank
+                        f.path, c.first_char, h.chunk_id) AS rank
     FROM bridge_hits AS h
     JOIN chunks AS c ON c.id = h.chunk_id
     JOIN files AS f ON f.id = c.file_id
@@ -157,7 +163,7 @@ joined AS (
     FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
 ),
 scored AS (
-    SELECT j.chunk_id,
+    SELECT j.chunk_id, f.path, c.first_char,
            j.score
            * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
                        SELECT 1 FROM json_each(:prior_paths) AS p
@@ -175,11 +181,12 @@ scored AS (
 ),
 fused AS (                              -- one slot per distinct text range
     SELECT chunk_id, score
-    FROM (SELECT chunk_id, score,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY score DESC, chunk_id) AS nth
+    FROM (SELECT chunk_id, score, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY score DESC, path, first_char, chunk_id) AS nth
           FROM scored)
     WHERE nth = 1
-    ORDER BY score DESC, chunk_id
+    ORDER BY score DESC, path, first_char, chunk_id
     LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -192,4 +199,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM fused
 JOIN chunks AS c ON c.id = fused.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY fused.score DESC, c.id;
+ORDER BY fused.score DESC, f.path, c.first_char, c.id;

@@ -17,6 +17,9 @@
 -- Identical files share one slot: of the chunks with the same file sha256 and the same range,
 -- only the best ranked is kept, and `duplicates` lists the other files with those bytes (a
 -- JSON array of paths, NULL when there are none).
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH allowed_files AS MATERIALIZED (         -- the filters: --path, --exclude and --lang
     SELECT f.id FROM files AS f
     WHERE :filtered = 1
@@ -41,7 +44,7 @@ lexical AS (
     LIMIT max(:k, :depth)
 ),
 scored AS (
-    SELECT l.chunk_id,
+    SELECT l.chunk_id, f.path, c.first_char,
            l.score
            * CASE WHEN :prior_paths IS NOT NULL AND EXISTS (
                        SELECT 1 FROM json_each(:prior_paths) AS p
@@ -59,11 +62,12 @@ scored AS (
 ),
 ranked AS (                             -- one slot per distinct text range
     SELECT chunk_id, score
-    FROM (SELECT chunk_id, score,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY score, chunk_id) AS nth
+    FROM (SELECT chunk_id, score, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY score, path, first_char, chunk_id) AS nth
           FROM scored)
     WHERE nth = 1
-    ORDER BY score, chunk_id
+    ORDER BY score, path, first_char, chunk_id
     LIMIT :k
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -76,4 +80,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM ranked
 JOIN chunks AS c ON c.id = ranked.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY ranked.score, c.id;
+ORDER BY ranked.score, f.path, c.first_char, c.id;

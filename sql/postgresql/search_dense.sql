@@ -9,13 +9,16 @@
 --
 -- Identical files share one slot (same sha256, same range): the best ranked is kept and
 -- `duplicates` lists the other files with those bytes (JSON text, NULL when none).
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH dense AS (                             -- search_knn.sql's rows
     SELECT d.chunk_id, d.distance
     FROM unnest(CAST(:dense_ids AS bigint[]), CAST(:dense_distances AS double precision[]))
          AS d(chunk_id, distance)
 ),
 scored AS (
-    SELECT d.chunk_id,
+    SELECT d.chunk_id, f.path, c.first_char,
            1.0 - (1.0 - d.distance)
            * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
                        AND ragdb_glob_any(translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
@@ -34,11 +37,12 @@ scored AS (
 ),
 ranked AS (                             -- one slot per distinct text range
     SELECT chunk_id, distance
-    FROM (SELECT chunk_id, distance,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY distance, chunk_id) AS nth
+    FROM (SELECT chunk_id, distance, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY distance, path COLLATE "C", first_char, chunk_id) AS nth
           FROM scored) AS slots
     WHERE nth = 1
-    ORDER BY distance, chunk_id
+    ORDER BY distance, path COLLATE "C", first_char, chunk_id
     LIMIT CAST(:k AS integer)
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -49,4 +53,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM ranked
 JOIN chunks AS c ON c.id = ranked.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY ranked.distance, c.id;
+ORDER BY ranked.distance, f.path COLLATE "C", c.first_char, c.id;

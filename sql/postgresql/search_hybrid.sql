@@ -26,6 +26,9 @@
 -- The legs' files apply the filters (--path, --exclude, --lang); priors (:prior_paths /
 -- :prior, :named_roots / :root_prior) multiply the fused score; identical files share one
 -- slot, `duplicates` listing the others (JSON text or NULL).
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH bm25_hits AS (                   -- the lexical leg's hits (search_*_hits.sql)
     SELECT h.chunk_id, h.score
     FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
@@ -33,10 +36,10 @@ WITH bm25_hits AS (                   -- the lexical leg's hits (search_*_hits.s
 ),
 lexical AS MATERIALIZED (
     SELECT h.chunk_id, h.score,
-           row_number() OVER (ORDER BY h.score, h.chunk_id) AS rank,
-           CASE WHEN row_number() OVER (ORDER BY h.score, h.chunk_id) = 1   -- the margin
+           row_number() OVER (ORDER BY h.score, f.path COLLATE "C", c.first_char, h.chunk_id) AS rank,
+           CASE WHEN row_number() OVER (ORDER BY h.score, f.path COLLATE "C", c.first_char, h.chunk_id) = 1   -- the margin
                 THEN LEAST(CAST(:margin_cap AS double precision), GREATEST(1.0, coalesce(
-                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, h.chunk_id), 0),
+                         h.score / nullif(lead(h.score) OVER (ORDER BY h.score, f.path COLLATE "C", c.first_char, h.chunk_id), 0),
                          1.0)))
                 ELSE 1.0 END AS margin,
            CAST(:dense_kinds AS jsonb) IS NOT NULL
@@ -48,9 +51,12 @@ lexical AS MATERIALIZED (
 ),
 dense AS MATERIALIZED (                 -- search_knn.sql's rows: the first :depth
     SELECT d.chunk_id, d.distance,
-           row_number() OVER (ORDER BY d.distance, d.chunk_id) AS rank
+           row_number() OVER (ORDER BY d.distance, f.path COLLATE "C", c.first_char,
+                                       d.chunk_id) AS rank
     FROM unnest(CAST(:dense_ids AS bigint[]), CAST(:dense_distances AS double precision[]))
          AS d(chunk_id, distance)
+    JOIN chunks AS c ON c.id = d.chunk_id
+    JOIN files AS f ON f.id = c.file_id
     ORDER BY rank
     LIMIT CAST(:depth AS integer)
 ),
@@ -69,7 +75,7 @@ bridge AS MATERIALIZED (
                                                   'abcdefghijklmnopqrstuvwxyz'),
                                         CAST(:prior_paths AS jsonb), false)
                                THEN CAST(:prior AS double precision) ELSE 1.0 END,
-                        h.chunk_id) AS rank
+                        f.path COLLATE "C", c.first_char, h.chunk_id) AS rank
     FROM bridge_hits AS h
     JOIN chunks AS c ON c.id = h.chunk_id
     JOIN files AS f ON f.id = c.file_id
@@ -116,7 +122,7 @@ joined AS (
     FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
 ),
 scored AS (
-    SELECT j.chunk_id,
+    SELECT j.chunk_id, f.path, c.first_char,
            j.score
            * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
                        AND ragdb_glob_any(translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
@@ -135,11 +141,12 @@ scored AS (
 ),
 fused AS (                              -- one slot per distinct text range
     SELECT chunk_id, score
-    FROM (SELECT chunk_id, score,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY score DESC, chunk_id) AS nth
+    FROM (SELECT chunk_id, score, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY score DESC, path COLLATE "C", first_char, chunk_id) AS nth
           FROM scored) AS slots
     WHERE nth = 1
-    ORDER BY score DESC, chunk_id
+    ORDER BY score DESC, path COLLATE "C", first_char, chunk_id
     LIMIT CAST(:k AS integer)
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -150,4 +157,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM fused
 JOIN chunks AS c ON c.id = fused.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY fused.score DESC, c.id;
+ORDER BY fused.score DESC, f.path COLLATE "C", c.first_char, c.id;

@@ -13,13 +13,16 @@
 -- Identical files share one slot: of the chunks with the same file sha256 and the same range,
 -- only the best ranked is kept, and `duplicates` lists the other files with those bytes (JSON
 -- text, NULL when there are none). Ties break by chunk id, as in rag.db.
+-- Equal scores are ordered by path and position (then chunk id), never by chunk id alone: the
+-- order of ties must not depend on the order files were indexed in (a resumed or incremental
+-- run answers like a clean one).
 WITH lexical AS (                                -- search_textsearch_hits.sql's hits
     SELECT h.chunk_id, h.score
     FROM unnest(CAST(:hit_ids AS bigint[]), CAST(:hit_scores AS double precision[]))
          AS h(chunk_id, score)
 ),
 scored AS (
-    SELECT l.chunk_id,
+    SELECT l.chunk_id, f.path, c.first_char,
            l.score
            * CASE WHEN CAST(:prior_paths AS jsonb) IS NOT NULL
                        AND ragdb_glob_any(translate(f.path, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
@@ -38,11 +41,12 @@ scored AS (
 ),
 ranked AS (                             -- one slot per distinct text range
     SELECT chunk_id, score
-    FROM (SELECT chunk_id, score,
-                 row_number() OVER (PARTITION BY copy_of ORDER BY score, chunk_id) AS nth
+    FROM (SELECT chunk_id, score, path, first_char,
+                 row_number() OVER (PARTITION BY copy_of
+                                    ORDER BY score, path COLLATE "C", first_char, chunk_id) AS nth
           FROM scored) AS slots
     WHERE nth = 1
-    ORDER BY score, chunk_id
+    ORDER BY score, path COLLATE "C", first_char, chunk_id
     LIMIT CAST(:k AS integer)
 )
 SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind,
@@ -53,4 +57,4 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
 FROM ranked
 JOIN chunks AS c ON c.id = ranked.chunk_id
 JOIN files AS f ON f.id = c.file_id
-ORDER BY ranked.score, c.id;
+ORDER BY ranked.score, f.path COLLATE "C", c.first_char, c.id;
