@@ -93,8 +93,8 @@
     if (check.recited && check.recited.length) {
       line += ", " + check.recited.length + " cited to the given source that says it";
     }
-    if (check.completed_with_code_of && check.completed_with_code_of.length) {
-      line += ", followed by the code lines it was read from";
+    if (check.evidence_from && check.evidence_from.length) {
+      line += ", followed by the passages it was written from";
     }
     if (check.fallback) {
       line += "; too little survived, so these are passages of the sources (the " +
