@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 from ragdb.tokenize import analyse_terms, split_identifier
@@ -52,7 +53,11 @@ _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+@lru_cache(maxsize=1 << 16)
 def _joined(name: str) -> str:
+    """An identifier as the context column holds it (`get_app_dir` -> `getappdir`). Cached:
+    the rules read every identifier of every hit's text, and the same names recur across the
+    hits and the searches (about 600 per hybrid search, 3 ms of it uncached)."""
     return "".join(split_identifier(name))
 
 
