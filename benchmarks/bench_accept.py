@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import re
+import statistics
 import time
 from collections import defaultdict
 from pathlib import Path

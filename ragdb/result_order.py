@@ -7,7 +7,7 @@ passages that never write the name (definition over docs, an option); for a ques
 words, the chunk of a file whose own definitions spell a word of the question that its sibling
 chunks do not hold, below another chunk of that file (own definition first). `names_code`
 tells a question that writes code (an identifier, a path, a flag) from one in plain words.
-Each rule only reorders the hits it is given (Searcher._callee_first applies them).
+Each rule only reorders the hits it is given (Searcher._by_definitions applies them).
 """
 
 from __future__ import annotations

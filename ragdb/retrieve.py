@@ -508,16 +508,16 @@ class Searcher:
         if statement != "search_hybrid":
             return self._rows(statement, params)
         if self.params.w_bridge <= 0 or self._dense_kinds is None:
-            return self._callee_first(question, self._rows(statement, params))
+            return self._by_definitions(question, self._rows(statement, params))
         legs: dict[Any, Any] = {}  # both runs' lexical and dense legs are the same
         first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)}, legs)
         terms = self._bridge_terms(question, first[:BRIDGE_FROM])
         if not terms:
-            return self._callee_first(question, first[:k])
-        return self._callee_first(question,
-                                  self._rows(statement, self.bridged(params, terms), legs))
+            return self._by_definitions(question, first[:k])
+        return self._by_definitions(question,
+                                    self._rows(statement, self.bridged(params, terms), legs))
 
-    def _callee_first(self, question: str, hits: list[Hit]) -> list[Hit]:
+    def _by_definitions(self, question: str, hits: list[Hit]) -> list[Hit]:
         """Hybrid results re-ordered by the rules that read definition names
         (ragdb.result_order): callee first and definition over docs for a question that
         writes an identifier, own definition first for one in plain words."""

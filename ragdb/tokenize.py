@@ -77,11 +77,11 @@ def _digit_runs(part: str) -> list[str]:
     return [*runs, part] if len(runs) > 1 else [part]
 
 
-def _token_terms(token: str, split5: bool = False) -> list[str]:
+def _token_terms(token: str, plain: bool = False) -> list[str]:
     """One identifier's parts (each mixed letters-and-digits part preceded by its runs, unless
-    `split5`), then the whole identifier when it had several parts."""
+    `plain`), then the whole identifier when it had several parts."""
     parts = split_identifier(token)
-    terms = list(parts) if split5 else [run for part in parts for run in _digit_runs(part)]
+    terms = list(parts) if plain else [run for part in parts for run in _digit_runs(part)]
     if len(parts) > 1:
         terms.append("".join(parts))
     return terms
@@ -98,14 +98,14 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def analyse_terms(text: str, split5: bool = False) -> list[str]:
+def analyse_terms(text: str, plain: bool = False) -> list[str]:
     """Terms of a text: each identifier's parts, then the whole identifier when it had several.
 
-    `split5`: the analysis of ragdb-split-5 (mixed letters and digits whole, placeholders
-    apart); answer scoring keeps it, as it was measured with it."""
+    `plain`: without letter and digit runs and placeholders joined (the analysis of
+    ragdb-split-5); answer scoring keeps it, as it was measured with it."""
     terms: list[str] = []
-    for token in _TOKEN.findall(text) if split5 else _tokens(text):
-        terms.extend(_token_terms(token, split5))
+    for token in _TOKEN.findall(text) if plain else _tokens(text):
+        terms.extend(_token_terms(token, plain))
     return terms
 
 

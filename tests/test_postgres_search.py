@@ -205,7 +205,7 @@ def test_searcher_plan_is_what_a_search_runs(slice_index: Path) -> None:
                     terms = searcher._bridge_terms(text, first)
                     planned_hits = (searcher._rows(planned[0], Searcher.bridged(planned[1], terms))
                                     if terms else first[:10])
-                    planned_hits = searcher._callee_first(text, planned_hits)  # then callee first
+                    planned_hits = searcher._by_definitions(text, planned_hits)  # the rules
             assert [h.chunk_id for h in ran] == [h.chunk_id for h in planned_hits]
 
 

@@ -105,7 +105,6 @@ class CheckedAnswer:
     text: str
     cited: list[int]
     report: CheckReport
-    kept_sentences: list[str] = field(default_factory=list)  # the prose units kept, as shown
 
     @property
     def too_little(self) -> bool:
@@ -346,7 +345,7 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
     text = _join(kept)
     cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", INLINE.sub(" ", _strip_fences(
         text))) if int(n) in by_number})
-    return CheckedAnswer(text, cited, report, [k for k in kept if not k.startswith(("```", "~~~"))])
+    return CheckedAnswer(text, cited, report)
 
 
 def _drop(report: CheckReport, text: str, reason: str) -> None:

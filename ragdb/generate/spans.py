@@ -106,7 +106,7 @@ def stem(term: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Informative, lightly stemmed terms of a text: what BM25 compares."""
-    return [stem(t) for t in analyse_terms(text, split5=True)
+    return [stem(t) for t in analyse_terms(text, plain=True)
             if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 

@@ -256,11 +256,3 @@ def _together(words: _SourceWords, found: list[str], anchors: list[str], need: i
         if held >= need and (not anchors or any(_in(a, keys) for a in anchors)):
             return True
     return False
-
-
-def holds_claim(sentence: str, question: str, text: str, share: float = 0.5) -> bool:
-    """Whether `text` (a passage) holds most of what the sentence adds to the question: the
-    place the claim was read from."""
-    said = support(sentence, question, [(text, "")])
-    found = len(said.novel) - len(said.missing)
-    return bool(said.novel) and found >= share * len(said.novel)
