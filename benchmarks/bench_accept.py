@@ -21,10 +21,14 @@ have been read for patterns (issue 19's sixth round), so none of the 130 is unre
 the 60 questions of benchmarks/repos2 (three codebases nobody tuned on, written from their
 sources alone) were added to the sample after that round, as its fresh part (`repos2`). Needs
 data/bench/rag.db (`make bench`), data/bench/repos.db and data/bench/repos2.db (`make
-bench-repos`, with `--unseen`).
+bench-repos`, with `--unseen`). `sample --repos3` also answers the 60 questions of
+benchmarks/repos3 (set `repos3`, on data/bench/repos3.db, built by `bench_repos --unseen`),
+after the 190 above, which stay the same questions in the same order; `report` tallies `repos3`
+apart and leaves it out of "the 130".
 
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
     uv run --frozen python -m benchmarks.bench_accept sample --style writer
+    uv run --frozen python -m benchmarks.bench_accept sample --style extractive --repos3
     uv run --frozen python -m benchmarks.bench_accept report
 """
 
@@ -39,8 +43,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_repos import (REPOS_DB, UNSEEN, UNSEEN_DB, UNSEEN_SET, VLLM_DB, Question,
-                                    repo_questions, vllm_questions)
+from benchmarks.bench_repos import (REPOS3, REPOS_DB, UNSEEN, UNSEEN_DB, UNSEEN_SET, VLLM_DB,
+                                    Question, repo_questions, vllm_questions)
 from benchmarks.common import BENCH_DIR, dataset, host_line
 from ragdb import RagDB
 from ragdb.retrieve import Mode
@@ -51,8 +55,9 @@ ACCEPT_DIR = BENCH_DIR / "accept"
 STYLES = {"extractive": ("extractive", None), "writer": ("generate", "writer")}
 
 
-def sample() -> list[tuple[Question, str, Path]]:
-    """(question, reference answer, the index it is asked of), in a fixed order."""
+def sample(repos3: bool = False) -> list[tuple[Question, str, Path]]:
+    """(question, reference answer, the index it is asked of), in a fixed order; `repos3` appends
+    the 60 questions of benchmarks/repos3 after the others."""
     answers: dict[str, str] = {}
     for kind in ("docs", "code"):
         data = RagDataset.model_validate_json(dataset(kind).read_text())
@@ -62,15 +67,17 @@ def sample() -> list[tuple[Question, str, Path]]:
     code_questions = [q for q in public if q.kind == "code"]
     code = [q for i, q in enumerate(code_questions) if i % 5 in (0, 2)]
     repos_answers: dict[str, str] = {}
-    for folder in (Path("../shared/datasets/repos"), UNSEEN_SET):
+    for folder in (Path("../shared/datasets/repos"), UNSEEN_SET, REPOS3.folder):
         for path in (folder / "AnsweredQuestions").glob("dataset_*.json"):
             for q in json.loads(path.read_text())["rag_questions"]:
                 repos_answers[q["question_id"]] = q["answer"]
     repos = [q for q in repo_questions() if q.half == "B"]
     fresh = repo_questions(UNSEEN_SET, UNSEEN)
+    third = repo_questions(REPOS3.folder, REPOS3.names) if repos3 else []
     return ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
             + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos]
-            + [(q, repos_answers[q.question_id], UNSEEN_DB) for q in fresh])
+            + [(q, repos_answers[q.question_id], UNSEEN_DB) for q in fresh]
+            + [(q, repos_answers[q.question_id], REPOS3.db) for q in third])
 
 
 def first_round() -> set[str]:
@@ -82,11 +89,11 @@ def first_round() -> set[str]:
     return {q.question_id for q in docs + code + repos}
 
 
-def answer_sample(style: str, k: int) -> Path:
+def answer_sample(style: str, k: int, repos3: bool = False) -> Path:
     answer_style, model = STYLES[style]
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
-    for question, reference, db in sample():
+    for question, reference, db in sample(repos3):
         rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
         started = time.perf_counter()
         result = rag.answer(question.question, k, Mode.hybrid, style=answer_style)
@@ -113,10 +120,14 @@ def answer_sample(style: str, k: int) -> Path:
     return path
 
 
+#: The held-out sets the sample can hold, reported apart from the 130: set name -> packages.
+FRESH = {"repos2": UNSEEN, REPOS3.name: REPOS3.names}
+
+
 def _group(answer: dict[str, Any]) -> str:
     if answer["set"].startswith("vllm"):
         return str(answer["set"])
-    return "repos2" if answer["set"] in UNSEEN else "repos"
+    return next((name for name, packages in FRESH.items() if answer["set"] in packages), "repos")
 
 
 def _round(path: Path) -> tuple[int, str]:
@@ -144,12 +155,12 @@ def report() -> None:
                 group = _group(answers[qid])
                 groups[group].append((answers[qid], verdict))
                 groups["all"].append((answers[qid], verdict))
-                if group != "repos2":
+                if group not in FRESH:
                     groups["the 130"].append((answers[qid], verdict))
                     groups["first round" if qid in seen else "later 65"].append(
                         (answers[qid], verdict))
         for name in ("vllm-docs", "vllm-code", "repos", "first round", "later 65", "the 130",
-                     "repos2", "all"):
+                     "repos2", "repos3", "all"):
             rows = groups.get(name, [])
             if not rows:
                 continue
@@ -168,9 +179,11 @@ def main() -> None:
     parser.add_argument("action", choices=("sample", "report"))
     parser.add_argument("--style", choices=tuple(STYLES), default="extractive")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--repos3", action="store_true",
+                        help="sample: also the 60 questions of benchmarks/repos3 (set repos3)")
     args = parser.parse_args()
     if args.action == "sample":
-        answer_sample(args.style, args.k)
+        answer_sample(args.style, args.k, args.repos3)
     else:
         report()
 

@@ -11,9 +11,15 @@ questions (10 each) the question ids are sorted and taken alternately (A: 1st, 3
 2nd, 4th, ...), so each half holds 5 docs and 5 code questions of every repository. Settings
 were chosen on half A with vLLM public; half B is the report.
 
+`--unseen` adds the held-out sets, each fetched by its own fetch.sh, indexed into its own rag.db
+with the defaults and reported in its own table: benchmarks/repos2 (fastify, cryptography,
+greenlet; data/bench/repos2.db) and benchmarks/repos3 (ent, starlette, yard; data/bench/repos3.db,
+written after repos2 had been read over many rounds). Nothing is chosen on them.
+
     uv run --frozen python -m benchmarks.bench_repos              # fetch, index, measure
     uv run --frozen python -m benchmarks.bench_repos --variants   # and each ranking rule off
     uv run --frozen python -m benchmarks.bench_repos --misses     # and every question not at 1
+    uv run --frozen python -m benchmarks.bench_repos --unseen     # and the held-out repos2, repos3
 """
 
 from __future__ import annotations
@@ -37,12 +43,29 @@ REPOS_SET = Path("../shared/datasets/repos")
 REPOS_ROOT = Path("data/raw-repos")
 REPOS = ("click", "orjson", "psutil", "web-vitals")
 REPOS_DB = BENCH_DIR / "repos.db"
-#: The held-out set written for issue 18 from the sources alone (benchmarks/repos2/README.md):
-#: measured, never chosen on; `--unseen` adds it.
-UNSEEN_SET = Path("benchmarks/repos2")
-UNSEEN_ROOT = Path("data/raw-repos2")
-UNSEEN = ("fastify", "cryptography", "greenlet")
-UNSEEN_DB = BENCH_DIR / "repos2.db"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A held-out question set written from its sources alone: measured, never chosen on."""
+
+    name: str  # the set's name in reports: "repos2", "repos3"
+    folder: Path  # its fetch.sh, README and datasets
+    root: Path  # where its fetch.sh unpacks the corpora, one folder per package
+    names: tuple[str, ...]  # the packages, as the datasets are named (dataset_NAME.json)
+    db: Path  # its own rag.db, built with the defaults
+
+
+#: The held-out sets `--unseen` adds: repos2 written for issue 18 (benchmarks/repos2/README.md),
+#: repos3 written the same way once repos2 had been read over many rounds
+#: (benchmarks/repos3/README.md).
+REPOS2 = HeldOut("repos2", Path("benchmarks/repos2"), Path("data/raw-repos2"),
+                 ("fastify", "cryptography", "greenlet"), BENCH_DIR / "repos2.db")
+REPOS3 = HeldOut("repos3", Path("benchmarks/repos3"), Path("data/raw-repos3"),
+                 ("ent", "starlette", "yard"), BENCH_DIR / "repos3.db")
+HELD_OUT = (REPOS2, REPOS3)
+#: repos2 under its first names (bench_accept and earlier scripts use them).
+UNSEEN_SET, UNSEEN_ROOT, UNSEEN, UNSEEN_DB = REPOS2.folder, REPOS2.root, REPOS2.names, REPOS2.db
 VLLM_DB = BENCH_DIR / "rag.db"
 KINDS = ("docs", "code")
 DIFFICULTIES = ("identifier", "paraphrase", "conceptual")
@@ -213,16 +236,30 @@ def misses(questions: Sequence[Question], ranks: Sequence[int | None],
               f"{q.question[:70]} | {top} |")
 
 
+def unseen_report(held: HeldOut, mode: Mode, show_misses: bool = False) -> None:
+    """One held-out set on its own rag.db: its table (per package, kind, difficulty; pooled)."""
+    unseen = repo_questions(held.folder, held.names)
+    with RagDB(held.db, use_cache=False) as rag:
+        uranks, ufound = run(rag, unseen, mode)
+    print(f"\nunseen set ({held.folder}: {', '.join(held.names)}), {mode.value}, k = 10, "
+          f"{len(unseen)} questions, one rag.db; nothing was chosen on it\n")
+    table(unseen, uranks, repo_groups(held.names))
+    if show_misses:
+        misses(unseen, uranks, ufound)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-build", action="store_true",
-                        help="reuse data/bench/repos.db and data/bench/rag.db as they are")
+                        help="reuse data/bench/repos.db, rag.db and the held-out sets' rag.db "
+                             "files as they are (a missing held-out one is built)")
     parser.add_argument("--misses", action="store_true", help="list every question not at rank 1")
     parser.add_argument("--mode", default="hybrid", choices=[m.value for m in Mode])
     parser.add_argument("--variants", action="store_true",
                         help="also each ranking rule of issue 18 turned off (hybrid)")
     parser.add_argument("--unseen", action="store_true",
-                        help="also the held-out set of benchmarks/repos2 (three more codebases)")
+                        help="also the held-out sets of benchmarks/repos2 and benchmarks/repos3 "
+                             "(three more codebases each, one rag.db per set)")
     args = parser.parse_args()
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(host_line())
@@ -230,14 +267,16 @@ def main() -> None:
         fetch(REPOS_SET / "fetch.sh", REPOS_ROOT)
         seconds = build(REPOS_DB, [REPOS_ROOT / name for name in REPOS])
         print(f"\nrepos index (four roots, defaults, with vectors): {seconds:.1f} s")
-        if args.unseen:
-            fetch(UNSEEN_SET / "fetch.sh", UNSEEN_ROOT)
-            seconds = build(UNSEEN_DB, [UNSEEN_ROOT])
-            print(f"unseen index ({UNSEEN_ROOT}, defaults, with vectors): {seconds:.1f} s")
-        if not VLLM_DB.exists():
-            ensure_corpus()
-            seconds = build(VLLM_DB, [CORPUS.parent])
-            print(f"vLLM index (defaults, with vectors): {seconds:.1f} s")
+    for held in HELD_OUT if args.unseen else ():
+        if args.no_build and held.db.exists():
+            continue  # --no-build reuses a held-out rag.db, and builds one that is missing
+        fetch(held.folder / "fetch.sh", held.root)
+        seconds = build(held.db, [held.root])
+        print(f"unseen index ({held.root}, defaults, with vectors): {seconds:.1f} s")
+    if not args.no_build and not VLLM_DB.exists():
+        ensure_corpus()
+        seconds = build(VLLM_DB, [CORPUS.parent])
+        print(f"vLLM index (defaults, with vectors): {seconds:.1f} s")
     mode = Mode(args.mode)
     questions, public = repo_questions(), vllm_questions()
     with RagDB(REPOS_DB, use_cache=False) as repos, RagDB(VLLM_DB, use_cache=False) as vllm:
@@ -257,14 +296,8 @@ def main() -> None:
         if args.variants:
             variants_table(repos, vllm, questions, public)
     if args.unseen:
-        unseen = repo_questions(UNSEEN_SET, UNSEEN)
-        with RagDB(UNSEEN_DB, use_cache=False) as rag:
-            uranks, ufound = run(rag, unseen, mode)
-        print(f"\nunseen set ({UNSEEN_SET}: {', '.join(UNSEEN)}), {mode.value}, k = 10, "
-              f"{len(unseen)} questions, one rag.db; nothing was chosen on it\n")
-        table(unseen, uranks, repo_groups(UNSEEN))
-        if args.misses:
-            misses(unseen, uranks, ufound)
+        for held in HELD_OUT:
+            unseen_report(held, mode, args.misses)
 
 
 if __name__ == "__main__":

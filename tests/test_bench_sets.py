@@ -1,0 +1,78 @@
+"""The benchmarks' question sets: the held-out repos3 set joins bench_repos and bench_accept
+without changing what the earlier sets hold (real dataset files, no index needed)."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_accept
+from benchmarks.bench_repos import HELD_OUT, REPOS2, REPOS3, repo_questions
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+needs_shared = pytest.mark.skipif(not (SHARED / "datasets" / "repos").is_dir(),
+                                  reason="../shared/datasets is not here")
+
+
+@pytest.fixture(autouse=True)
+def _project_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmarks name their files relative to the project root, as `make` runs them."""
+    monkeypatch.chdir(REPO)
+
+
+def test_held_out_sets_have_their_shape_and_own_ids() -> None:
+    seen: set[str] = set()
+    for held in HELD_OUT:
+        questions = repo_questions(held.folder, held.names)
+        assert len(questions) == 20 * len(held.names) == 60
+        shape = collections.Counter((q.set_name, q.kind, q.difficulty) for q in questions)
+        assert shape == {(name, kind, diff): n for name in held.names for kind in ("docs", "code")
+                         for diff, n in (("identifier", 4), ("paraphrase", 3), ("conceptual", 3))}
+        halves = collections.Counter((q.set_name, q.kind, q.half) for q in questions)
+        assert set(halves.values()) == {5}  # 5 + 5 of each package's docs and code
+        assert all(src[0].startswith(f"{held.root}/{q.set_name}/")
+                   for q in questions for src in q.sources)
+        ids = {q.question_id for q in questions}
+        assert len(ids) == 60 and not ids & seen
+        seen |= ids
+    assert REPOS3.db != REPOS2.db and REPOS3.root != REPOS2.root
+
+
+@needs_shared
+def test_accept_sample_appends_repos3_and_keeps_the_190() -> None:
+    before = bench_accept.sample()
+    with_repos3 = bench_accept.sample(repos3=True)
+    assert len(before) == 190
+    assert with_repos3[:190] == before  # the existing sets hold the same questions, in order
+    added = with_repos3[190:]
+    assert len(added) == 60
+    assert {db for _, _, db in added} == {REPOS3.db}
+    assert {q.set_name for q, _, _ in added} == set(REPOS3.names)
+    assert not {q.set_name for q, _, _ in before} & set(REPOS3.names)
+    answers = {}
+    for name in REPOS3.names:
+        path = REPOS3.folder / "AnsweredQuestions" / f"dataset_{name}.json"
+        answers.update({q["question_id"]: q["answer"]
+                        for q in json.loads(path.read_text())["rag_questions"]})
+    assert all(reference == answers[q.question_id] for q, reference, _ in added)
+
+
+@needs_shared
+def test_accept_report_tallies_repos3_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    answers = [{"id": f"q{i}", "set": name, "seconds": 0.1}
+               for i, name in enumerate(("click", "fastify", "ent", "starlette"))]
+    verdicts = [{"id": a["id"], "exam": True, "satisfied": "yes", "unsupported": False}
+                for a in answers]
+    (tmp_path / "answers_extractive.json").write_text(json.dumps(answers))
+    (tmp_path / "verdicts_extractive.json").write_text(json.dumps(verdicts))
+    monkeypatch.setattr(bench_accept, "ACCEPT_DIR", tmp_path)
+    bench_accept.report()
+    rows = {line.split(" | ")[1]: int(line.split(" | ")[2])
+            for line in capsys.readouterr().out.splitlines() if line.startswith("| extractive")}
+    assert rows == {"repos": 1, "the 130": 1, "later 65": 1, "repos2": 1, "repos3": 2,
+                    "all": 4}
