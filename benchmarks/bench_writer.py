@@ -12,6 +12,19 @@ has them (sentence text -> "ok" or "bad"; written by whoever tunes the check, ne
 
     uv run --frozen python -m benchmarks.bench_writer draft      # needs the writer installed
     uv run --frozen python -m benchmarks.bench_writer check [--verbose]
+
+How much of the sources the writer is shown was chosen the same way, on the same tuning
+questions, with whole checked answers read by strict readers: `answers` writes them with the
+writer's passage settings given as JSON (fields of passage_choice.Settings, and
+`context_tokens`) into data/bench/writer/context/answers_NAME.json; `pair A B TAG` writes, for
+the questions whose answers differ, both answers in a shuffled order under ids that do not
+say which is which (judge_TAG_*.json, the key kept apart), for readers given
+benchmarks/GRADER_BRIEF.md; `tally TAG` counts their verdicts (verdicts_TAG_*.json) per side.
+
+    uv run --frozen python -m benchmarks.bench_writer answers --name wide \
+        --context '{"max_passages": 6, "max_chars": 3000, "min_relative": 0.2}'
+    uv run --frozen python -m benchmarks.bench_writer pair narrow wide w2
+    uv run --frozen python -m benchmarks.bench_writer tally w2
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ from ragdb.retrieve import Mode
 from ragdb.schemas import RagDataset
 
 WRITER_DIR = BENCH_DIR / "writer"
+CONTEXT_DIR = WRITER_DIR / "context"
 DRAFTS = WRITER_DIR / "drafts.json"
 LABELS = WRITER_DIR / "labels.json"
 #: The 65 writer answers strict readers judged in the first round (answers_writer.json and
@@ -185,10 +199,122 @@ def validate(verbose: bool) -> None:
         print("   " + line)
 
 
+def answers(name: str, context: dict[str, Any], k: int) -> None:
+    """Whole checked answers on the tuning questions with the writer shown the passages that
+    `context` chooses (the defaults: WRITER_SETTINGS and the writer's context window)."""
+    from dataclasses import replace
+
+    import ragdb.generate.generator as generator
+    from ragdb.generate import styles
+    from ragdb.generate.passage_choice import WRITER_SETTINGS
+
+    context = dict(context)
+    window = int(context.pop("context_tokens", generator.WRITER_CONTEXT_TOKENS))
+    settings = replace(WRITER_SETTINGS, **context)
+    generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
+    styles.CheckedAnswerer.__init__.__defaults__ = (settings,)
+    out: list[dict[str, Any]] = []
+    rags: dict[Path, RagDB] = {}
+    for question, reference, db in tuning():
+        rag = rags.setdefault(db, RagDB(db, model="writer", use_cache=False))
+        started = time.perf_counter()
+        result = rag.answer(question.question, k, Mode.hybrid, style="generate")
+        seconds = time.perf_counter() - started
+        cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
+                  "text": result.prompt_sources[n - 1].text}
+                 for n in result.cited if 0 < n <= len(result.prompt_sources)]
+        out.append({"id": question.question_id, "set": question.set_name,
+                    "kind": question.kind, "question": question.question,
+                    "reference_answer": reference, "answer": result.text,
+                    "style": result.style, "check": result.check, "cited_sources": cited,
+                    "seconds": round(seconds, 2),
+                    "first_token_s": result.timings.get("first_token_s")})
+        print(f"{len(out):3d} {question.set_name:10s} {seconds:5.1f} s {result.style}",
+              flush=True)
+    for rag in rags.values():
+        rag.close()
+    CONTEXT_DIR.mkdir(parents=True, exist_ok=True)
+    path = CONTEXT_DIR / f"answers_{name}.json"
+    path.write_text(json.dumps({"context": {**context, "context_tokens": window},
+                                "answers": out}, indent=1))
+    print(f"{host_line()}\nwrote {path}; seconds per answer p50 "
+          f"{statistics.median(a['seconds'] for a in out):.2f}, first token p50 "
+          f"{statistics.median(a['first_token_s'] or 0 for a in out):.2f}, "
+          f"{sum(a['style'] != 'generate' for a in out)} fell back to passages")
+
+
+def _context_answers(name: str) -> dict[str, dict[str, Any]]:
+    data = json.loads((CONTEXT_DIR / f"answers_{name}.json").read_text())
+    return {a["id"]: a for a in data["answers"]}
+
+
+def pair(first: str, second: str, tag: str, per: int = 20) -> None:
+    """Blind inputs for readers: both answers of every question where they differ."""
+    import random
+
+    a, b = _context_answers(first), _context_answers(second)
+    rng = random.Random(7)
+    items: list[dict[str, Any]] = []
+    key: dict[str, list[str]] = {}
+    for qid in a:
+        if qid not in b or a[qid]["answer"] == b[qid]["answer"]:
+            continue
+        sides = [(first, a[qid]), (second, b[qid])]
+        rng.shuffle(sides)
+        for side, answer in sides:
+            item = f"{qid[:8]}-{rng.randrange(10 ** 6):06d}"
+            key[item] = [qid, side]
+            items.append({"id": item, **{f: answer[f] for f in (
+                "question", "answer", "cited_sources", "reference_answer")}})
+    (CONTEXT_DIR / f"key_{tag}.json").write_text(json.dumps(key, indent=1))
+    for i in range(0, len(items), per):
+        (CONTEXT_DIR / f"judge_{tag}_{i // per}.json").write_text(
+            json.dumps(items[i:i + per], indent=1))
+    print(f"{len(items) // 2} questions differ; judge_{tag}_0 ... "
+          f"{(len(items) - 1) // per} in {CONTEXT_DIR}")
+
+
+def tally(tag: str) -> None:
+    """Each side's verdicts, and on how many questions one side satisfied more."""
+    key = json.loads((CONTEXT_DIR / f"key_{tag}.json").read_text())
+    verdicts: dict[str, dict[str, Any]] = {}
+    for path in CONTEXT_DIR.glob(f"verdicts_{tag}_*.json"):
+        verdicts.update({v["id"]: v for v in json.loads(path.read_text())})
+    sides: dict[str, dict[str, int]] = {}
+    per_question: dict[str, dict[str, int]] = {}
+    level = {"no": 0, "partly": 1, "yes": 2}
+    for item, (qid, side) in key.items():
+        if item not in verdicts:
+            continue
+        v = verdicts[item]
+        count = sides.setdefault(side, {"n": 0, "exam": 0, "yes": 0, "partly": 0, "no": 0,
+                                        "unsupported": 0})
+        count["n"] += 1
+        count["exam"] += bool(v["exam"])
+        count[v["satisfied"]] += 1
+        count["unsupported"] += bool(v["unsupported"])
+        per_question.setdefault(qid, {})[side] = level[v["satisfied"]]
+    for side, count in sides.items():
+        print(f"{side}: {count['n']} answers, exam rule {count['exam']}, satisfied "
+              f"{count['yes']} / {count['partly']} / {count['no']}, unsupported "
+              f"{count['unsupported']}")
+    names = list(sides)
+    if len(names) == 2:
+        both = [q for q in per_question.values() if len(q) == 2]
+        first, second = names
+        print(f"satisfied more: {first} {sum(q[first] > q[second] for q in both)}, "
+              f"{second} {sum(q[second] > q[first] for q in both)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("draft", "check", "validate"))
+    parser.add_argument("action", choices=("draft", "check", "validate", "answers", "pair",
+                                           "tally"))
+    parser.add_argument("names", nargs="*", help="pair: A B TAG; tally: TAG")
+    parser.add_argument("--name", default="wide", help="answers: the file's name")
+    parser.add_argument("--context", default="{}", help="answers: the writer's passage "
+                        "settings as JSON (fields of passage_choice.Settings, context_tokens)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--only", default="", help="comma-separated positions in the tuning "
@@ -199,6 +325,16 @@ def main() -> None:
         draft(args.k, args.limit, args.only)
     elif args.action == "check":
         check(args.verbose)
+    elif args.action == "answers":
+        answers(args.name, json.loads(args.context), args.k)
+    elif args.action == "pair":
+        if len(args.names) != 3:
+            parser.error("pair needs A B TAG")
+        pair(*args.names)
+    elif args.action == "tally":
+        if len(args.names) != 1:
+            parser.error("tally needs TAG")
+        tally(args.names[0])
     else:
         validate(args.verbose)
 

@@ -28,7 +28,9 @@ from ragdb.generate.install import (
     parts_installed,
     part_path_in_wheel,
 )
+from ragdb.generate.extractive import compose
 from ragdb.generate.models import resolve_model
+from ragdb.generate.passage_choice import WRITER_SETTINGS
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.styles import (
     EXTRACTIVE_NAME,
@@ -397,3 +399,55 @@ def test_the_repository_ignores_the_models_folder() -> None:
     ignored = subprocess.run(["git", "check-ignore", "-q", str(MODELS / WRITER_FILE)],
                              cwd=REPO)
     assert ignored.returncode == 0  # 1.24 GB must never be committed
+
+
+class _RecordingWriter(_GivenWriter):
+    """A given answer, and the sources the writer was shown, to read them back."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.shown: list[PromptSource] = []
+
+    def answer(self, question: str, sources: list[PromptSource],
+               on_token: object = None) -> GeneratedAnswer:
+        self.shown = list(sources)
+        return super().answer(question, sources, on_token)
+
+
+def test_the_writer_reads_more_of_the_sources_than_the_extractive_answer_shows() -> None:
+    """Readers found written answers leaving out what their own source said: the writer
+    is shown the passages chosen with its wider settings, while what the reader sees of
+    the sources (the fallback, the passages after kept sentences) stays the extractive
+    answer's."""
+    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+    sources = [_as_prompt(LORA)]
+    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
+    narrow = extractive.passages(question, sources)
+    wide = extractive.passages(question, sources, WRITER_SETTINGS)
+    assert len(wide) > len(narrow)
+    # A draft with no citation falls back: to the extractive answer, not the writer's view.
+    writer = _RecordingWriter("Serve them with the server.")
+    result = CheckedAnswerer(writer, extractive).answer(  # type: ignore[arg-type]
+        question, sources)
+    shown = " ".join(" ".join(s.text.split()) for s in writer.shown)
+    assert "max_lora_rank" in shown  # the second passage: the writer saw it
+    assert result.check is not None and result.check["fallback"] == "extractive"
+    alone = extractive.answer(question, sources)
+    assert "max_lora_rank" not in alone.text
+    assert " ".join(result.text.split()) == " ".join(
+        compose(narrow, labels=False)[0].split())
+
+
+def test_a_passage_the_writer_restated_word_for_word_is_not_shown_again() -> None:
+    """The written sentence that copies its passage (the citation before the full stop, a
+    word's backticks added) and then the passage itself read as the same thing said twice."""
+    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+    sources = [_as_prompt(LORA)]
+    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
+    (chosen,) = extractive.passages(question, sources)
+    restated = " ".join(chosen.text.split()).rstrip(":.").replace("Open-AI", "`Open-AI`")
+    result = CheckedAnswerer(_GivenWriter(f"{restated} [1]."),  # type: ignore[arg-type]
+                             extractive).answer(question, sources)
+    assert result.check is not None and result.check["fallback"] is None, result.check
+    assert result.check["evidence_from"] == []
+    assert result.text.count("LoRA adapted models") == 1

@@ -22,7 +22,13 @@ from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.extractive import Passage, SourceText, compose, compose_pieces
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
 from ragdb.generate.models import ResolvedModel
-from ragdb.generate.passage_choice import Embed, select_passages
+from ragdb.generate.passage_choice import (
+    DEFAULT_SETTINGS,
+    WRITER_SETTINGS,
+    Embed,
+    Settings,
+    select_passages,
+)
 from ragdb.generate.prompt import PromptSource
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
@@ -54,12 +60,13 @@ class ExtractiveAnswerer:
         self.embed = embed
         self.kind_of = kind_of  # file path -> file kind (code is split by blocks, not sentences)
 
-    def passages(self, question: str, sources: list[PromptSource]) -> list[Passage]:
-        """The passages chosen from the sources: the extractive answer's, and the writer's
-        context."""
+    def passages(self, question: str, sources: list[PromptSource],
+                 settings: Settings = DEFAULT_SETTINGS) -> list[Passage]:
+        """The passages chosen from the sources: the extractive answer's, and (with the
+        writer's settings) the writer's context."""
         texts = [SourceText(n, s.file_path, self.kind_of(s.file_path), s.text)
                  for n, s in enumerate(sources, 1)]
-        return select_passages(question, texts, self.embed)
+        return select_passages(question, texts, self.embed, settings=settings)
 
     def answer(
         self,
@@ -167,19 +174,28 @@ class Draft:
     selected_s: float  # choosing the passages, before the writer started
 
 
+_WORDS = re.compile(r"[a-z0-9_]+")
+#: A prose passage whose words the kept sentences already hold (this share of them) is not
+#: shown again after them: readers marked the written sentence and its passage "said twice".
+EVIDENCE_SAID = 0.9
+
+
 def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
     """The chosen passages of the sources the kept sentences cite, shown after them verbatim
     under their labels: the reader sees what each sentence was read from, and what the writer
     left out of it. Passages of sources no kept sentence cites are left out (strict readers
     found them padding), and so is a passage the answer already quotes: prose found in it
-    whole, code with half its lines in it."""
+    whole or nearly word for word, code with half its lines in it."""
     cited = {int(n) for n in re.findall(r"\[(\d{1,3})\]", text)}
     flat = " ".join(text.split())
     lines = {line.strip() for line in text.split("\n")}
+    said = set(_WORDS.findall(text.lower()))
 
     def quoted(passage: Passage) -> bool:
         if not passage.code:
-            return " ".join(passage.text.split()) in flat
+            words = _WORDS.findall(passage.text.lower())
+            return (" ".join(passage.text.split()) in flat
+                    or sum(w in said for w in words) >= EVIDENCE_SAID * len(words))
         own = [line.strip() for line in passage.text.split("\n") if line.strip()]
         return bool(own) and sum(line in lines for line in own) * 2 >= len(own)
 
@@ -187,14 +203,16 @@ def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
 
 
 class CheckedAnswerer:
-    """Generate, then check: the model writes from the passages the extractive selector chose
-    (a short prompt), every sentence must cite a given source, and each is checked against
-    the source it cites (ragdb.generate.checking); when too little survives, the answer is
-    the extractive one made of the same passages."""
+    """Generate, then check: the model writes from passages the extractive selector chose
+    (with `context`, wider than the extractive answer's; still a short prompt), every
+    sentence must cite a given source, and each is checked against the source it cites
+    (ragdb.generate.checking); when too little survives, the answer is the extractive one."""
 
-    def __init__(self, generator: Generator, extractive: ExtractiveAnswerer) -> None:
+    def __init__(self, generator: Generator, extractive: ExtractiveAnswerer,
+                 context: Settings = WRITER_SETTINGS) -> None:
         self.generator = generator
         self.extractive = extractive
+        self.context = context  # how the writer's passages are chosen
         self.model = generator.model
 
     def answer(
@@ -217,7 +235,7 @@ class CheckedAnswerer:
         """The writer's answer from the chosen passages, streamed through `gate` (None where
         no source has any text)."""
         started = time.perf_counter()
-        passages = self.extractive.passages(question, sources)
+        passages = self.extractive.passages(question, sources, self.context)
         if not passages:
             return None
         shown, mapping = writer_sources(passages, sources)
@@ -239,18 +257,22 @@ class CheckedAnswerer:
         report = checked.report
         model = self.model
         on_token = gate.on_token if gate is not None else None
+        # The reader's passages (the fallback, and those shown after the kept sentences)
+        # are the extractive answer's, however wide the writer's context was.
+        passages = (draft.passages if self.context == DEFAULT_SETTINGS
+                    else self.extractive.passages(question, sources))
         if checked.too_little:
             model = EXTRACTIVE_NAME
             report.fallback = "extractive"
             # Shown as the writer's answers show code (no label lines): what this file's
             # checks and the writer's tests read is the same either way.
-            text, cited_numbers = compose(draft.passages, labels=False)
+            text, cited_numbers = compose(passages, labels=False)
             if gate is not None and not gate.emitted and on_token is not None:
-                for piece in compose_pieces(draft.passages, labels=False):
+                for piece in compose_pieces(passages, labels=False):
                     on_token(piece)
         else:
             text, cited_numbers = checked.text, checked.cited
-            shown = _evidence(checked.text, draft.passages)
+            shown = _evidence(checked.text, passages)
             if shown:
                 report.evidence = list(dict.fromkeys(p.number for p in shown))
                 text += "\n\n" + "".join(compose_pieces(shown)).lstrip("\n")
