@@ -78,12 +78,13 @@ def parse(spec: str) -> tuple[str, SearchParams]:
     return label.strip(), replace(SearchParams(), **changes)
 
 
-#: A coordinate search: each global knob one or two steps either way over the defaults. The
-#: ninth round ran these over round eight's defaults (w_bridge_named None, the second row) and
-#: chose w_bridge_named 0.4 from them (README, "Ninth round").
+#: The ninth round's coordinate search: each global knob one or two steps either way over the
+#: defaults, and the bridge weight for questions that name code, the one it chose (0.4) and then
+#: left off after the report sets (README, "Ninth round").
 CANDIDATES = [
-    "defaults:", "round 8 (w_bridge_named none): w_bridge_named=none",
-    "w_bridge_named 0.3: w_bridge_named=0.3", "w_bridge_named 0.5: w_bridge_named=0.5",
+    "defaults:",
+    "w_bridge_named 0.3: w_bridge_named=0.3", "w_bridge_named 0.4: w_bridge_named=0.4",
+    "w_bridge_named 0.5: w_bridge_named=0.5",
     "w_absent 0.6: w_absent=0.6", "w_absent 1.0: w_absent=1.0", "w_absent 1.2: w_absent=1.2",
     "gate_near 0.2: gate_near=0.2", "gate_near 0.3: gate_near=0.3",
     "gate_far 0.4: gate_far=0.4", "gate_far 0.5: gate_far=0.5",

@@ -107,12 +107,12 @@ class SearchParams:
     bridge_docs: int = 3
     bridge_terms: int = 64
     # The bridge weight for a question that names code (an identifier, path, flag or
-    # backticks; None: w_bridge). Ninth round, chosen on a wider tuning pool (repos half A, all
-    # of repos2, vLLM public): 0.4 lifted pooled code R@5 there 37 -> 39 of 50 (R@1 the same,
-    # docs R@5 the same, docs R@1 35 -> 33 of 50; vLLM public unchanged at R@5), where 0.4 for
-    # every question cost vLLM docs R@5 0.94 -> 0.93 and a stronger bridge for plain words only
-    # moved nothing. Measured: README, "Ninth round".
-    w_bridge_named: float | None = 0.4
+    # backticks; None: w_bridge for every question). Off by default: in the ninth round 0.4 was
+    # chosen on a wider tuning pool (repos half A, all of repos2, vLLM public; pooled code R@5
+    # 37 -> 39 of 50, docs R@1 35 -> 33, vLLM public R@5 unchanged), and on the report sets read
+    # once after (repos half B, repos3) it moved no code question and cost one docs question at
+    # rank 1. Measured: README, "Ninth round".
+    w_bridge_named: float | None = None
     # Callee first (hybrid): when a code result calls an identifier the question writes and a
     # later code result defines it, the definition moves to just above the caller; nothing
     # else moves (callee_first). Measured: README, "Any codebase".

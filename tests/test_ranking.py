@@ -451,6 +451,31 @@ def test_docs_naming_a_function_bring_a_plain_words_question_to_it(bridge_repo: 
     assert excluded and all(not hit.file_path.endswith("transport.py") for hit in excluded)
 
 
+def test_a_question_naming_code_takes_the_bridge_weight_for_it(bridge_repo: Path) -> None:
+    """w_bridge_named is the bridge weight of a question that names code (here `client` in
+    backticks), w_bridge that of one in plain words: with w_bridge 0 the plain question runs
+    no bridge (the helper stays above the implementation) while the same words naming code
+    run it at w_bridge_named and reach `compute_backoff` through the docs."""
+    db = bridge_repo / "rag.db"
+    named = BRIDGE_QUESTION.replace("the client", "the `client`")
+    implementation, helper = "src/netclient/transport.py", "src/netclient/queue.py"
+    params = SearchParams(w_bridge=0.0, w_bridge_named=0.4)
+    assert params.for_question(named).w_bridge == 0.4
+    assert params.for_question(BRIDGE_QUESTION).w_bridge == 0.0
+    searcher = Searcher(connect(db), params, use_cache=False)
+    plain_hits = [h.file_path.split("/", 1)[1] for h in searcher.search(BRIDGE_QUESTION, 10)]
+    named_hits = [h.file_path.split("/", 1)[1] for h in searcher.search(named, 10)]
+    assert plain_hits.index(helper) < plain_hits.index(implementation)
+    assert named_hits.index(implementation) < named_hits.index(helper)
+    off = Searcher(connect(db), SearchParams(w_bridge=0.0, w_bridge_named=None), use_cache=False)
+    off_hits = [h.file_path.split("/", 1)[1] for h in off.search(named, 10)]
+    assert off_hits.index(helper) < off_hits.index(implementation)
+    # w_dense_plain still applies to the plain question only
+    mixed = SearchParams(w_dense_plain=0.7)
+    assert mixed.for_question(BRIDGE_QUESTION).w_dense == 0.7
+    assert mixed.for_question(named).w_dense == SearchParams().w_dense
+
+
 def test_named_identifiers_are_the_code_names_of_prose() -> None:
     from ragdb.tokenize import named_identifiers
 
