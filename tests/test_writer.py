@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -417,20 +418,21 @@ class _RecordingWriter(_GivenWriter):
         return super().answer(question, sources, on_token)
 
 
-def test_the_writer_reads_more_of_the_sources_than_the_extractive_answer_shows() -> None:
-    """Readers found written answers leaving out what their own source said: the writer
-    is shown the passages chosen with its wider settings, while what the reader sees of
-    the sources (the fallback, the passages after kept sentences) stays the extractive
-    answer's."""
+def test_the_writers_context_settings_never_change_what_the_reader_is_shown() -> None:
+    """How much of the sources the writer is shown is a setting of its own (measured wider
+    and narrower with bench_writer answers): whatever it shows the writer, what the reader
+    sees of the sources (the fallback, the passages after kept sentences) stays the
+    extractive answer's."""
     question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
     sources = [_as_prompt(LORA)]
     extractive = ExtractiveAnswerer(None, lambda path: "markdown")
     narrow = extractive.passages(question, sources)
-    wide = extractive.passages(question, sources, WRITER_SETTINGS)
+    wider = replace(WRITER_SETTINGS, max_passages=6, max_chars=3000, min_relative=0.2)
+    wide = extractive.passages(question, sources, wider)
     assert len(wide) > len(narrow)
     # A draft with no citation falls back: to the extractive answer, not the writer's view.
     writer = _RecordingWriter("Serve them with the server.")
-    result = CheckedAnswerer(writer, extractive).answer(  # type: ignore[arg-type]
+    result = CheckedAnswerer(writer, extractive, wider).answer(  # type: ignore[arg-type]
         question, sources)
     shown = " ".join(" ".join(s.text.split()) for s in writer.shown)
     assert "max_lora_rank" in shown  # the second passage: the writer saw it

@@ -62,11 +62,11 @@ OFFLINE_MAX_NEW_TOKENS = 128
 DEFAULT_CONTEXT_TOKENS = 2560
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_QUESTION_CAP = 160
-# The writer's prompt is the selector's passages with the writer's settings (at most 3,000
-# characters, about 1,250 on the tuning questions): the first token came 1.6 s p50 after the
-# question on 2 cores (0.85 s with the extractive answer's 1,000 characters); four short
-# cited sentences fit in the new tokens.
-WRITER_CONTEXT_TOKENS = 2048
+# The writer's prompt is the selector's passages (at most ~1,000 characters): on 2 cores its
+# prefill runs at tens of tokens a second, so a short prompt is what keeps the first token
+# within seconds; four short cited sentences fit in the new tokens. (A 2,048-token window
+# with wider passages was measured and not kept: passage_choice.WRITER_SETTINGS.)
+WRITER_CONTEXT_TOKENS = 1024
 WRITER_MAX_NEW_TOKENS = 176
 # > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
 DEFAULT_REPETITION_PENALTY = 1.0

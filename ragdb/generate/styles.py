@@ -204,8 +204,8 @@ def _evidence(text: str, passages: list[Passage]) -> list[Passage]:
 
 class CheckedAnswerer:
     """Generate, then check: the model writes from passages the extractive selector chose
-    (with `context`, wider than the extractive answer's; still a short prompt), every
-    sentence must cite a given source, and each is checked against the source it cites
+    (with `context`: by default the extractive answer's; a short prompt), every sentence
+    must cite a given source, and each is checked against the source it cites
     (ragdb.generate.checking); when too little survives, the answer is the extractive one."""
 
     def __init__(self, generator: Generator, extractive: ExtractiveAnswerer,
