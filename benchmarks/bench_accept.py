@@ -89,6 +89,19 @@ def first_round() -> set[str]:
     return {q.question_id for q in docs + code + repos}
 
 
+def answer_record(question: Question, reference: str, result: Any, seconds: float
+                  ) -> dict[str, Any]:
+    """One answer as the readers see it: with the text of the sources it cites."""
+    cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
+              "text": result.prompt_sources[n - 1].text}
+             for n in result.cited if 0 < n <= len(result.prompt_sources)]
+    return {"id": question.question_id, "set": question.set_name, "kind": question.kind,
+            "question": question.question, "reference_answer": reference,
+            "answer": result.text, "style": result.style, "model": result.model,
+            "check": result.check, "cited_sources": cited, "seconds": round(seconds, 2),
+            "first_token_s": result.timings.get("first_token_s")}
+
+
 def answer_sample(style: str, k: int, repos3: bool = False) -> Path:
     answer_style, model = STYLES[style]
     out: list[dict[str, Any]] = []
@@ -97,18 +110,10 @@ def answer_sample(style: str, k: int, repos3: bool = False) -> Path:
         rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
         started = time.perf_counter()
         result = rag.answer(question.question, k, Mode.hybrid, style=answer_style)
-        seconds = time.perf_counter() - started
-        cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
-                  "text": result.prompt_sources[n - 1].text}
-                 for n in result.cited if 0 < n <= len(result.prompt_sources)]
-        out.append({"id": question.question_id, "set": question.set_name,
-                    "kind": question.kind, "question": question.question,
-                    "reference_answer": reference, "answer": result.text,
-                    "style": result.style, "model": result.model, "check": result.check,
-                    "cited_sources": cited, "seconds": round(seconds, 2),
-                    "first_token_s": result.timings.get("first_token_s")})
-        print(f"{len(out):3d} {question.set_name:12s} {seconds:5.1f} s  {question.question[:60]}",
-              flush=True)
+        out.append(answer_record(question, reference, result,
+                                 time.perf_counter() - started))
+        print(f"{len(out):3d} {question.set_name:12s} {out[-1]['seconds']:5.1f} s  "
+              f"{question.question[:60]}", flush=True)
     for rag in rags.values():
         rag.close()
     ACCEPT_DIR.mkdir(parents=True, exist_ok=True)

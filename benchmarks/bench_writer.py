@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_accept import sample
+from benchmarks.bench_accept import answer_record, sample
 from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
 from benchmarks.common import BENCH_DIR, dataset, host_line
 from ragdb import RagDB
@@ -219,18 +219,9 @@ def answers(name: str, context: dict[str, Any], k: int) -> None:
         rag = rags.setdefault(db, RagDB(db, model="writer", use_cache=False))
         started = time.perf_counter()
         result = rag.answer(question.question, k, Mode.hybrid, style="generate")
-        seconds = time.perf_counter() - started
-        cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
-                  "text": result.prompt_sources[n - 1].text}
-                 for n in result.cited if 0 < n <= len(result.prompt_sources)]
-        out.append({"id": question.question_id, "set": question.set_name,
-                    "kind": question.kind, "question": question.question,
-                    "reference_answer": reference, "answer": result.text,
-                    "style": result.style, "check": result.check, "cited_sources": cited,
-                    "seconds": round(seconds, 2),
-                    "first_token_s": result.timings.get("first_token_s")})
-        print(f"{len(out):3d} {question.set_name:10s} {seconds:5.1f} s {result.style}",
-              flush=True)
+        out.append(answer_record(question, reference, result, time.perf_counter() - started))
+        print(f"{len(out):3d} {question.set_name:10s} {out[-1]['seconds']:5.1f} s "
+              f"{result.style}", flush=True)
     for rag in rags.values():
         rag.close()
     CONTEXT_DIR.mkdir(parents=True, exist_ok=True)

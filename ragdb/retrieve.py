@@ -131,6 +131,8 @@ class SearchParams:
     def for_question(self, question: str) -> SearchParams:
         """These parameters as one question runs them: w_dense_plain as w_dense when it is in
         plain words, w_bridge_named as w_bridge when it names code."""
+        if self.w_bridge_named is None and self.w_dense_plain is None:
+            return self  # the defaults: no question-type rule, and no regex per search
         if names_code(question):
             if self.w_bridge_named is None:
                 return self
