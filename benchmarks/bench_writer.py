@@ -199,26 +199,32 @@ def validate(verbose: bool) -> None:
         print("   " + line)
 
 
-def answers(name: str, context: dict[str, Any], k: int) -> None:
+def answers(name: str, context: dict[str, Any], k: int, style: str = "generate") -> None:
     """Whole checked answers on the tuning questions with the writer shown the passages that
-    `context` chooses (the defaults: WRITER_SETTINGS and the writer's context window)."""
+    `context` chooses (the defaults: WRITER_SETTINGS and the writer's context window); with
+    style "extractive", the extractive answers under those passage settings (the defaults:
+    DEFAULT_SETTINGS)."""
     from dataclasses import replace
 
     import ragdb.generate.generator as generator
     from ragdb.generate import styles
-    from ragdb.generate.passage_choice import WRITER_SETTINGS
+    from ragdb.generate.passage_choice import DEFAULT_SETTINGS, WRITER_SETTINGS
 
     context = dict(context)
     window = int(context.pop("context_tokens", generator.WRITER_CONTEXT_TOKENS))
-    settings = replace(WRITER_SETTINGS, **context)
-    generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
-    styles.CheckedAnswerer.__init__.__defaults__ = (settings,)
+    if style == "extractive":
+        styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **context),)
+    else:
+        settings = replace(WRITER_SETTINGS, **context)
+        generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
+        styles.CheckedAnswerer.__init__.__defaults__ = (settings,)
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in tuning():
-        rag = rags.setdefault(db, RagDB(db, model="writer", use_cache=False))
+        model = "writer" if style == "generate" else None
+        rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
         started = time.perf_counter()
-        result = rag.answer(question.question, k, Mode.hybrid, style="generate")
+        result = rag.answer(question.question, k, Mode.hybrid, style=style)
         out.append(answer_record(question, reference, result, time.perf_counter() - started))
         print(f"{len(out):3d} {question.set_name:10s} {out[-1]['seconds']:5.1f} s "
               f"{result.style}", flush=True)
@@ -306,6 +312,8 @@ def main() -> None:
     parser.add_argument("--name", default="wide", help="answers: the file's name")
     parser.add_argument("--context", default="{}", help="answers: the writer's passage "
                         "settings as JSON (fields of passage_choice.Settings, context_tokens)")
+    parser.add_argument("--style", default="generate", choices=("generate", "extractive"),
+                        help="answers: the writer's checked answers, or the extractive ones")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--only", default="", help="comma-separated positions in the tuning "
@@ -317,7 +325,7 @@ def main() -> None:
     elif args.action == "check":
         check(args.verbose)
     elif args.action == "answers":
-        answers(args.name, json.loads(args.context), args.k)
+        answers(args.name, json.loads(args.context), args.k, args.style)
     elif args.action == "pair":
         if len(args.names) != 3:
             parser.error("pair needs A B TAG")

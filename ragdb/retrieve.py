@@ -510,7 +510,7 @@ class Searcher:
                     "--mode lexical")
             return {}
         unique = list(dict.fromkeys(questions))
-        vectors = to_int8(embedder.embed(unique))
+        vectors = to_int8(embedder.embed_queries(unique))
         return {q: v.tobytes() for q, v in zip(unique, vectors)}
 
     def _run(self, question: str, k: int, mode: Mode, vector: bytes | None,

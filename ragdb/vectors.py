@@ -297,7 +297,7 @@ def to_int8(vectors: np.ndarray) -> np.ndarray:
 
 def query_blob(embedder: Embedder, text: str) -> bytes:
     """The bytes for `vec_int8(:query_vector)` in a KNN query over chunk_vectors."""
-    return to_int8(embedder.embed([text]))[0].tobytes()
+    return to_int8(embedder.embed_queries([text]))[0].tobytes()
 
 
 def vector_count(conn: Connection) -> int:

@@ -129,7 +129,7 @@ async def test_server_index_run_records_the_configured_embedder(
     monkeypatch.setenv("RAGDB_MODELS_DIR", str(tmp_path / "models"))
     write_corpus(tmp_path / "data" / "raw" / "proj")
     assert run_cli("index", "data/raw", "--db", "rag.db", cwd=tmp_path).returncode == 0
-    model, tokenizer, _ = _resolve("all-MiniLM-L6-v2")
+    model, tokenizer, _, _ = _resolve("all-MiniLM-L6-v2")
     other = tmp_path / "my-embedder"  # the same weights under another name: another identity
     other.mkdir()
     shutil.copy(model, other / "model.onnx")

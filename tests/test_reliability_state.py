@@ -240,7 +240,7 @@ def build_second_embedder(folder: Path) -> Path:
     ov = _import_openvino()
     from openvino import opset13 as ops  # type: ignore[import-untyped,unused-ignore]
 
-    onnx, tokenizer, _ = _resolve("all-MiniLM-L6-v2")
+    onnx, tokenizer, _, _ = _resolve("all-MiniLM-L6-v2")
     model = ov.Core().read_model(str(onnx))
     hidden = model.get_results()[0].input_value(0)
     rotation, _ = np.linalg.qr(np.random.default_rng(17).standard_normal((384, 384)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -11,7 +12,15 @@ import numpy as np
 import pytest
 
 from ragdb.db import connect, get_setting, scalar
-from ragdb.embedder import DEFAULT_MODEL, Embedder, _resolve, load_embedder
+from ragdb.embedder import (
+    DEFAULT_MODEL,
+    PREFIX_FILE,
+    Embedder,
+    Prefixes,
+    _resolve,
+    embedder_identity,
+    load_embedder,
+)
 from ragdb.vectors import (
     DEFAULT_POLICY,
     POLICIES,
@@ -268,13 +277,37 @@ def test_long_doc_chunk_gets_one_vector_per_window(embedder: Embedder,
 
 
 def test_local_folder(embedder: Embedder, tmp_path: Path) -> None:
-    default_model, default_tokenizer, _ = _resolve(DEFAULT_MODEL)
+    default_model, default_tokenizer, _, _ = _resolve(DEFAULT_MODEL)
     (tmp_path / "model.onnx").symlink_to(default_model)
     (tmp_path / "tokenizer.json").symlink_to(default_tokenizer)
     local = load_embedder(str(tmp_path))
     assert local.identity != embedder.identity and local.identity.endswith("model.onnx/maxlen=256")
     text = ["continuous batching"]
     assert cos(local.embed(text)[0], embedder.embed(text)[0]) > 0.9999
+
+
+def test_a_folder_names_its_query_and_document_prefixes(
+        embedder: Embedder, tmp_path: Path) -> None:
+    """A model trained with prefixes (nomic-embed: `search_query: `) gets them on every query
+    and every document, and vectors made with other prefixes have another identity."""
+    default_model, default_tokenizer, _, _ = _resolve(DEFAULT_MODEL)
+    (tmp_path / "model.onnx").symlink_to(default_model)
+    (tmp_path / "tokenizer.json").symlink_to(default_tokenizer)
+    plain = load_embedder(str(tmp_path))
+    (tmp_path / PREFIX_FILE).write_text(json.dumps(
+        {"query_prefix": "search_query: ", "document_prefix": "search_document: "}))
+    prefixed = load_embedder(str(tmp_path))
+    assert prefixed.prefixes == Prefixes("search_query: ", "search_document: ")
+    assert prefixed.identity != plain.identity
+    assert embedder_identity(str(tmp_path)) == prefixed.identity
+    text = "continuous batching"
+    assert cos(prefixed.embed_queries([text])[0],
+               plain.embed([f"search_query: {text}"])[0]) > 0.9999
+    assert cos(prefixed.embed([text])[0], plain.embed([f"search_document: {text}"])[0]) > 0.9999
+    assert cos(embedder.embed_queries([text])[0], embedder.embed([text])[0]) > 0.9999
+    (tmp_path / PREFIX_FILE).write_text('["not", "an object"]')
+    with pytest.raises(RagdbError, match="is not a JSON object"):
+        load_embedder(str(tmp_path))
 
 
 @pytest.mark.parametrize("name", ["/no/such/folder", "not a model", "sentence-transformers/x"])
