@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import importlib.util
+import json
 import os
 import sys
 import threading
