@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from ragdb.embedder import pad_ids  # 0 is [PAD] in bert-base-uncased too
+
 # --------------------------------------------------------------------------------------------
 # Where the weights come from
 # --------------------------------------------------------------------------------------------
@@ -475,23 +477,12 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-def pad_batch(id_lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Right-pad token id lists with 0 ([PAD]) into int64 ids and attention mask."""
-    width = max(len(x) for x in id_lists)
-    ids = np.zeros((len(id_lists), width), dtype=np.int64)
-    mask = np.zeros_like(ids)
-    for row, seq in enumerate(id_lists):
-        ids[row, : len(seq)] = seq
-        mask[row, : len(seq)] = 1
-    return ids, mask
-
-
 def reference_embed(weights: NomicWeights, tokenizer: Any, texts: Sequence[str], *,
                     dim: int | None = MATRYOSHKA_DIM, max_length: int = 256,
                     neox: bool = True) -> np.ndarray:
     """Unit vectors from the numpy reference (texts already carry their prefix)."""
     tokenizer.enable_truncation(max_length)
-    ids, mask = pad_batch([e.ids for e in tokenizer.encode_batch(list(texts))])
+    ids, mask = pad_ids([e.ids for e in tokenizer.encode_batch(list(texts))])
     tokenizer.no_truncation()
     return l2_normalise(pool(reference_hidden(weights, ids, mask, neox=neox), mask, dim))
 
@@ -564,7 +555,7 @@ def activation_scales(weights: NomicWeights, tokenizer: Any,
     alpha = 0 is plain per-channel int8.
     """
     tokenizer.enable_truncation(256)
-    ids, mask = pad_batch([e.ids for e in tokenizer.encode_batch(list(texts))])
+    ids, mask = pad_ids([e.ids for e in tokenizer.encode_batch(list(texts))])
     tokenizer.no_truncation()
     captured: dict[str, list[np.ndarray]] = {}
     reference_hidden(weights, ids, mask, capture=captured)
@@ -750,7 +741,7 @@ def ov_embed(compiled: Any, tokenizer: Any, texts: Sequence[str],
              max_length: int = 256) -> np.ndarray:
     """Unit vectors from the compiled graph, all texts as one padded batch."""
     tokenizer.enable_truncation(max_length)
-    ids, mask = pad_batch([e.ids for e in tokenizer.encode_batch(list(texts))])
+    ids, mask = pad_ids([e.ids for e in tokenizer.encode_batch(list(texts))])
     tokenizer.no_truncation()
     out = compiled({"input_ids": ids, "attention_mask": mask})[compiled.outputs[0]]
     return l2_normalise(np.asarray(out, dtype=np.float32))

@@ -242,12 +242,8 @@ class Embedder:
     def _run(self, ids_list: Sequence[Sequence[int]]) -> np.ndarray:
         import numpy as np
 
-        width = max(len(ids) for ids in ids_list)
-        ids = np.zeros((len(ids_list), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, seq in enumerate(ids_list):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
+        ids, mask = pad_ids(ids_list)
+        width = ids.shape[1]
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
@@ -262,6 +258,19 @@ class Embedder:
             pooled = hidden
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def pad_ids(ids_list: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token id lists right-padded with 0 into one int64 batch, and its attention mask."""
+    import numpy as np
+
+    width = max(len(ids) for ids in ids_list)
+    ids = np.zeros((len(ids_list), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, seq in enumerate(ids_list):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
 
 
 def _compile(model_path: Path) -> Any:

@@ -28,7 +28,6 @@ benchmarks/EXTRACTIVE.md). The units come from answer_units:
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -48,7 +47,7 @@ from ragdb.generate.answer_units import Unit, introduces, source_units, unit_pas
 from ragdb.generate.code_prose import code_label, lead_sentence
 from ragdb.generate.code_window import defines_asked, setting_passage, windowed
 from ragdb.generate.markup import clean_markup
-from ragdb.generate.spans import Passage, SourceText, is_code, terms
+from ragdb.generate.spans import Passage, SourceText, idf, is_code, terms
 from ragdb.generate.spans import C_FAMILY as _C_FAMILY
 from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
 from ragdb.generate.spans import balanced as _balanced
@@ -502,7 +501,7 @@ def _covering(candidates: list[_Candidate], score: np.ndarray, order: list[int],
         return None
     n = len(candidates)
     df = Counter(t for c in candidates for t in set(c.bag) if t in query)
-    weight = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    weight = {t: idf(n, d) for t, d in df.items()}
     held = set().union(*(set(c.bag) for c in chosen))
     missing = {t: w for t, w in weight.items() if t not in held}
     total = sum(weight.values())

@@ -110,6 +110,11 @@ def terms(text: str) -> list[str]:
             if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 
+def idf(n: int, df: int) -> float:
+    """BM25's IDF of a term in `df` of `n` units (never negative)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.ndarray:
     """BM25 of each unit with IDF over the units: a word in every source counts little."""
     import numpy as np
@@ -125,8 +130,7 @@ def bm25(query: set[str], docs: list[Counter[str]], k1: float, b: float) -> np.n
         df = int((tf > 0).sum())
         if not df:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        scores += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
+        scores += idf(n, df) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths / avg))
     return scores
 
 
