@@ -29,6 +29,8 @@ apart and leaves it out of "the 130".
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
     uv run --frozen python -m benchmarks.bench_accept sample --style writer
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive --repos3
+    uv run --frozen python -m benchmarks.bench_accept sample --repos3 --name NAME \
+        --settings '{"window_min_chars": 600}'   # a variant, beside bench_writer's runs
     uv run --frozen python -m benchmarks.bench_accept report
 """
 
@@ -102,8 +104,21 @@ def answer_record(question: Question, reference: str, result: Any, seconds: floa
             "first_token_s": result.timings.get("first_token_s")}
 
 
-def answer_sample(style: str, k: int, repos3: bool = False) -> Path:
+def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, Any] | None = None,
+                  name: str = "") -> Path:
+    """The sample answered; with `settings` (fields of passage_choice.Settings) the extractive
+    answers under them, written with `name` beside bench_writer's tuning runs as
+    answers_held_<name>.json (for `bench_writer pair`), the sample's own file left as it is."""
     answer_style, model = STYLES[style]
+    if settings:
+        from dataclasses import replace
+
+        from ragdb.generate import styles
+        from ragdb.generate.passage_choice import DEFAULT_SETTINGS
+
+        if style != "extractive" or not name:
+            raise SystemExit("--settings needs --style extractive and --name")
+        styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **settings),)
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in sample(repos3):
@@ -116,9 +131,16 @@ def answer_sample(style: str, k: int, repos3: bool = False) -> Path:
               f"{question.question[:60]}", flush=True)
     for rag in rags.values():
         rag.close()
-    ACCEPT_DIR.mkdir(parents=True, exist_ok=True)
-    path = ACCEPT_DIR / f"answers_{style}.json"
-    path.write_text(json.dumps(out, indent=1))
+    if name:
+        from benchmarks.bench_writer import CONTEXT_DIR
+
+        CONTEXT_DIR.mkdir(parents=True, exist_ok=True)
+        path = CONTEXT_DIR / f"answers_held_{name}.json"
+        path.write_text(json.dumps({"context": settings or {}, "answers": out}, indent=1))
+    else:
+        ACCEPT_DIR.mkdir(parents=True, exist_ok=True)
+        path = ACCEPT_DIR / f"answers_{style}.json"
+        path.write_text(json.dumps(out, indent=1))
     print(f"{host_line()}\nwrote {path}; seconds per answer p50 "
           f"{statistics.median(a['seconds'] for a in out):.2f}, max "
           f"{max(a['seconds'] for a in out):.2f}")
@@ -186,9 +208,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--repos3", action="store_true",
                         help="sample: also the 60 questions of benchmarks/repos3 (set repos3)")
+    parser.add_argument("--settings", default="{}", help="sample: extractive passage settings "
+                        "as JSON (fields of passage_choice.Settings); needs --name")
+    parser.add_argument("--name", default="", help="sample: write writer/context/"
+                        "answers_held_NAME.json instead of the sample's own file")
     args = parser.parse_args()
     if args.action == "sample":
-        answer_sample(args.style, args.k, args.repos3)
+        answer_sample(args.style, args.k, args.repos3, json.loads(args.settings), args.name)
     else:
         report()
 
