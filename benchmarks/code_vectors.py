@@ -10,7 +10,9 @@ benchmarks/build_nomic.py, with its query and document prefixes). Each question 
 * **fused**: today's hybrid ranking (k = 50, every rule on) with each code chunk adding
   `w / (c + its rank among the code chunks by cosine)`, times a gate when asked: `--gated`
   uses today's code gate (sql/search_hybrid.sql), `--sim-gate LO:HI` a ramp on the best code
-  chunk's cosine minus the nearest doc window's (1 - its distance).
+  chunk's cosine minus the nearest doc window's (1 - its distance);
+* **code places only** (`--slots`): every doc hit of today's top 10 kept in its place and the
+  code places refilled, code ranked among itself by today's order and the cosine (RRF).
 
 This is a measurement of the signal, in Python over the SQL's results, not a ranking rule:
 the order of today's results is kept where the added terms tie. Recall as the graders count
@@ -120,6 +122,31 @@ def fused(hits: Sequence[Hit], code_rank: dict[int, int], weight: float, c: floa
     return [by_id.get(cid) or hit_of(cid) for cid in top]
 
 
+def slotted(hits: Sequence[Hit], code_rank: dict[int, int], weight: float, c: float,
+            is_code: Callable[[int], bool], hit_of: Callable[[int], Hit]) -> list[Hit]:
+    """Today's top 10 with every doc hit where it is and the code places refilled: code chunks
+    ranked among themselves by `1 / (c + today's rank among the code hits) + weight / (c + rank
+    by cosine)`. Docs recall is today's by construction; only which code fills the code places
+    changes."""
+    top = list(hits[:10])
+    today = [h.chunk_id for h in hits if is_code(h.chunk_id)]
+    score: dict[int, float] = {}
+    for rank, chunk_id in enumerate(today, 1):
+        score[chunk_id] = 1.0 / (c + rank)
+    for chunk_id, rank in code_rank.items():
+        score[chunk_id] = score.get(chunk_id, 0.0) + weight / (c + rank)
+    place = {cid: n for n, cid in enumerate(today)}
+    fill = iter(sorted(score, key=lambda cid: (-score[cid], place.get(cid, 99))))
+    by_id = {hit.chunk_id: hit for hit in hits}
+    out = []
+    for hit in top:
+        if is_code(hit.chunk_id):
+            chunk_id = next(fill)
+            hit = by_id.get(chunk_id) or hit_of(chunk_id)
+        out.append(hit)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,6 +159,8 @@ def main() -> None:
     parser.add_argument("--docs-too", action="store_true", help="also the docs questions")
     parser.add_argument("--gated", action="store_true", help="the code term times a gate")
     parser.add_argument("--sim-gate", default="", help="LO:HI: gate on code minus doc cosine")
+    parser.add_argument("--slots", action="store_true", help="keep every doc hit in its place "
+                        "and re-rank only the code places (RRF of today's code order and cosine)")
     args = parser.parse_args()
     embedder = load_embedder(args.model or None)
     weights = [float(w) for w in args.w.split(",")]
@@ -163,12 +192,18 @@ def main() -> None:
                 elif not args.gated:
                     gate = 1.0
                 dense = first_rank(q, [hit_of(int(rows[i][0])) for i in order[:10]])
-                ranks = [first_rank(q, fused(hits, code_rank, w, args.c, gate, hit_of))
-                         for w in weights]
+                if args.slots:
+                    ranks = [first_rank(q, slotted(hits, code_rank, w, args.c,
+                                                   lambda cid: cid in by_id, hit_of))
+                             for w in weights]
+                else:
+                    ranks = [first_rank(q, fused(hits, code_rank, w, args.c, gate, hit_of))
+                             for w in weights]
                 results.append((name, q, dense, ranks))
     print(host_line())
     print(f"model {args.model or 'default'}, {args.style}, {args.tokens} tokens, c {args.c}, "
-          f"gate {'sim ' + args.sim_gate if args.sim_gate else 'today' if args.gated else 'none'}")
+          f"gate {'sim ' + args.sim_gate if args.sim_gate else 'today' if args.gated else 'none'}"
+          f"{', code places only' if args.slots else ''}")
     groups: list[tuple[str, Callable[[str, Question], bool]]] = [("all", lambda s, q: True)]
     groups += [(n, lambda s, q, n=n: s == n) for n in names]  # type: ignore[misc]
     groups += [(d, lambda s, q, d=d: q.difficulty == d)  # type: ignore[misc]

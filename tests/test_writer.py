@@ -124,7 +124,7 @@ def test_without_the_extra_install_and_model_say_how_to_get_it(tmp_path: Path) -
     line = _one_line(_install(tmp_path, None, tmp_path / "models"))
     assert "pip install 'ragdb[writer]'" in line
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "lora.md").write_text("# LoRA\n\nPass `--enable-lora` to serve adapters.\n")
+    (tmp_path / "docs" / "lora.md").write_text("# LoRA\n\nPass `--enable-lora` for adapters.\n")
     indexed = run_cli("index", "docs", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
     assert indexed.returncode == 0, indexed.stderr
     done = run_cli("answer", "lora", "--model", "writer", "--db", "rag.db", cwd=tmp_path,
