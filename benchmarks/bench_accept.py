@@ -104,6 +104,17 @@ def answer_record(question: Question, reference: str, result: Any, seconds: floa
             "first_token_s": result.timings.get("first_token_s")}
 
 
+def use_extractive_settings(overrides: dict[str, Any]) -> None:
+    """Extractive answers in this process under DEFAULT_SETTINGS with `overrides` (fields of
+    passage_choice.Settings): a variant measured without editing the defaults."""
+    from dataclasses import replace
+
+    from ragdb.generate import styles
+    from ragdb.generate.passage_choice import DEFAULT_SETTINGS
+
+    styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **overrides),)
+
+
 def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, Any] | None = None,
                   name: str = "") -> Path:
     """The sample answered; with `settings` (fields of passage_choice.Settings) the extractive
@@ -111,14 +122,9 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
     answers_held_<name>.json (for `bench_writer pair`), the sample's own file left as it is."""
     answer_style, model = STYLES[style]
     if settings:
-        from dataclasses import replace
-
-        from ragdb.generate import styles
-        from ragdb.generate.passage_choice import DEFAULT_SETTINGS
-
         if style != "extractive" or not name:
             raise SystemExit("--settings needs --style extractive and --name")
-        styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **settings),)
+        use_extractive_settings(settings)
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in sample(repos3):

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_accept import answer_record, sample
+from benchmarks.bench_accept import answer_record, sample, use_extractive_settings
 from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
 from benchmarks.common import BENCH_DIR, dataset, host_line
 from ragdb import RagDB
@@ -208,12 +208,12 @@ def answers(name: str, context: dict[str, Any], k: int, style: str = "generate")
 
     import ragdb.generate.generator as generator
     from ragdb.generate import styles
-    from ragdb.generate.passage_choice import DEFAULT_SETTINGS, WRITER_SETTINGS
+    from ragdb.generate.passage_choice import WRITER_SETTINGS
 
     context = dict(context)
     window = int(context.pop("context_tokens", generator.WRITER_CONTEXT_TOKENS))
     if style == "extractive":
-        styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **context),)
+        use_extractive_settings(context)
     else:
         settings = replace(WRITER_SETTINGS, **context)
         generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
