@@ -388,22 +388,42 @@ def _client(url: str, texts: list[str], vectors: dict[str, bytes], first: int, s
     ranking = PgRanking(lexical="pg_textsearch", vectors="hnsw")
     times: list[float] = []
     errors: list[str] = []
+    cpu = 0.0
     try:
         searcher = Searcher(postgres.connect(url), use_cache=False)
         i = first
         while not stop.is_set():
             text = texts[i % len(texts)]
             i += step
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             with read_transaction(searcher.conn):
                 searcher._refresh()
                 searcher._legs = ranking
                 searcher._run(text, 10, Mode.hybrid, vectors.get(text))
             if measuring.is_set():
                 times.append(time.perf_counter() - started)
+                cpu += time.process_time() - started_cpu
     except Exception as exc:  # counted and shown: the figure is "zero errors"
         errors.append(f"{type(exc).__name__}: {exc}")
-    out.put((times, errors))
+    out.put((times, errors, cpu))
+
+
+def server_cpu_seconds() -> float:
+    """User + system CPU seconds of every running `postgres` process (the local throw-away
+    server: its backends live as long as the clients' connections, so the difference over a
+    phase is what the server spent on it)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            if not fields[0].endswith("(postgres"):
+                continue
+            rest = fields[1].split()
+            total += int(rest[11]) + int(rest[12])  # utime, stime: fields 14 and 15
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while we read
+    return total / tick
 
 
 def concurrent(server: Any, questions: list[Question], copies: int, clients: int = 20,
@@ -434,7 +454,7 @@ def concurrent(server: Any, questions: list[Question], copies: int, clients: int
         time.sleep(8.0)  # every client started, connected and searching
         print(f"{load()} before the {phase} phase")
         measuring.set()
-        started = time.perf_counter()
+        started, server_started = time.perf_counter(), server_cpu_seconds()
         if phase == "alone":
             time.sleep(alone_s)
             note = f"{alone_s:.0f} s, nothing else running"
@@ -444,15 +464,19 @@ def concurrent(server: Any, questions: list[Question], copies: int, clients: int
                     f"{result.stats.chunks_written} chunks, "
                     f"{result.vectors.embedded if result.vectors else 0} vectors, committed")
         seconds = time.perf_counter() - started
+        server_spent = server_cpu_seconds() - server_started
         measuring.clear()
         stop.set()
         results = [out.get(timeout=120) for _ in procs]
         for proc in procs:
             proc.join(timeout=60)
-        during = [t for times, _ in results for t in times]
-        errors = [e for _, errs in results for e in errs]
+        during = [t for times, _, _ in results for t in times]
+        errors = [e for _, errs, _ in results for e in errs]
+        client_spent = sum(cpu for _, _, cpu in results)
         phases.append((phase, f"{note} in {seconds:.1f} s", during, errors, seconds))
         print(f"{phase}: {note} in {seconds:.1f} s; {load()}")
+        if during:
+            print(cpu_bound(len(during), server_spent, client_spent, clients))
     print("| phase | clients | searches | per second | errors | p50 / p95 (best) ms |")
     print("|---|---|---|---|---|---|")
     for phase, note, during, errors, seconds in phases:
@@ -465,6 +489,20 @@ def concurrent(server: Any, questions: list[Question], copies: int, clients: int
     shutil.rmtree(extra.parent, ignore_errors=True)
 
 
+def cpu_bound(searches: int, server_s: float, client_s: float, clients: int) -> str:
+    """What the host's cores allow, from the CPU the searches took (Little's law): at most
+    cores / (CPU per search) searches a second, so `clients` clients that search back to back
+    wait at least clients x (CPU per search) / cores for each answer. The server's share in
+    the index phase includes the index run's own backend."""
+    cores = os.cpu_count() or 1
+    server_ms, client_ms = server_s * 1000 / searches, client_s * 1000 / searches
+    per_search = server_ms + client_ms
+    return (f"  CPU per search: server {server_ms:.1f} ms + client {client_ms:.1f} ms = "
+            f"{per_search:.1f} ms; {cores} cores allow at most {cores * 1000 / per_search:.0f} "
+            f"searches/s, so {clients} back-to-back clients wait at least "
+            f"{clients * per_search / cores:.0f} ms a search")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -473,6 +511,8 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=10, help="the large index: N x vLLM")
     parser.add_argument("--every", type=int, default=1,
                         help="time every n-th question only (all are checked)")
+    parser.add_argument("--clients", type=int, nargs="+", default=[20],
+                        help="concurrent: one run per number of searching clients")
     parser.add_argument("--pgdata", type=Path, default=None,
                         help="keep the PostgreSQL cluster in this folder")
     args = parser.parse_args()
@@ -493,7 +533,8 @@ def main() -> None:
         if "scale" in sections:
             scale(server, questions, args.copies, args.every)
         if "concurrent" in sections:
-            concurrent(server, questions, args.copies)
+            for clients in args.clients:
+                concurrent(server, questions, args.copies, clients)
 
 
 if __name__ == "__main__":

@@ -460,6 +460,22 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
         door.close()
     assert any("unnest" in text for text in prepared)  # search_lexical.sql, prepared
     assert not any("to_bm25query" in text for text in prepared)
+    # Unfiltered, the scan's own score is read, the row is not scored again: the plan computes
+    # no `<@>` per row (a WITH clause in the file brought the second scoring back: about 10 ms
+    # for 50 rows at 1x; sql/postgresql/search_textsearch_hits.sql). Filtered, it is scored again.
+    outputs = []
+    with psycopg.connect(url) as pg:
+        for lang in (None, "markdown"):
+            values = {**ranking.settings_params(0, lang is not None), "hits_limit": 20,
+                      "query_text": "LoRA adapters at run time", **Filters.of(langs=lang).as_sql()}
+            with pg.transaction():
+                pg.execute(pg_sql("search_settings"), values)
+                plan = [row[0] for row in pg.execute(
+                    "EXPLAIN (VERBOSE) " + pg_sql("search_textsearch_hits"), values)]
+            scan = next(i for i, line in enumerate(plan) if "chunks_fts_bm25" in line)
+            outputs.append(next(line for line in plan[scan:] if "Output:" in line))
+    assert "bm25_get_current_score()" in outputs[0] and "<@>" not in outputs[0]
+    assert "<@>" in outputs[1]
     # Another BM25 (Lucene's IDF, the english stemmer): close to rag.db's, not the same.
     overlap = [_recall(lite, post) for lite, post in pairs + hybrid]
     assert sum(overlap) / len(overlap) >= 0.5
