@@ -19,7 +19,8 @@ Sections:
     search, ask the public questions in turn, first with nothing else running (what the host
     serves), then while an index run adds a root (a copy of docs/features of the corpus, with
     vectors) and commits: searches, searches a second, errors, p50/p95 per client search in
-    each phase, and the index run's time.
+    each phase, the index run's time, and the CPU a search took (server processes and
+    clients) with the bound it sets on this host's cores (`--clients 2 20`: one run each).
 
 PostgreSQL is a throw-away pgserver cluster (PostgreSQL 18, pgvector, pg_textsearch) in a
 temporary folder (--pgdata keeps one). Times are wall clock on this host, printed with its
