@@ -142,6 +142,8 @@ def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, A
     with conn.read_transaction():
         conn.run("search_settings", ranking.settings_params(int(values.get("knn_depth") or 0),
                                                             bool(values.get("filtered"))))
+        if ranking.lexical == "pg_textsearch" and statement != "search_dense":
+            values["allowed_file_ids"] = _allowed_files(conn, memo, values)
         if statement in ("search_lexical", "search_hybrid"):
             limit = depth if statement == "search_hybrid" else max(k, depth)
             values["hit_ids"], values["hit_scores"] = _leg(
@@ -167,6 +169,19 @@ UNPREPARED = frozenset({"search_textsearch_hits"})
 #: The parameters each leg's file takes besides its own (the filters, the vector).
 _LEG_PARAMS = ("filtered", "paths", "excludes", "langs", "w_path", "w_context", "w_body",
                "query_vector", "ann", "knn_depth", "max_distance")
+
+
+def _allowed_files(conn: PostgresConnection, memo: LegMemo,
+                   values: Mapping[str, Any]) -> list[int] | None:
+    """The ids of the files the filters allow (the pg_textsearch leg's filter), None where no
+    filter applies; read once for both runs of a bridged search."""
+    if not values.get("filtered"):
+        return None
+    filters = ("langs", "paths", "excludes")
+    key = ("search_allowed_files", *(repr(values.get(name)) for name in filters))
+    if key not in memo:
+        memo[key] = ([int(i) for i in conn.run("search_allowed_files", dict(values))[0][0]], [])
+    return memo[key][0]
 
 
 def _leg(conn: PostgresConnection, memo: LegMemo, name: str, values: Mapping[str, Any],

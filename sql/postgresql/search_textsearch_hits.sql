@@ -6,26 +6,21 @@
 -- hit_scores, and with the bridge terms to search_hybrid.sql as bridge_ids and bridge_scores
 -- (ragdb.pg_search.search_rows).
 --
--- A statement of its own, with no WITH clause: bm25_get_current_score() is the score the
--- index scan computed for the row it returned, and pg_textsearch spares the row's second
--- scoring (the ORDER BY expression computed again: a parse of the row's whole text, about
--- 10 ms for 50 rows at 1x) only in a plain top-level query. A CTE, even one the plan never
--- runs, or a subquery in the WHERE clause, brings the second scoring back: the filters'
--- subquery below does so only where a filter applies (with :filtered = 0 the planner folds
--- the OR to true and drops it). search_settings.sql (bm25_scan) makes the planner take the
--- index scan, filtered or not.
+-- A statement of its own, with no WITH clause and no subquery: bm25_get_current_score() is
+-- the score the index scan computed for the row it returned, and pg_textsearch spares the
+-- row's second scoring (the ORDER BY expression computed again: a parse of the row's whole
+-- text, about 10 ms for 50 rows at 1x) only in a plain query; a CTE, even one the plan never
+-- runs, or a subquery in the WHERE clause brings it back. So the filters come as
+-- :allowed_file_ids, the files they allow (sql/postgresql/search_allowed_files.sql), checked
+-- against each row's file (chunks_fts.file_id, migration 012): a constant array, which
+-- PostgreSQL hashes. search_settings.sql (bm25_scan) makes the planner take the index scan,
+-- filtered or not.
 --
 -- :query_text: the question's informative terms, space separated; :hits_limit: how many.
--- Filters (:filtered = 1: :paths, :excludes, :langs) as in search_bm25_hits.sql
--- (ragdb_allowed_files): the scan goes on until it has found that many allowed chunks.
+-- With :filtered = 1 the scan goes on until it has found that many allowed chunks.
 SELECT t.chunk_id, bm25_get_current_score() AS score
 FROM chunks_fts AS t
 WHERE CAST(:filtered AS integer) = 0
-   OR t.chunk_id IN (
-          SELECT c.id FROM chunks AS c
-          WHERE c.file_id IN (
-              SELECT f.id
-              FROM ragdb_allowed_files(CAST(:langs AS jsonb), CAST(:paths AS jsonb),
-                                       CAST(:excludes AS jsonb)) AS f))
+   OR t.file_id = ANY(CAST(:allowed_file_ids AS bigint[]))
 ORDER BY t.doc <@> to_bm25query(CAST(:query_text AS text), 'chunks_fts_bm25')
 LIMIT CAST(:hits_limit AS integer);
