@@ -11,8 +11,9 @@ Sections:
     `ragdb copy` into PostgreSQL, HNSW (m 32,
     ef_construction 128) and pg_textsearch indexes added): build and copy times, database
     sizes, p50/p95 per leg and for hybrid on each engine and option, R@5 of hybrid on the
-    answered public sets with exact vectors and with HNSW, and how many top 10s PostgreSQL's
-    exact legs share with rag.db at that scale.
+    answered public sets with exact vectors and with HNSW, how many top 10s PostgreSQL's
+    exact legs share with rag.db at that scale, HNSW under filters against exact, and the
+    lexical legs' p50 under filters (--exclude, --lang, --path).
 
   * concurrent (after scale, on its Nx PostgreSQL copy, pg_textsearch + HNSW): 20 searching
     clients, each a process with its own connection and Searcher, one read snapshot per
@@ -348,6 +349,15 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
                 ann = run_postgres(on_pg, texts, vectors, PgRanking(vectors="hnsw"),
                                    (Mode.dense,), where)
                 filtered[label] = (exact, ann)
+            lexical_filtered = {}  # the lexical legs under filters: p50 per engine
+            for label, where in (("--exclude 'tests/*'", Filters.of(excludes="tests/*")),
+                                 ("--lang markdown", Filters.of(langs="markdown")),
+                                 ("--path 'docs/features/*'", Filters.of(paths="docs/features/*"))):
+                legs = [run_sqlite(searcher, timed_texts, vectors, (Mode.lexical,), where)]
+                legs += [run_postgres(on_pg, timed_texts, vectors, ranking, (Mode.lexical,),
+                                      where) for _, ranking in VARIANTS[::2]]
+                lexical_filtered[label] = [percentile(run.times[Mode.lexical], 0.5) * 1000
+                                           for run in legs]
             timing = {"rag.db": run_sqlite(searcher, timed_texts, vectors)}
             timing.update({label: run_postgres(on_pg, timed_texts, vectors, ranking)
                            for label, ranking in VARIANTS})
@@ -378,6 +388,11 @@ def scale(server: Any, questions: list[Question], copies: int, every: int) -> No
                   f"{sum(overlaps) / max(1, len(overlaps)):.3f} | {len(overlaps)} | "
                   f"{percentile(exact.times[Mode.dense], 0.5) * 1000:.1f} / "
                   f"{percentile(ann.times[Mode.dense], 0.5) * 1000:.1f} |")
+        print(f"\nlexical with a filter, p50 ms over {len(timed_texts)} questions:")
+        print("| filter | rag.db | PostgreSQL postings | PostgreSQL pg_textsearch |")
+        print("|---|---|---|---|")
+        for label, p50s in lexical_filtered.items():
+            print(f"| {label} | " + " | ".join(f"{ms:.1f}" for ms in p50s) + " |")
         lite_conn.close()
 
 
