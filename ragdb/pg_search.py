@@ -180,7 +180,7 @@ def _allowed_files(conn: PostgresConnection, memo: LegMemo,
     filters = ("langs", "paths", "excludes")
     key = ("search_allowed_files", *(repr(values.get(name)) for name in filters))
     if key not in memo:
-        memo[key] = ([int(i) for i in conn.run("search_allowed_files", dict(values))[0][0]], [])
+        memo[key] = (list(conn.run("search_allowed_files", dict(values))[0][0]), [])  # bigint[]
     return memo[key][0]
 
 
