@@ -214,7 +214,8 @@ def test_glob_in_postgres_matches_as_sqlite_glob(pg_db: str) -> None:
     exactly the paths SQLite's GLOB matches, sets, ranges and odd characters included."""
     with psycopg.connect(pg_db, autocommit=True) as pg:
         pg.execute((resource_dir("migrations") / "postgresql" / "001_core.sql").read_text())
-        pg.execute((resource_dir("migrations") / "postgresql" / "010_search.sql").read_text())
+        for migration in ("010_search.sql", "013_glob_compiled.sql"):
+            pg.execute((resource_dir("migrations") / "postgresql" / migration).read_text())
         lite = sqlite3.connect(":memory:")
         rnd = random.Random(20)
         cases = []
@@ -233,8 +234,32 @@ def test_glob_in_postgres_matches_as_sqlite_glob(pg_db: str) -> None:
             "FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS boolean[])) "
             "WITH ORDINALITY AS c(path, patterns, tails, n) ORDER BY c.n",
             ([c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases])).fetchall()
+        # The fusion files' form: the patterns compiled once (search_glob_compile.sql), then
+        # matched row by row (ragdb_glob_match).
+        compiled = [pg.execute(pg_sql("search_glob_compile"),
+                               {"patterns": c[1], "tails": int(c[2])}).fetchone()
+                    for c in cases[:400]]
+        matched = [pg.execute("SELECT ragdb_glob_match(%s, CAST(%s AS text[]), %s)",
+                              (case[0], likes, regex)).fetchone()
+                   for case, (likes, regex) in zip(cases, compiled)]
     wanted = [bool(c[3]) for c in cases]
     assert sum(wanted) > 100  # matches and misses both
+    assert [row[0] for row in got] == wanted
+    assert [row[0] for row in matched] == wanted[:400]
+
+
+def test_paths_are_lower_cased_as_sqlite_lower_cases_them(pg_db: str) -> None:
+    """The priors match the path lower-cased as SQLite's lower() does (ASCII letters only):
+    the fusion files' lower(path COLLATE "C")."""
+    rnd = random.Random(7)
+    texts = ["".join(rnd.choice("AZaz09/._-ÄÖÜäöüẞßİıΣσǅДд€ ") for _ in range(rnd.randint(0, 12)))
+             for _ in range(2000)]
+    lite = sqlite3.connect(":memory:")
+    wanted = [lite.execute("SELECT lower(?)", (text,)).fetchone()[0] for text in texts]
+    with psycopg.connect(pg_db, autocommit=True) as pg:
+        got = pg.execute('SELECT lower(t COLLATE "C") FROM unnest(CAST(%s AS text[])) '
+                         "WITH ORDINALITY AS u(t, n) ORDER BY n", (texts,)).fetchall()
+    assert any(text != text.lower() for text in wanted)  # non-ASCII capitals kept
     assert [row[0] for row in got] == wanted
 
 
@@ -452,18 +477,22 @@ def test_pg_textsearch_option_ranks_with_its_bm25_index(
     assert sum(1 for lite, _ in filtered if lite) > 10
     assert all(post for lite, post in filtered if lite)  # the filter drops no allowed row
     # The BM25 leg is never prepared on the server (prepared, it took 7 times as long at
-    # 10x for the same rows: ragdb.pg_search.UNPREPARED); the other statements are.
+    # 10x for the same rows: ragdb.pg_search.UNPREPARED).
     door = postgres.connect(url)
     try:
         searching = Searcher(door, use_cache=False)
         for text in questions(every=16):
             searching.search(text, k=10, mode=Mode.lexical)
-        prepared = [row[0] for row in door.execute(
-            "SELECT statement FROM pg_prepared_statements")]
+        plans = door.execute("SELECT statement, generic_plans, custom_plans "
+                             "FROM pg_prepared_statements").fetchall()
     finally:
         door.close()
-    assert any("unnest" in text for text in prepared)  # search_lexical.sql, prepared
+    prepared = [row[0] for row in plans]
     assert not any("to_bm25query" in text for text in prepared)
+    # The fusion (search_lexical.sql) is prepared and planned once, generically: its path
+    # priors come compiled, so no plan needs its parameters' values.
+    fusion = [row for row in plans if "unnest" in row[0]]
+    assert len(fusion) == 1 and fusion[0][1] >= 1 and fusion[0][2] == 0, fusion
     # The scan's own score is read and the row is not scored again, filtered or not: the plan
     # computes no `<@>` per row (a WITH clause or a subquery in the file brings the second
     # scoring back: about 10 ms for 50 rows at 1x; sql/postgresql/search_textsearch_hits.sql).
