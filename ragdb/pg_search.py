@@ -173,17 +173,17 @@ _LEG_PARAMS = ("filtered", "paths", "excludes", "langs", "w_path", "w_context", 
                "query_vector", "ann", "knn_depth", "max_distance")
 
 
-def compiled_globs(conn: PostgresConnection, patterns: str | None,
-                   tails: bool = False) -> tuple[list[str], str | None]:
-    """A JSON array of GLOB patterns as sql/postgresql/search_glob_compile.sql compiles it
-    (LIKE patterns, a regular expression), read once per connection for each set: the path
-    priors are the same in every search, and compiled as the fusion is planned they cost
-    about 1.9 ms a run at 10x (README, PostgreSQL)."""
-    key = (patterns, tails)
-    if key not in conn.compiled_globs:
-        row = conn.run("search_glob_compile", {"patterns": patterns, "tails": int(tails)})[0]
-        conn.compiled_globs[key] = (list(row[0]), row[1])
-    return conn.compiled_globs[key]
+def compiled_globs(conn: PostgresConnection,
+                   patterns: str | None) -> tuple[list[str], str | None]:
+    """A JSON array of GLOB patterns (the path priors, matched against whole paths) as
+    sql/postgresql/search_glob_compile.sql compiles it (LIKE patterns, a regular expression),
+    read once per connection for each set: the priors are the same in every search, and
+    compiled as the fusion is planned they cost about 1.9 ms a run at 10x (README,
+    PostgreSQL)."""
+    if patterns not in conn.compiled_globs:
+        row = conn.run("search_glob_compile", {"patterns": patterns, "tails": 0})[0]
+        conn.compiled_globs[patterns] = (list(row[0]), row[1])
+    return conn.compiled_globs[patterns]
 
 
 def _allowed_files(conn: PostgresConnection, memo: LegMemo,

@@ -256,7 +256,7 @@ class PostgresConnection:
         self._sqlite: Any = None  # an in-memory apsw connection, for FTS5's tokenizer
         #: GLOB patterns compiled by the server (ragdb.pg_search.compiled_globs), by their
         #: JSON text: they depend on nothing but the patterns and the schema's functions.
-        self.compiled_globs: dict[tuple[str | None, bool], tuple[list[str], str | None]] = {}
+        self.compiled_globs: dict[str | None, tuple[list[str], str | None]] = {}
 
     # -- apsw's shape --------------------------------------------------------------------------
 
