@@ -173,6 +173,43 @@ def query_terms(question: str) -> list[str]:
     return list(seen)
 
 
+# A plain word of a question: letters only, lower-case after an optional capital.
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
+# Punctuation around a word: a join never spans it.
+_WORD_EDGE = "'\"`()[]{},.;:!?"
+
+
+def joined_words(question: str) -> list[str]:
+    """Each pair of neighbouring plain words of a question written as one word, once each
+    (`static files` -> `staticfiles`, `keep-alive` -> `keepalive`, `time out` -> `timeout`).
+
+    Code runs two words together (`staticfiles`, `hostname`, `readonly`) where a question
+    writes them apart; the index holds every identifier's joined form too (`file_name`,
+    `fileName` -> `filename`), so the pair finds either. Only words apart by spaces or one
+    hyphen, with no punctuation between; not a flag's words; nor a join that starts with a
+    stopword or is under five letters. A join the index does not hold matches nothing."""
+    slots: list[str | None] = []  # the plain words in order, None where a join may not span
+    for chunk in question.split():
+        pieces = [None] if chunk.startswith("-") else chunk.split("-")
+        for piece in pieces:
+            word = (piece or "").strip(_WORD_EDGE)
+            if piece is None or not _PLAIN_WORD.fullmatch(word):
+                slots.append(None)
+                continue
+            if piece[0] in _WORD_EDGE:
+                slots.append(None)
+            slots.append(word.lower())
+            if piece[-1] in _WORD_EDGE:
+                slots.append(None)
+    joined: dict[str, None] = {}
+    for first, second in zip(slots, slots[1:]):
+        if first is None or second is None or first in STOPWORDS:
+            continue
+        if len(first) + len(second) >= 5:
+            joined[first + second] = None
+    return list(joined)
+
+
 # An identifier as prose writes it: in backticks on one line, or snake_case, camelCase or
 # PascalCase with an inner capital (plain capitalised words are not identifiers). A fenced code
 # block is no backtick span: only its multi-part identifiers count, not every word of it.

@@ -770,3 +770,55 @@ def test_a_placeholder_inside_an_identifier_is_part_of_it(tmp_path: Path) -> Non
     shown = (tmp_path / hits[0]["file_path"]).read_text()[
         hits[0]["first_character_index"]:hits[0]["last_character_index"]]
     assert "MYAPP_{STAGE}_URL" in shown  # what a reader sees keeps the braces
+
+
+# -- words run together (an option, off: README, "Eleventh round") -------------------------------
+
+def test_joined_words_are_neighbouring_plain_words() -> None:
+    from ragdb.tokenize import joined_words
+
+    assert joined_words("How does the static file serving stop requests?") == [
+        "staticfile", "fileserving", "servingstop", "stoprequests"]
+    # a hyphen joins, punctuation and flags do not, a pair starting with a stopword is left out
+    assert joined_words("Is keep-alive on, (time) out with --max-model-len?") == [
+        "keepalive", "aliveon"]
+    assert joined_words("log in") == ["login"] and joined_words("a b") == []
+
+
+ROUTES = (
+    "function routeHandler (request, reply) {\n"
+    "  const timer = setTimeout(() => reply.code(503).send(), request.limit)\n"
+    "  return timer\n"
+    "}\n"
+)
+ROUTE_NOTES = (
+    "// The route table: each route has a handler, and a handler has a route.\n"
+    "function table (route, handler) {\n"
+    "  return { route: route, handler: handler, timer: null }\n"
+    "}\n"
+)
+
+
+def test_joined_words_find_an_identifier_written_in_parts(tmp_path: Path) -> None:
+    """With join_words, "route handler" also queries `routehandler`, the joined form the index
+    holds for `routeHandler`: its definition outranks the file repeating the plain words,
+    which wins without the option."""
+    others = {f"lib/other{i}.js": f"function other{i} () {{ return {i} }}\n" for i in range(6)}
+    write_corpus(tmp_path / "proj", {"lib/route.js": ROUTES, "lib/table.js": ROUTE_NOTES,
+                                     **others})
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    question = "What does the route handler do when the timer fires?"
+
+    def files(join_words: int) -> list[str]:
+        searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(join_words=join_words),
+                            use_cache=False)
+        return [h.file_path.rsplit("/", 1)[-1] for h in searcher.search(question, 2, "lexical")]
+
+    assert files(0) == ["table.js", "route.js"]
+    assert files(1) == ["route.js", "table.js"]
+    assert files(2) == files(0)  # 2: only for a question that names code, which this one does not
+    named = "What does the route handler do when `setTimeout` fires?"
+    searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(join_words=2), use_cache=False)
+    assert "routehandler" in searcher.informative_terms(named)
+    assert "routehandler" not in searcher.informative_terms(question)
