@@ -22,7 +22,7 @@ from pathlib import Path
 from benchmarks.common import BENCH_DIR, dataset, host_line, percentile
 from ragdb import RagDB, evaluate
 from ragdb.generate.extractive import clean_markup, is_label
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.retrieve import Mode
 from ragdb.schemas import MinimalSource, RagDataset
 from ragdb.tokenize import STOPWORDS

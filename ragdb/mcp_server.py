@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 from ragdb.database import RagDB
 from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.retrieve import MAX_K, Filters, Hit, Mode, check_k
 from ragdb.schemas import describe
 

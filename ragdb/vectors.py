@@ -192,9 +192,15 @@ class VectorPolicy:
     #: treatment, "sig" code_summary's.
     code_text: str = "full"
 
+    def missing_params(self) -> dict[str, str]:
+        """The kinds this policy embeds, as sql/vectors_missing.sql takes them."""
+        return {"doc_kinds": json.dumps(sorted(self.doc_kinds)),
+                "code_languages": json.dumps(sorted(self.code_languages)),
+                "code_chunk_kinds": json.dumps(sorted(self.code_chunk_kinds))}
+
     def wants_vector(self, file_kind: str, chunk_kind: str, path: str = "") -> bool:
-        # The kinds first: a no-op index run asks this of every chunk without a vector (18,000
-        # on vLLM, most of them code), and the path patterns cost ten times more.
+        # The kinds first, as sql/vectors_missing.sql filters them already: the path patterns
+        # cost ten times more.
         if file_kind in self.doc_kinds:
             return not (path and _skip_matcher(self.skip_paths)(path))
         if not (file_kind in self.code_languages and chunk_kind in self.code_chunk_kinds):
@@ -353,7 +359,8 @@ def vectors_pending(conn: Connection, identity: str,
     if conn.execute(sql("vectors_orphans_any")).fetchall():
         return True
     return any(policy.wants_vector(str(file_kind), str(chunk_kind), str(path))
-               for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing")))
+               for _id, path, file_kind, chunk_kind, _n
+               in conn.execute(sql("vectors_missing"), policy.missing_params()))
 
 
 def dense_coverage(conn: Connection, policy: VectorPolicy = DEFAULT_POLICY) -> float:
@@ -361,7 +368,8 @@ def dense_coverage(conn: Connection, policy: VectorPolicy = DEFAULT_POLICY) -> f
     index run is still embedding (the lexical index is already complete then), or after one
     was interrupted until the next run completes them."""
     have = cast(int, conn.execute(sql("vectors_count")).fetchall()[0][1])
-    missing = sum(1 for _id, path, file_kind, chunk_kind, _n in conn.execute(sql("vectors_missing"))
+    missing = sum(1 for _id, path, file_kind, chunk_kind, _n
+                  in conn.execute(sql("vectors_missing"), policy.missing_params())
                   if policy.wants_vector(str(file_kind), str(chunk_kind), str(path)))
     return have / (have + missing) if have + missing else 1.0
 
@@ -409,7 +417,8 @@ def sync_vectors(conn: Connection, embedder: Embedder, *,
 
     groups: dict[int, list[tuple[int, int]]] = {}
     memo: dict[str, np.ndarray] | None = {} if policy.dedupe else None
-    for chunk_id, path, file_kind, chunk_kind, n_chars in conn.execute(sql("vectors_missing")):
+    missing = conn.execute(sql("vectors_missing"), policy.missing_params())
+    for chunk_id, path, file_kind, chunk_kind, n_chars in missing:
         if policy.wants_vector(str(file_kind), str(chunk_kind), str(path)):
             bucket = groups.setdefault(policy.max_tokens(str(file_kind)), [])
             bucket.append((cast(int, n_chars), cast(int, chunk_id)))

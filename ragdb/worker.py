@@ -26,7 +26,7 @@ from ragdb.database import RagDB
 from ragdb.db import Location, Setting, check_is_ragdb, get_setting, location
 from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 

@@ -16,7 +16,7 @@ from ragdb.chunking import chunk_text
 from ragdb.errors import RagdbError
 from ragdb.generate.answer_units import split_passages
 from ragdb.generate.spans import SourceText
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.walking import WalkOptions
 from ragdb.retrieve import Mode
 from tests.conftest import run_cli

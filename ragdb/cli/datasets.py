@@ -26,7 +26,7 @@ from ragdb.cli.shared import (
     open_rag,
 )
 from ragdb.errors import RagdbError
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import Mode, check_k
 

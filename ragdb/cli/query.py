@@ -24,7 +24,7 @@ from ragdb.cli.shared import (
     one_line,
     open_rag,
 )
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import MAX_K, Mode, check_k, check_question
 

@@ -15,7 +15,7 @@ import click
 import typer
 
 from ragdb.db import location
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.retrieve import MAX_K, Mode
 
 if TYPE_CHECKING:  # pragma: no cover

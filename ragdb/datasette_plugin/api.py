@@ -30,7 +30,7 @@ from ragdb.datasette_plugin.service import (
     service_for,
 )
 from ragdb.errors import MissingIndexError, RagdbError, UnavailableError
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.retrieve import (
     MAX_K,
     Filters,

@@ -42,7 +42,7 @@ from ragdb.errors import (
     RagdbError,
     UnavailableError,
 )
-from ragdb.generate.styles import Style
+from ragdb.generate.style import Style
 from ragdb.walking import WalkOptions
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from enum import Enum
-
 from dataclasses import dataclass, replace
 
 from ragdb.generate.checking import CitedSource, check_answer, split_units
@@ -30,14 +28,9 @@ from ragdb.generate.passage_choice import (
     select_passages,
 )
 from ragdb.generate.prompt import PromptSource
+from ragdb.generate.style import Style
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
-
-
-class Style(str, Enum):
-    auto = "auto"
-    extractive = "extractive"
-    generate = "generate"
 
 
 def extractive_wanted(style: Style, resolved: Callable[[], ResolvedModel]) -> bool:
