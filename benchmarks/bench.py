@@ -83,9 +83,12 @@ def command_walls(db: Path, repeats: int) -> dict[str, float]:
     with RagDB(db) as rag, write_transaction(rag.conn):
         rag.conn.execute("DELETE FROM query_cache")
     data = RagDataset.model_validate_json(dataset("docs").read_text())
-    questions = iter(q.question for q in data.rag_questions)
     runs = {"search, lexical": ["search", "--mode", "lexical"], "search, hybrid": ["search"],
             "answer (extractive), hybrid": ["answer", "--style", "extractive"]}
+    if repeats * len(runs) > len(data.rag_questions):  # a repeated question is a cache hit
+        raise SystemExit(f"--repeats {repeats}: at most {len(data.rag_questions) // len(runs)} "
+                         "(each run asks a public docs question not asked before)")
+    questions = iter(q.question for q in data.rag_questions)
     out = {}
     for label, command in runs.items():
         times = []
