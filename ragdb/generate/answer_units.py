@@ -60,6 +60,20 @@ _LEANING = re.compile(
     r"In comparison|In contrast|By contrast|On the other hand|Conversely|Nevertheless|"
     r"Nonetheless|Even so|Meanwhile)\b"
 )
+# An opening phrase that points back at what was said before it ("To facilitate this, ...",
+# "For these reasons, ...", "In cases like this, ...", "In other words, ..."), up to its comma;
+# "In this guide, ..." points at its own document, which needs nothing before it.
+_LEANING_PHRASE = re.compile(
+    r"^(?:(?:To \w+|In|For|Because of|Due to|After|Before|Despite|Given|Like|Unlike|Besides|"
+    r"Beyond|Apart from|Other than|Based on|On top of|Instead of|Along with|Compared to|"
+    r"Compared with|Similar to|Once|Unless|Without|With) "
+    r"(?:(?:all|both|each|either|any|one|some|most|many|none) of )?"
+    r"(?:this|that|these|those|them|it|such|cases? like (?:this|that|these))"
+    r"(?:[ \t]+(?!(?:document|documentation|page|guide|section|tutorial|docs?|file|repository|"
+    r"repo|project|blog|post|chapter|article|example|release|version)\b)[a-z][\w-]*)?"
+    r"|In other words|That said|That is|As (?:mentioned|noted|described|explained|discussed|"
+    r"shown|stated|seen|such|a consequence|above)(?: (?:above|before|earlier|previously))?"
+    r"|Consequently|Accordingly)\s*,")
 _MAX_JOIN = 1500  # an introduced block or a leaning sentence joined beyond this is dropped
 
 
@@ -322,7 +336,7 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
         # need to build vLLM from source."): the block comes with the sentence it stands on.
         said = text[intro.start:intro.end]
         if intro.kind == "sentence" and (_LEANING.match(said) or _refers_back(said)):
-            support = _support(text, units, p_last - 1)
+            support = _support(text, units, p_last - 1, first=p_first)
             if support >= p_first:
                 intro = replace(intro, start=units[support].start)
         end = units[first].end
@@ -342,7 +356,10 @@ def _join(text: str, units: list[Unit], groups: list[tuple[int, int, str]],
             sentence = text[unit.start:unit.end]
             leaning = bool(_LEANING.match(sentence))
             refers = _refers_back(sentence)
-            if leaning or refers:
+            # An opening phrase pointing back ("To facilitate this, ...") is joined with the
+            # sentence it stands on where the chunk has it, and shown as it is where not: its
+            # content words still answer ("For these reasons, it's best not to ...").
+            if leaning or refers or _LEANING_PHRASE.match(sentence):
                 support = _support(text, units, index, extra=leaning and refers)
                 if support >= 0 and unit.end - units[support].start <= _MAX_JOIN:
                     unit = Unit(units[support].start, unit.end, "joined", -1)
@@ -389,20 +406,27 @@ def _refers_back(sentence: str) -> bool:
     return len(words) == 2 and bool(_REFERS_BACK.search(sentence, len(sentence) - len(words[1])))
 
 
-def _support(text: str, units: list[Unit], index: int, extra: bool = False) -> int:
+def _support(text: str, units: list[Unit], index: int, extra: bool = False,
+             first: int = 0) -> int:
     """The sentence a leaning one stands on: back over up to two leaning ones, else -1; with
     `extra` (a leaning sentence that also points back inside: "However, this limitation ...")
-    one sentence further, where there is one."""
+    one sentence further, where there is one. A sentence opening on a phrase that points back
+    ("To facilitate this, ...") is passed over for the one it stands on, and is the support
+    where there is none before it (from unit `first` on)."""
+    fallback = -1
     for _ in range(3):
         index = units[index].prev
-        if index < 0:
-            return -1
+        if index < first:
+            return fallback
         sentence = text[units[index].start:units[index].end]
         if not _LEANING.match(sentence) and not _refers_back(sentence):
-            if extra and units[index].prev >= 0:
+            if _LEANING_PHRASE.match(sentence):
+                fallback = index
+                continue
+            if extra and units[index].prev >= first:
                 return units[index].prev
             return index
-    return -1
+    return fallback
 
 
 def _code_units(text: str, max_chars: int) -> list[Unit]:

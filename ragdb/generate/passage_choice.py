@@ -278,6 +278,20 @@ _IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]
            r"|#\s*include\s*[<\"][^\n]*|use\s+[^;]+;[^\n]*|package\s+[\w.]+;?[^\n]*"
            r"|(?:const|let|var)\s+\w+\s*=\s*require\([^)]*\)[^\n]*)")
 _IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
+# What a file's head holds around its imports and says nothing about the code: comments (a
+# licence, `# SPDX-...`) and, in Python, a module docstring standing as its own statement.
+_DOCSTRING_STATEMENT = re.compile(r'^[ \t]*[rRbBuU]?("""|\'\'\')[\s\S]*?\1[ \t]*$', re.M)
+_C_COMMENT = re.compile(r"/\*[\s\S]*?\*/|(?:^|(?<=\s))//[^\n]*")
+
+
+def _imports_only(code: str, kind: str) -> bool:
+    """Code that is only imports, includes or `use` lines, with comments and a module
+    docstring around them (a file's head: licence, docstring, imports)."""
+    if kind in _C_FAMILY:
+        plain = _C_COMMENT.sub("", code)
+    else:
+        plain = _DOCSTRING_STATEMENT.sub("", _HASH_COMMENT.sub("", code))
+    return bool(_IMPORTS_ONLY.fullmatch(plain))
 
 
 # A fenced block holding only snippet includes (`--8<-- "protocol.py:extra-params"`): the code
@@ -297,6 +311,11 @@ _LEGEND = re.compile(r"\s*(?:[-*+]\s+)?[^\w\s]{1,4}\s+(?:indicates|means|denotes
                      r"represents|stands for)\b")
 
 
+# A list item that points at what came before the list ("In the example above, the plugin
+# value is ..."): shown alone, the example it explains is missing.
+_POINTS_ABOVE = re.compile(r"\b(?:the(?:\s+[\w-]+){1,3}\s+above|aforementioned)\b", re.I)
+
+
 def _showable(source: SourceText, unit: Unit) -> bool:
     """Worth showing: not cut out of the middle of an expression (code) or of a sentence
     (prose), not a table's legend, and not only imports or snippet includes (module paths
@@ -308,13 +327,14 @@ def _showable(source: SourceText, unit: Unit) -> bool:
         words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
         if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
             return False  # a banner or a licence line (`# ruff: noqa`), not an answer
-        return _balanced(code, source.kind) and not _IMPORTS_ONLY.fullmatch(
-            _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code)
+        return _balanced(code, source.kind) and not _imports_only(code, source.kind)
     if _starts_mid_sentence(source.text, unit.start, unit.kind):
         return False
     raw = source.text[unit.start:unit.end]
     if unit.kind in ("item", "sentence") and _LEGEND.match(clean_markup(raw)):
         return False
+    if unit.kind == "item" and _POINTS_ABOVE.search(raw):
+        return False  # "3. **Plugin value**: ... In the example above, ...": the list's tail
     return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
 
 
@@ -324,8 +344,7 @@ def _cut_code(source: SourceText, unit: Unit) -> bool:
     if not is_code(source):
         return False
     code = source.text[unit.start:unit.end]
-    plain = _HASH_COMMENT.sub("", code) if source.kind not in _C_FAMILY else code
-    if _IMPORTS_ONLY.fullmatch(plain):
+    if _imports_only(code, source.kind):
         return False
     leaves = source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code)
     return leaves or not _balanced(code, source.kind)
