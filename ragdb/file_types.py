@@ -24,6 +24,13 @@ LANGUAGES: dict[str, str] = {
     ".hxx": "cpp", ".inl": "cpp", ".ipp": "cpp",
     ".cu": "cuda", ".cuh": "cuda",
     ".sh": "shell", ".bash": "shell",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala", ".sc": "scala",
+    ".lua": "lua",
 }
 
 # Languages cut as text: no tree would make their chunks better.
@@ -43,9 +50,8 @@ TEXT_LANGUAGES: dict[str, str] = {
     # Languages with no grammar here, named so `--lang` and the index summary can say what
     # they are (any other text file is indexed too, as "text").
     ".pyi": "python", ".pyx": "cython", ".pxd": "cython",
-    ".lua": "lua", ".fish": "fish", ".rb": "ruby", ".pl": "perl", ".pm": "perl",
-    ".php": "php", ".swift": "swift", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
-    ".cs": "csharp", ".fs": "fsharp", ".dart": "dart", ".r": "r", ".jl": "julia",
+    ".fish": "fish", ".pl": "perl", ".pm": "perl",
+    ".fs": "fsharp", ".dart": "dart", ".r": "r", ".jl": "julia",
     ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml",
     ".clj": "clojure", ".el": "elisp", ".vim": "vim", ".zig": "zig", ".nim": "nim",
     ".groovy": "groovy", ".gradle": "groovy", ".tf": "hcl", ".hcl": "hcl", ".nix": "nix",

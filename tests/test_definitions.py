@@ -32,7 +32,26 @@ LANGUAGES = {
               "  total{i}=$((total{j} + {i}))"),
     "python": ("py", "def busy_work():\n    total0 = 0\n{body}\n    return total0\n",
                "    total{i} = total{j} + {i}"),
+    "ruby": ("rb", "def busy_work\n  total0 = 0\n{body}\n  total0\nend\n",
+             "  total{i} = total{j} + {i}"),
+    "php": ("php", "function busyWork{n}(): int {\n  $total0 = 0;\n{body}\n"
+                   "  return $total0;\n}\n", "  $total{i} = $total{j} + {i};"),
+    "csharp": ("cs", "class Busy{n} {\n  int BusyWork() {\n    int total0 = 0;\n{body}\n"
+                     "    return total0;\n  }\n}\n", "    int total{i} = total{j} + {i};"),
+    "kotlin": ("kt", "fun busyWork{n}(): Int {\n    val total0 = 0\n{body}\n    return total0\n}\n",
+               "    val total{i} = total{j} + {i}"),
+    "swift": ("swift", "func busyWork{n}() -> Int {\n    let total0 = 0\n{body}\n"
+                       "    return total0\n}\n", "    let total{i} = total{j} + {i}"),
+    "scala": ("scala", "def busyWork{n}(): Int = {\n  val total0 = 0\n{body}\n  total0\n}\n",
+              "  val total{i} = total{j} + {i}"),
+    "lua": ("lua", "local function busy_work()\n  local total0 = 0\n{body}\n  return total0\nend\n",
+            "  local total{i} = total{j} + {i}"),
 }
+
+# How each language writes a line comment (the others: //).
+LINE_COMMENT = {"shell": "#", "python": "#", "ruby": "#", "lua": "--"}
+# What a file must start with (PHP code is inside its opening tag).
+FILE_HEAD = {"php": "<?php\n"}
 
 # (language, construct, name, the definition, a use of the name: each of the three using
 # files writes it once, as most code that calls or reads a name does; the using functions'
@@ -153,6 +172,72 @@ CASES = [
     ("python", "module constant", "DEFAULT_MAX_TOKENS",
      "DEFAULT_MAX_TOKENS: int = 512\n",
      "def use{n}():\n    return limits.DEFAULT_MAX_TOKENS\n"),
+    ("ruby", "method", "parse_docstring",
+     "def parse_docstring(text)\n  text.strip\nend\n",
+     "def use{n}(t)\n  parse_docstring(t)\nend\n"),
+    ("ruby", "class", "TagLibrary",
+     "class TagLibrary < Base\n  def size\n    3\n  end\nend\n",
+     "def use{n}\n  TagLibrary.new.size\nend\n"),
+    ("ruby", "module method", "register_handler",
+     "module Handlers\n  class Registry\n    def self.register_handler(h)\n      h\n    end\n"
+     "  end\nend\n",
+     "def use{n}(h)\n  Handlers::Registry.register_handler(h)\nend\n"),
+    ("ruby", "constant", "MAX_DEPTH",
+     "MAX_DEPTH = 25\n",
+     "def use{n}(d)\n  d < MAX_DEPTH\nend\n"),
+    ("php", "function", "render_view",
+     "function render_view(string $name): string {\n  return $name;\n}\n",
+     "function use{n}(string $v): string {\n  return render_view($v);\n}\n"),
+    ("php", "class method", "resolveRoute",
+     "class Router {\n  public function resolveRoute(string $p): string {\n"
+     "    return $p;\n  }\n}\n",
+     "function use{n}(Router $r): string {\n  return $r->resolveRoute('/');\n}\n"),
+    ("php", "interface", "CacheStore",
+     "interface CacheStore {\n  public function get(string $k);\n}\n",
+     "function use{n}(CacheStore $c) {\n  return $c->get('a');\n}\n"),
+    ("csharp", "class", "RetryPolicy",
+     "public class RetryPolicy {\n  public int Limit = 3;\n}\n",
+     "class User{n} {\n  int Use(RetryPolicy p) {\n    return p.Limit;\n  }\n}\n"),
+    ("csharp", "method", "ComputeChecksum",
+     "class Hasher {\n  public int ComputeChecksum(byte[] b) {\n    return b.Length;\n  }\n}\n",
+     "class User{n} {\n  int Use(Hasher h) {\n    return h.ComputeChecksum(null);\n  }\n}\n"),
+    ("csharp", "property", "ConnectionString",
+     "class Settings {\n  public string ConnectionString { get; set; }\n}\n",
+     "class User{n} {\n  string Use(Settings s) {\n    return s.ConnectionString;\n  }\n}\n"),
+    ("kotlin", "function", "parseHeader",
+     "fun parseHeader(line: String): String {\n    return line.trim()\n}\n",
+     "fun use{n}(l: String): String {\n    return parseHeader(l)\n}\n"),
+    ("kotlin", "object", "EventBus",
+     "object EventBus {\n    val listeners = mutableListOf<String>()\n}\n",
+     "fun use{n}(): Int {\n    return EventBus.listeners.size\n}\n"),
+    ("kotlin", "data class", "GeoPoint",
+     "data class GeoPoint(val lat: Double, val lon: Double) {\n"
+     "    fun flip() = GeoPoint(lon, lat)\n}\n",
+     "fun use{n}(p: GeoPoint): Double {\n    return p.lat\n}\n"),
+    ("swift", "struct", "RenderOptions",
+     "struct RenderOptions {\n    var scale: Int\n}\n",
+     "func use{n}(o: RenderOptions) -> Int {\n    return o.scale\n}\n"),
+    ("swift", "protocol", "Drawable",
+     "protocol Drawable {\n    func draw() -> Int\n}\n",
+     "func use{n}(d: Drawable) -> Int {\n    return d.draw()\n}\n"),
+    ("swift", "method", "layoutSubviews",
+     "class Panel {\n    func layoutSubviews() -> Int {\n        return 1\n    }\n}\n",
+     "func use{n}(p: Panel) -> Int {\n    return p.layoutSubviews()\n}\n"),
+    ("scala", "case class", "Endpoint",
+     "case class Endpoint(host: String, port: Int) {\n  def url: String = host\n}\n",
+     "def use{n}(e: Endpoint): String = {\n  e.host\n}\n"),
+    ("scala", "trait", "Codec",
+     "trait Codec {\n  def encode(s: String): String\n}\n",
+     "def use{n}(c: Codec): String = {\n  c.encode(\"a\")\n}\n"),
+    ("scala", "object method", "fromConfig",
+     "object Loader {\n  def fromConfig(path: String): String = {\n    path\n  }\n}\n",
+     "def use{n}(p: String): String = {\n  Loader.fromConfig(p)\n}\n"),
+    ("lua", "module function", "render_template",
+     "local M = {}\nfunction M.render_template(s)\n  return s\nend\nreturn M\n",
+     "local function use{n}(s)\n  return view.render_template(s)\nend\n"),
+    ("lua", "method", "flush_queue",
+     "local Queue = {}\nfunction Queue:flush_queue()\n  return self\nend\nreturn Queue\n",
+     "local function use{n}(q)\n  return q:flush_queue()\nend\n"),
 ]
 
 
@@ -173,15 +258,18 @@ def test_the_defining_chunk_outranks_three_that_use_the_name(
     (repo / "src").mkdir(parents=True)
     # The owner is a little longer than each user (a comment above the definition, as code
     # has): with the same count of the name, BM25 alone would rank the shorter uses first.
-    mark = "#" if language == "shell" else "//"
+    mark = LINE_COMMENT.get(language, "//")
     note = f"{mark} Keep in step with the release notes.\n"
+    if definition.startswith(""):  # the comment goes inside PHP's opening tag
+        definition = definition[len(""):]
+        note = "" + note
     files = {f"src/owner.{suffix}": note + definition + "\n" + _filler(language, 0)}
     for n in range(1, 4):
         files[f"src/user{n}.{suffix}"] = use.replace("{n}", str(n)) + "\n" + _filler(language, n)
     for n in range(4, 10):  # files that never write the name, as a real repository has
         files[f"src/other{n}.{suffix}"] = _filler(language, n)
     for rel, text in files.items():
-        (repo / rel).write_text(text, encoding="utf-8")
+        (repo / rel).write_text(FILE_HEAD.get(language, "") + text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     rag = RagDB(tmp_path / "rag.db", use_cache=False)
     result = rag.index(["repo"], vectors=False)

@@ -29,8 +29,12 @@ PROPERTY = settings(max_examples=60, deadline=None,
 
 def statements(language: str, n: int, indent: str) -> str:
     """n lines of a function body, about 45 chars each."""
-    if language == "go":
+    if language in ("go", "ruby", "kotlin", "swift", "scala"):
         line = 'total += compute({k}, "step {k}")'
+    elif language == "php":
+        line = '$total += compute({k}, "step {k}");'
+    elif language == "lua":
+        line = 'total = total + compute({k}, "step {k}")'
     elif language == "shell":
         line = 'echo "step {k} of the build" >> "$LOG"'
     else:
@@ -424,8 +428,42 @@ def snippet(language: str, kind: int, name: str, words: str, n: int) -> str:
     """One valid top-level item: a documented function, a class or struct, a declaration, or
     a function with n body lines."""
     body = statements(language, n, "    ")
-    comment = "#" if language == "shell" else "//"
+    comment = {"shell": "#", "ruby": "#", "lua": "--"}.get(language, "//")
     doc = f"{comment} {words}\n"
+    if language == "ruby":
+        return [doc + f"def {name}(total)\n{body}  total\nend\n",
+                doc + f"class {name.capitalize()} < Base\n  def m(total)\n{body}  end\nend\n",
+                f"{name.upper()} = \"{words}\"\n",
+                f"module {name.capitalize()}\n  def self.f(total)\n{body}  end\nend\n"][kind % 4]
+    if language == "php":
+        return [doc + f"function {name}($total) {{\n{body}    return $total;\n}}\n",
+                doc + f"class {name} extends Base {{\n  public function m($total) {{\n{body}"
+                "  }\n}\n",
+                f"const {name.upper()} = \"{words}\";\n",
+                f"interface {name} {{\n  public function size(): int;\n}}\n"][kind % 4]
+    if language == "csharp":
+        return [doc + f"class {name} {{\n  int F(int total) {{\n{body}    return total;\n"
+                "  }\n}\n",
+                doc + f"interface {name} {{\n  int Size();\n}}\n",
+                f"enum {name} {{ A, B }}\n",
+                f"struct {name} {{\n  void G(int total) {{\n{body}  }}\n}}\n"][kind % 4]
+    if language in ("kotlin", "swift", "scala"):
+        fn = {"kotlin": "fun", "swift": "func", "scala": "def"}[language]
+        ret = {"kotlin": ": Int", "swift": " -> Int", "scala": ": Int ="}[language]
+        param = "total: Int" if language != "swift" else "_ t: Int"
+        head = "var total = t\n" if language == "swift" else "var t2 = total\n"
+        return [doc + f"{fn} {name}({param}){ret} {{\n    {head}{body}    return 1\n}}\n",
+                doc + f"class {name.capitalize()} {{\n    {fn} m({param}){ret} {{\n    {head}"
+                f"{body}        return 2\n    }}\n}}\n",
+                ("let" if language == "swift" else "val") + f" {name} = \"{words}\"\n",
+                f"object {name.capitalize()} {{\n    {fn} f({param}){ret} {{\n    {head}{body}"
+                "        return 3\n    }\n}\n".replace(
+                    "object", "enum" if language == "swift" else "object")][kind % 4]
+    if language == "lua":
+        return [doc + f"local function {name}(total)\n{body}  return total\nend\n",
+                doc + f"function M.{name}(total)\n{body}  return total\nend\n",
+                f"local {name} = \"{words}\"\n",
+                f"function M:{name}(total)\n{body}end\n"][kind % 4]
     if language == "shell":
         return [doc + f"{name}() {{\n{body}  true\n}}\n", f"{name}=\"{words}\"\n",
                 f"if [ -n \"${name}\" ]; then\n{body}fi\n"][kind % 3]
@@ -467,7 +505,8 @@ def source_file(draw: st.DrawFn) -> tuple[str, str]:
                      draw(st.integers(0, 80)))
              for i in range(draw(st.integers(1, 8)))]
     separator = draw(st.sampled_from(["\n", "\n\n", "\n\n\n"]))
-    head = {"go": "package main\n\n", "java": "package a;\n\n"}.get(language, "")
+    head = {"go": "package main\n\n", "java": "package a;\n\n", "php": "<?php\n\n"}.get(
+        language, "")
     return language, head + separator.join(items)
 
 

@@ -150,7 +150,7 @@ _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
 _SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
 C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
-                      "java"})
+                      "java", "csharp", "kotlin", "swift", "scala", "php"})
 
 
 def balanced(code: str, language: str) -> bool:
