@@ -280,7 +280,7 @@ def tally(tag: str) -> None:
     sides: dict[str, dict[str, int]] = {}
     per_question: dict[str, dict[str, int]] = {}
     level = {"no": 0, "partly": 1, "yes": 2}
-    for item, (qid, side) in key.items():
+    for item, (qid, side, *_) in key.items():  # a third field, where present: the set
         if item not in verdicts:
             continue
         v = verdicts[item]
