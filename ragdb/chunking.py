@@ -12,18 +12,26 @@ from __future__ import annotations
 import os
 
 from ragdb.chunk_packing import _LINE_SEPS, _NONWS, _PARA, _PROSE_SEPS, Chunk, _chunk_units
-from ragdb.prose_chunking import markdown_units, paragraph_units, rst_units
+from ragdb.prose_chunking import (
+    asciidoc_units, markdown_units, org_units, paragraph_units, rdoc_units, rst_units,
+)
 from ragdb.python_chunking import chunk_python
 
 
-_FILE_KINDS = {".py": "python", ".rst": "rst", ".txt": "text"}
+_FILE_KINDS = {".py": "python", ".rst": "rst", ".txt": "text", ".adoc": "asciidoc",
+               ".asciidoc": "asciidoc", ".org": "org", ".rdoc": "rdoc"}
 # Markdown in all its spellings; MDX (Markdown with JSX and ES module lines) too.
 MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown", ".mkd", ".mkdn", ".mdown", ".mdwn", ".mdtext")
 _FILE_KINDS.update({suffix: "markdown" for suffix in MARKDOWN_SUFFIXES})
+#: Prose cut along its headings, and all prose (the docs: what the vectors embed by default).
+HEADING_KINDS = frozenset({"markdown", "rst", "asciidoc", "org", "rdoc"})
+PROSE_FILE_KINDS = HEADING_KINDS | {"text"}
+_HEADING_UNITS = {"rst": rst_units, "asciidoc": asciidoc_units, "org": org_units,
+                  "rdoc": rdoc_units}
 
 
 def file_kind(path: str) -> str | None:
-    """'python', 'markdown', 'rst' or 'text' by suffix; None for files we do not index."""
+    """'python', a prose kind (PROSE_FILE_KINDS) by suffix; None for any other file."""
     return _FILE_KINDS.get(os.path.splitext(path)[1].lower())
 
 
@@ -39,7 +47,7 @@ PROSE_CAP_SHARE = 0.5
 # Bump when chunk boundaries change for the same settings: the next run rebuilds everything.
 # 4: MDX's import/export blocks are not read for headings.
 # 5: Ruby, PHP, C#, Kotlin, Swift, Scala and Lua cut along their syntax tree; `#` comments
-#    left out of signatures.
+#    left out of signatures; AsciiDoc, Org and RDoc cut along their headings.
 CHUNKER_VERSION = "5"
 
 
@@ -63,8 +71,9 @@ def chunk_text(text: str, kind: str, max_chunk_size: int = 2000, mdx: bool = Fal
     if kind == "markdown":
         return _chunk_units(text, markdown_units(text, mdx), max_chunk_size, _PROSE_SEPS,
                             _PARA + 1)
-    if kind == "rst":
-        return _chunk_units(text, rst_units(text), max_chunk_size, _PROSE_SEPS, _PARA + 1)
+    if kind in _HEADING_UNITS:
+        return _chunk_units(text, _HEADING_UNITS[kind](text), max_chunk_size, _PROSE_SEPS,
+                            _PARA + 1)
     if kind == "text":
         return _chunk_units(text, paragraph_units(text), max_chunk_size, _LINE_SEPS, _PARA + 1)
     raise ValueError(f"unknown file kind {kind!r}")

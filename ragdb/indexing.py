@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ragdb.chunking import CHUNKER_VERSION, chunk_cap, chunk_text, is_mdx
+from ragdb.chunking import (
+    CHUNKER_VERSION, HEADING_KINDS, PROSE_FILE_KINDS, chunk_cap, chunk_text, is_mdx,
+)
 from ragdb.db import (
     Connection,
     Setting,
@@ -364,8 +366,8 @@ class _FullText:
         self.size = 0
 
 
-_CHUNKING_KINDS = frozenset({"python", "markdown", "rst", "text"})
-_PROSE_KINDS = frozenset({"markdown", "rst"})  # the kinds chunked by headings
+_CHUNKING_KINDS = frozenset({"python"}) | PROSE_FILE_KINDS
+_PROSE_KINDS = HEADING_KINDS
 
 
 def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind: str,

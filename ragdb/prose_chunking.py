@@ -1,4 +1,5 @@
-"""Markdown, reStructuredText and plain text cut along their headings and paragraphs.
+"""Markdown, reStructuredText, AsciiDoc, Org, RDoc and plain text cut along their headings and
+paragraphs.
 
 Each heading starts a unit that runs to the next one, with the path of the headings above as
 its context; fenced code blocks, YAML front matter and (in MDX) the import/export blocks are
@@ -138,6 +139,69 @@ def rst_units(text: str) -> list[_Unit]:
         level = styles.setdefault((mark, over), len(styles) + 1)
         headings.append((start, level, title.strip()))
     return _heading_units(text, headings)
+
+
+# AsciiDoc: `== Title` (or Markdown's `## Title`) at a line's start; a delimited block (a line
+# of four or more `-`, `.`, `+`, `/`, `=`, `*`, `_`, or a ``` fence) runs to the same line again
+# and holds no headings (listings, literals, comments, examples, sidebars).
+_ADOC_CANDIDATE = re.compile(r"^[=#\-.+/*_`].*$", re.M)
+_ADOC_DELIMITER = re.compile(
+    r"(-{4,}|\.{4,}|\+{4,}|/{4,}|={4,}|\*{4,}|_{4,}|`{3,})[\w+-]*[ \t]*\r?$")
+_ADOC_HEADING = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S.*?)[ \t]*\r?$")
+# Org: `* Title`, `** Title` (stars at a line's start); `#+BEGIN_x` ... `#+END_x` hold none.
+_ORG_CANDIDATE = re.compile(r"^(?:\*|[ \t]*#\+(?i:begin|end)_).*$", re.M)
+_ORG_HEADING = re.compile(r"(\*+)[ \t]+(\S.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*\r?$")
+_ORG_BLOCK = re.compile(r"[ \t]*#\+(?i:(begin|end))_(\w+)")
+# RDoc: `= Title`, `== Title` at a line's start (its verbatim text is indented).
+_RDOC_HEADING = re.compile(r"^(={1,6})[ \t]*([^=\s].*?)[ \t]*\r?$", re.M)
+
+
+def asciidoc_units(text: str) -> list[_Unit]:
+    """Sections of AsciiDoc, skipping the delimited blocks."""
+    headings: list[tuple[int, int, str]] = []
+    block = ""  # the delimiter of the block being skipped
+    for m in _ADOC_CANDIDATE.finditer(text):
+        line = m.group()
+        if block:
+            if line.rstrip() == block:
+                block = ""
+            continue
+        delimiter = _ADOC_DELIMITER.fullmatch(line)
+        if delimiter:
+            block = delimiter.group(1)
+            continue
+        heading = _ADOC_HEADING.fullmatch(line)
+        if heading:
+            headings.append((m.start(), len(heading.group(1)), _heading_title(heading.group(2))))
+    return _heading_units(text, headings)
+
+
+def org_units(text: str) -> list[_Unit]:
+    """Sections of an Org file, skipping #+BEGIN_ ... #+END_ blocks."""
+    headings: list[tuple[int, int, str]] = []
+    block = ""  # the name of the block being skipped, lower-cased
+    for m in _ORG_CANDIDATE.finditer(text):
+        line = m.group()
+        marker = _ORG_BLOCK.match(line)
+        if marker:
+            kind, name = marker.group(1).lower(), marker.group(2).lower()
+            if kind == "begin" and not block:
+                block = name
+            elif kind == "end" and name == block:
+                block = ""
+            continue
+        if block:
+            continue
+        heading = _ORG_HEADING.fullmatch(line)
+        if heading:
+            headings.append((m.start(), len(heading.group(1)), heading.group(2).strip()))
+    return _heading_units(text, headings)
+
+
+def rdoc_units(text: str) -> list[_Unit]:
+    """Sections of RDoc markup."""
+    return _heading_units(text, [(m.start(), len(m.group(1)), m.group(2).strip())
+                                 for m in _RDOC_HEADING.finditer(text)])
 
 
 def paragraph_units(text: str) -> list[_Unit]:

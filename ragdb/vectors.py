@@ -28,6 +28,7 @@ from ragdb.db import (
 from ragdb.embedder import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, VECTOR_DIM, Embedder
 from ragdb.errors import RagdbError
 from ragdb.resources import sql
+from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import SYNTAX_LANGUAGES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made: a no-op index run needs none
@@ -153,7 +154,7 @@ def _skip_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
 
 
 #: The file kinds the default policies embed as prose.
-DOC_KINDS = frozenset({"markdown", "rst", "text"})
+DOC_KINDS = PROSE_FILE_KINDS
 
 
 @dataclass(frozen=True)

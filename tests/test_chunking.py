@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from ragdb.chunk_packing import Chunk
 from ragdb.chunking import chunk_text, file_kind
+from ragdb.prose_chunking import org_units
 
 CORPUS_TGZ = Path(__file__).resolve().parents[2] / "shared/corpus/vllm-0.10.1.tar.gz"
-KINDS = ("python", "markdown", "rst", "text")
+KINDS = ("python", "markdown", "rst", "asciidoc", "org", "rdoc", "text")
 
 # The autouse HOME fixture in conftest is harmless to share between examples.
 PROPERTY = settings(max_examples=100, deadline=None,
@@ -81,6 +82,10 @@ def test_file_kind_by_suffix() -> None:
     assert file_kind("vllm/lora/request.py") == "python"
     assert file_kind("docs/features/lora.md") == "markdown"
     assert file_kind("README.rst") == "rst"
+    assert file_kind("docs/modules/ROOT/pages/index.adoc") == "asciidoc"
+    assert file_kind("docs/guide.asciidoc") == "asciidoc"
+    assert file_kind("notes/todo.org") == "org"
+    assert file_kind("README.rdoc") == "rdoc"
     assert file_kind("requirements/common.txt") == "text"
     assert file_kind("CMakeLists.TXT") == "text"
     assert file_kind("csrc/attention.cu") is None
@@ -350,6 +355,43 @@ def test_rst_underlined_headings_give_the_path() -> None:
         "User Guide > Installation > From source"
     assert chunk_holding(doc, chunks, "usage sentence number 11").context == \
         "User Guide > Usage"
+
+
+def test_asciidoc_titles_give_the_path_and_blocks_hold_none() -> None:
+    doc = ("= User Guide\n:toc:\n\nIntro text.\n\n== Installation\n\n"
+           + paragraph("install", 12) + "\n\n[source,ruby]\n----\n== not a title\n"
+           "# nor this\n----\n\n////\n== commented out\n////\n\n=== From source\n\n"
+           + paragraph("source", 12) + "\n\n## Usage\n\n" + paragraph("usage", 12) + "\n")
+    chunks = chunk_text(doc, "asciidoc", 700)
+    check_invariants(doc, chunks, 700)
+    assert chunk_holding(doc, chunks, "source sentence number 11").context == \
+        "User Guide > Installation > From source"
+    assert chunk_holding(doc, chunks, "usage sentence number 11").context == "User Guide > Usage"
+    assert not any("not a title" in c.context or "commented" in c.context for c in chunks)
+    assert chunk_holding(doc, chunks, "nor this").context == "User Guide > Installation"
+
+
+def test_org_headings_give_the_path_and_source_blocks_hold_none() -> None:
+    doc = ("#+TITLE: Notes\n\n* Setup :work:\n\n" + paragraph("setup", 10)
+           + "\n\n#+BEGIN_SRC python\n* not a heading\n#+END_SRC\n\n** Caching\n\n"
+           + paragraph("cache", 10) + "\n\n* Release\n\n" + paragraph("release", 10) + "\n")
+    chunks = chunk_text(doc, "org", 700)
+    check_invariants(doc, chunks, 700)
+    assert chunk_holding(doc, chunks, "cache sentence number 9").context == "Setup > Caching"
+    assert chunk_holding(doc, chunks, "release sentence number 9").context == "Release"
+    assert not any("not a heading" in c.context for c in chunks)
+    assert [unit[3] for unit in org_units(doc)] == ["", "Setup", "Setup > Caching", "Release"]
+
+
+def test_rdoc_headings_give_the_path_and_verbatim_holds_none() -> None:
+    doc = ("= Widget\n\n" + paragraph("intro", 8) + "\n\n== Configuration\n\n"
+           + paragraph("config", 10) + "\n\n  = verbatim, not a heading\n\n=== Colours\n\n"
+           + paragraph("colour", 10) + "\n")
+    chunks = chunk_text(doc, "rdoc", 700)
+    check_invariants(doc, chunks, 700)
+    assert chunk_holding(doc, chunks, "colour sentence number 9").context == \
+        "Widget > Configuration > Colours"
+    assert chunk_holding(doc, chunks, "verbatim, not").context == "Widget > Configuration"
 
 
 def test_text_is_cut_at_paragraphs() -> None:

@@ -154,6 +154,40 @@ def test_mdx_import_export_and_jsx_are_not_headings_or_prose() -> None:
     assert any("TabItem" in p for p in plain)
 
 
+def test_asciidoc_org_and_rdoc_docs_are_indexed_as_prose_by_their_headings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    filler = "".join(f"Sentence {i} of the overview says one more general thing.\n"
+                     for i in range(25))  # each section a chunk of its own
+    (repo / "docs" / "index.adoc").write_text(
+        f"= Operator Guide\n\n{filler}\n== Backups\n\n"
+        f"Snapshots of the quokka store are written every night.\n{filler}\n[source,shell]\n"
+        "----\n== not a heading\n----\n")
+    (repo / "notes.org").write_text(
+        f"* Releases\n{filler}** Tagging\nTag the zanzibar branch first.\n{filler}")
+    (repo / "README.rdoc").write_text(
+        f"= Widget\n\n{filler}\n== Colours\n\nMarmalade is the default.\n{filler}")
+    (repo / "lib.rb").write_text("def backups\n  :nightly\nend\n")
+    monkeypatch.chdir(tmp_path)
+    rag = RagDB(tmp_path / "rag.db", use_cache=False)
+    result = rag.index(["repo"], vectors=False)
+    assert result.stats.languages == {"asciidoc": 1, "org": 1, "rdoc": 1, "ruby": 1}
+    contexts = dict(sqlite3.connect(tmp_path / "rag.db").execute(
+        "SELECT c.id, c.context FROM chunks c"))
+    for question, path, kind, context in (
+            ("quokka snapshots", "repo/docs/index.adoc", "asciidoc", "Operator Guide > Backups"),
+            ("tag zanzibar", "repo/notes.org", "org", "Releases > Tagging"),
+            ("marmalade colour", "repo/README.rdoc", "rdoc", "Widget > Colours")):
+        hit = rag.search(question, k=1, mode=Mode.lexical)[0]
+        assert (hit.file_path, hit.language) == (path, kind), question
+        assert contexts[hit.chunk_id] == context
+    assert not any("not a heading" in str(c) for c in contexts.values())
+    # The answerer reads them as prose, split into sentences, not as code blocks.
+    kind_of = rag.answerer(Style.extractive).kind_of  # type: ignore[union-attr]
+    assert kind_of("repo/docs/index.adoc") == "asciidoc"
+
+
 # --- --include and --exclude ----------------------------------------------------------------
 
 def test_include_adds_to_the_rule_and_exclude_takes_out(mixed: Path,

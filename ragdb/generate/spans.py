@@ -60,7 +60,8 @@ class Passage:
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
 #: File and chunk kinds that are prose; any other language (Go, CUDA, YAML, JSON...) is code.
-PROSE_KINDS = frozenset({"markdown", "rst", "text", "section", "paragraph"})
+PROSE_KINDS = frozenset({"markdown", "rst", "asciidoc", "org", "rdoc", "text", "section",
+                         "paragraph"})
 _BUILD_FILE = re.compile(
     r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
     r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt|/requirements/[^/]+\.(txt|in))$"
