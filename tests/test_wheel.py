@@ -32,8 +32,11 @@ def test_installed_wheel_indexes_and_searches(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([*uv, "venv", "-q", str(venv)], check=True, timeout=120)
     env = {**os.environ, "VIRTUAL_ENV": str(venv)}
-    subprocess.run([*uv, "pip", "install", "-q", "--overrides", str(REPO / "overrides.txt"),
-                    str(wheel)], check=True, timeout=600, env=env)
+    # The venv's interpreter named outright: uv run as `python -m uv` would otherwise install
+    # into the environment of the python running it.
+    subprocess.run([*uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
+                    "--overrides", str(REPO / "overrides.txt"), str(wheel)], check=True,
+                   timeout=600, env=env)
     empty = tmp_path / "elsewhere"
     write_corpus(empty / "proj")
     ragdb = str(venv / "bin" / "ragdb")
