@@ -155,6 +155,9 @@ def _skip_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
 
 #: The file kinds the default policies embed as prose.
 DOC_KINDS = PROSE_FILE_KINDS
+#: The prose kinds of the first policies; the later ones (AsciiDoc, Org, RDoc) enter a policy's
+#: key only where a policy leaves them out, so indexes made before them keep their key.
+_FIRST_DOC_KINDS = frozenset({"markdown", "rst", "text"})
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,8 @@ class VectorPolicy:
     def key(self) -> str:
         """Everything that changes which vectors exist or what they encode."""
         key: dict[str, object] = {
-            "docs": sorted(self.doc_kinds), "code": sorted(self.code_chunk_kinds),
+            "docs": sorted(self.doc_kinds & _FIRST_DOC_KINDS),
+            "code": sorted(self.code_chunk_kinds),
             "doc_tokens": self.doc_max_tokens, "code_tokens": self.code_max_tokens,
             "doc_window": self.doc_window_chars,
             "text": 1,  # bump when embedding_text changes
@@ -240,7 +244,9 @@ class VectorPolicy:
                  "min_window_chars": (self.min_window_chars, 0),
                  "skip_paths": (list(self.skip_paths), []),
                  "code_languages": (sorted(self.code_languages), ["python"]),
-                 "code_text": (self.code_text, "full")}
+                 "code_text": (self.code_text, "full"),
+                 "later_docs": (sorted(self.doc_kinds - _FIRST_DOC_KINDS),
+                                sorted(DOC_KINDS - _FIRST_DOC_KINDS))}
         key.update({name: value for name, (value, default) in extra.items() if value != default})
         return json.dumps(key, sort_keys=True)  # dedupe changes no vector: not in the key
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -363,6 +365,11 @@ def test_lean_policy_windows_skips_and_dedupe() -> None:
         '"docs": ["markdown", "rst", "text"], "text": 1}')
     assert POLICIES["docs"].key == old_docs_key
     assert VectorPolicy().key == lean.key
+    # AsciiDoc, Org and RDoc came later: embedded by default without changing the key, and a
+    # policy that leaves them out says so in its key.
+    assert {"asciidoc", "org", "rdoc"} <= lean.doc_kinds
+    first_kinds = replace(lean, doc_kinds=frozenset({"markdown", "rst", "text"}))
+    assert first_kinds.key != lean.key and '"later_docs": []' in first_kinds.key
 
 
 def test_dedupe_embeds_each_text_once(embedder: Embedder, tmp_path: Path) -> None:
