@@ -62,3 +62,21 @@ def test_a_files_licence_docstring_and_imports_are_no_code_answer() -> None:
                   "definition?", [head])
     assert "SPDX-License-Identifier" not in text and "from functools import" not in text
     assert 'JSONTree = Union[dict[str, "JSONTree[_T]"], list["JSONTree[_T]"],' in text
+
+
+def test_a_code_window_is_never_a_lone_comment_marker() -> None:
+    # Session 33: a Ruby comment block (YARD's yardoc.rb, its RDoc on the command's options):
+    # the best run of lines, trimmed, left only the `#` of an empty comment line, shown as the
+    # code that answers. Such a window is no window: the answer shows the options instead.
+    from ragdb.generate.code_window import windowed
+
+    yardoc = source("yardoc_tag_options", "lib/yard/cli/yardoc.rb", "ruby")
+    query = {"generat", "without", "project", "tag", "code", "ruby", "add", "writ", "keep",
+             "yard", "specific", "html"}
+    window = windowed(yardoc, (559, 1146), (0, len(yardoc.text)), 0.2, query, 1.2,
+                      min_chars=300)
+    assert window is None or any(c.isalpha() for c in window.text)
+    text = answer("How can I add a project-specific tag to YARD without writing any Ruby "
+                  "code, and keep it out of the generated HTML?", [yardoc])
+    assert "```\n#\n```" not in text
+    assert "--tag+ TAG:TITLE" in text

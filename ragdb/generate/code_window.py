@@ -335,8 +335,8 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
                               budget + _REACH, first=1 if partial else 0)
     high = _to_the_end(text, lines, low, high, whole_chars, elsewhere)
     start, end = trim_span(text, lines[low][0], lines[high][1])
-    if start >= end:
-        return None
+    if start >= end or not _WORD.search(text, start, end):
+        return None  # nothing left but punctuation (a lone `#` of a comment block)
     first_line = text.rfind("\n", 0, start) + 1
     low = next(n for n, (s, e) in enumerate(lines) if s <= start <= e)
     heads = [n for n in _signature(text, lines, 0, best, python) if n < low]
