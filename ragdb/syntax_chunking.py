@@ -351,6 +351,7 @@ def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
     out = []
     for node in found:
         name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip("'\" ")
+        name = name.rstrip("?!=")  # Ruby's `empty?`, `save!`, `name=` are `empty`, ...
         if name.isidentifier():
             out.append((node.start_byte, name))
     out.sort()

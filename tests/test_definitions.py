@@ -182,6 +182,9 @@ CASES = [
      "module Handlers\n  class Registry\n    def self.register_handler(h)\n      h\n    end\n"
      "  end\nend\n",
      "def use{n}(h)\n  Handlers::Registry.register_handler(h)\nend\n"),
+    ("ruby", "predicate method", "cache_valid",
+     "def cache_valid?(entry)\n  entry.fresh\nend\n",
+     "def use{n}(e)\n  cache_valid?(e)\nend\n"),
     ("ruby", "constant", "MAX_DEPTH",
      "MAX_DEPTH = 25\n",
      "def use{n}(d)\n  d < MAX_DEPTH\nend\n"),
