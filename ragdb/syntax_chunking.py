@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -140,16 +141,43 @@ def _parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
         good_enough = MAX_ERROR_SHARE
     best: tuple[float, ts.Tree, str] | None = None
     for grammar in grammars:
-        tree = _parser(grammar).parse(source)
+        tree = _parse_in_time(grammar, source)
+        if tree is None:
+            continue
         share = _error_share(tree.root_node, len(source))
         if best is None or share < best[0]:
             best = (share, tree, grammar)
         if share <= good_enough:
             break
-    assert best is not None
-    if best[0] > MAX_ERROR_SHARE:
+    if best is None or best[0] > MAX_ERROR_SHARE:
         return None
     return best[1], best[2], data
+
+
+# A parse's time budget: a fixed part and a part per byte (valid code parses at 1-3 MB/s
+# here). Error recovery can grow with the square of the junk it reads: tree-sitter-lua took
+# 10 s on 50 KB of bracket soup. Past the budget the file is cut as text.
+PARSE_SECONDS = 2.0
+PARSE_SECONDS_PER_BYTE = 10e-6
+_READ_CHUNK = 1 << 16
+
+
+def _parse_in_time(grammar: str, source: bytes) -> ts.Tree | None:
+    """The tree, or None when the parse ran past its budget. The parser reads its input through
+    a callback, which ends the input once the budget is spent (the bindings have no timeout):
+    on valid code it is called a few times per 64 KiB, on junk every few bytes."""
+    deadline = time.perf_counter() + PARSE_SECONDS + PARSE_SECONDS_PER_BYTE * len(source)
+    late = False
+
+    def read(offset: int, _point: tuple[int, int]) -> bytes:
+        nonlocal late
+        if late or time.perf_counter() > deadline:
+            late = True
+            return b""
+        return source[offset:offset + _READ_CHUNK]
+
+    tree = _parser(grammar).parse(read)
+    return None if late or tree is None else tree
 
 
 # --- definition names -------------------------------------------------------------------------

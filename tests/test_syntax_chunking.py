@@ -3,6 +3,7 @@ context, fallback on unparsable code, real CUDA/C++ files, and which files stay 
 
 from __future__ import annotations
 
+import random
 import re
 import tarfile
 import time
@@ -658,3 +659,44 @@ def test_real_native_files_are_not_taken_for_generated(
 ])
 def test_identifiers_of_other_languages_split_into_words(text: str, terms: str) -> None:
     assert analyse(text) == terms
+
+
+# Every grammar: (the opening and closing of a block, a line inside it).
+NESTING = {
+    "javascript": ("{\n", "}\n"), "typescript": ("{\n", "}\n"), "tsx": ("{\n", "}\n"),
+    "go": ("{\n", "}\n"), "rust": ("{\n", "}\n"), "java": ("{\n", "}\n"), "c": ("{\n", "}\n"),
+    "cpp": ("{\n", "}\n"), "cuda": ("{\n", "}\n"), "shell": ("{\n", "}\n"),
+    "ruby": ("begin\n", "end\n"), "php": ("if ($a) {\n", "}\n"), "csharp": ("{\n", "}\n"),
+    "kotlin": ("run {\n", "}\n"), "swift": ("do {\n", "}\n"), "scala": ("{\n", "}\n"),
+    "lua": ("do\n", "end\n"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(SYNTAX_LANGUAGES))
+def test_pathological_input_in_every_grammar_is_chunked_within_the_cap(language: str) -> None:
+    """Blocks 3,000 deep, one line of 200,000 characters, 50,000 characters of bracket soup:
+    chunks within the cap that cover the text, by the tree or as text, never an exception."""
+    opening, closing = NESTING[language]
+    head = "<?php\n" if language == "php" else ""
+    soup = "".join(random.Random(7).choice("{}()[]\"'#/*\n abcdef=:;<?>") for _ in range(50_000))
+    for text in (head + opening * 3000 + "x = 1\n" + closing * 3000, "x" * 200_000, soup):
+        chunks, _ = chunk_source(text, language, 2000)
+        check_invariants(text, chunks, 2000)
+
+
+def test_a_parse_past_its_time_budget_is_cut_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tree-sitter-lua's error recovery grows with the square of the junk it reads (10 s for
+    50 KB of bracket soup on 2 cores): the parse stops at its budget and the file is cut as
+    text; valid code of the same size parses well within it."""
+    import ragdb.syntax_chunking as syntax
+
+    monkeypatch.setattr(syntax, "PARSE_SECONDS", 0.05)
+    monkeypatch.setattr(syntax, "PARSE_SECONDS_PER_BYTE", 0.0)
+    soup = "".join(random.Random(7).choice("{}()[]\"'#/*\n abcdef=:;<?>") for _ in range(50_000))
+    started = time.perf_counter()
+    chunks, fell_back = chunk_source(soup, "lua", 2000)
+    assert fell_back and time.perf_counter() - started < 60  # a guard against a hang only
+    check_invariants(soup, chunks, 2000)
+    code = "".join(f"local function f{i}(x)\n  return x + {i}\nend\n" for i in range(1000))
+    chunks, fell_back = chunk_source(code, "lua", 2000)
+    assert not fell_back and any("f999" in c.names for c in chunks)
