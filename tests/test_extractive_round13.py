@@ -14,7 +14,7 @@ import pytest
 
 from ragdb.generate.answer_units import source_units, split_passages
 from ragdb.generate.extractive import SourceText
-from tests.test_extractive_coherence import answer, source
+from tests.test_extractive_coherence import answer, code_lines, source
 
 
 def test_an_opening_phrase_pointing_back_comes_with_the_sentence_it_stands_on() -> None:
@@ -80,3 +80,15 @@ def test_a_code_window_is_never_a_lone_comment_marker() -> None:
                   "code, and keep it out of the generated HTML?", [yardoc])
     assert "```\n#\n```" not in text
     assert "--tag+ TAG:TITLE" in text
+
+
+def test_a_code_window_does_not_open_or_close_on_a_bare_comment_marker() -> None:
+    # Session 33: YARD's doc comments space their paragraphs with a lone `#`; a window that
+    # began on one opened the answer's code block with it.
+    parser = source("yard_create_tag", "lib/yard/docstring_parser.rb", "ruby")
+    text = answer("How does YARD's `DocstringParser#create_tag` recognize a `(see ...)` "
+                  "reference?", [parser])
+    blocks = [code_lines(text, n) for n in range(text.count("```") // 2)]
+    assert all(b[0].strip() != "#" and b[-1].strip() != "#" for b in blocks)
+    block = next(b for b in blocks if any("def create_tag(tag_name" in line for line in b))
+    assert any("see" in line and "\\(" in line for line in block)  # the (see ...) pattern

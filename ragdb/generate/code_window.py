@@ -335,6 +335,7 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
                               budget + _REACH, first=1 if partial else 0)
     high = _to_the_end(text, lines, low, high, whole_chars, elsewhere)
     start, end = trim_span(text, lines[low][0], lines[high][1])
+    start, end = _without_bare_comment_lines(text, start, end)
     if start >= end or not _WORD.search(text, start, end):
         return None  # nothing left but punctuation (a lone `#` of a comment block)
     first_line = text.rfind("\n", 0, start) + 1
@@ -362,6 +363,25 @@ def windowed(source: SourceText, span: tuple[int, int], block: tuple[int, int], 
     return Passage(source.number, text[start:end], start, end, score, True,
                    "" if lead.strip() else lead, context, elided=cut or closes,
                    elided_after=after)
+
+
+_BARE_COMMENT = re.compile(r"[ \t]*(?:#|//+|--)[ \t]*")
+
+
+def _without_bare_comment_lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span without the comment markers standing alone on its first and last lines (the
+    `#` that spaces a Ruby doc comment says nothing at a window's edge)."""
+    while start < end:
+        eol = text.find("\n", start, end)
+        if eol < 0 or not _BARE_COMMENT.fullmatch(text, start, eol):
+            break
+        start, end = trim_span(text, eol + 1, end)
+    while start < end:
+        bol = text.rfind("\n", start, end)
+        if bol < 0 or not _BARE_COMMENT.fullmatch(text, bol + 1, end):
+            break
+        start, end = trim_span(text, start, bol)
+    return start, end
 
 
 #: How much further a window may grow to take the rest of the definition it lies in.
