@@ -456,6 +456,29 @@ def test_github_autolinks_read_as_paths_and_numbers() -> None:
                                  "`vllm/reasoning` (see pull request #7279 and issue #9238).")
 
 
+def test_html_in_prose_shows_as_its_text_and_placeholders_stay() -> None:
+    # YARD's docs/Tags.md writes its notes in HTML; a README's `<p align=...>`, `<br>` too.
+    raw = ('<p class="note">If a tag is specific to a given project, consider namespacing it '
+           "by naming it in the form <tt>projectname.tagname</tt>, ie.,\n"
+           "<tt>yard.tag_signature</tt>.</p>")
+    assert clean_markup(raw) == ("If a tag is specific to a given project, consider "
+                                 "namespacing it by naming it in the form "
+                                 "`projectname.tagname`, ie., `yard.tag_signature`.")
+    assert clean_markup("Run <strong>vllm serve &lt;model&gt;</strong>.<br/>Then wait.") == (
+        "Run vllm serve <model>. Then wait.")
+    # Not HTML: a placeholder, a generic type, and HTML inside a fence.
+    kept = "Pass `--model <name>` or a List<String> of them."
+    assert clean_markup(kept) == kept
+    assert clean_markup("```html\n<p>as written</p>\n```") == "```html\n<p>as written</p>\n```"
+
+
+def test_yard_references_show_as_their_title_or_target() -> None:
+    raw = ("The tags {tag:!macro} and {tag:!method} are directives; see {file:docs/Tags.md "
+           "meta-data tags} and {file:README.md}.")
+    assert clean_markup(raw) == ("The tags `@!macro` and `@!method` are directives; see "
+                                 "meta-data tags and `README.md`.")
+
+
 def test_table_rule_lines_go_and_rows_stay_rows() -> None:
     assert clean_markup("| Name | Use |\n| :--- | ---: |\n| pplx | one node |") == (
         "Name | Use\npplx | one node")

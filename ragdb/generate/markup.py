@@ -79,6 +79,23 @@ _RST_LITERAL = re.compile(r"``([^`\n]+)``")
 # MyST roles, `{meth}`Command.main`` or `{func}`edit <click.edit>``: the text, as code.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`~?([^`<\n]+?)(?:\s*<[^>\n]*>)?`")
 _LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+# HTML in Markdown prose (a README's `<p class="note">`, `<strong>`): the tags go, their text
+# stays; code-like ones put their text in backticks. Only HTML's own names, so a placeholder
+# (`--model <name>`, `List<String>`) is left alone.
+_HTML_CODE = re.compile(r"<(tt|code|kbd|samp|var)\b[^<>]*>([^<>\n]*)</\1\s*>", re.I)
+_HTML_BLOCK = re.compile(
+    r"</?(?:p|div|br|hr|img|details|summary|center|h[1-6]|ul|ol|li|dl|dt|dd|table|thead|tbody"
+    r"|tfoot|tr|td|th|caption|blockquote|picture|source|figure|figcaption)(?:\s[^<>]*)?/?>",
+    re.I)
+_HTML_INLINE = re.compile(
+    r"</?(?:span|strong|b|em|i|u|s|a|sup|sub|small|big|mark|ins|del|font|abbr|cite|q|nobr"
+    r"|wbr)(?:\s[^<>]*)?/?>", re.I)
+# The entities HTML prose writes most, shown as the characters they stand for.
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "nbsp": " ", "#39": "'"}
+_HTML_ENTITY = re.compile(r"&(lt|gt|amp|quot|nbsp|#39);", re.I)
+# YARD's references in prose: `{file:docs/Tags.md meta-data tags}` (its title, else the
+# file), `{tag:!macro}` (the tag as written in a docstring).
+_YARD_REF = re.compile(r"\{(file|url|include):(\S+?)(?:\s+([^{}\n]+?))?\}|\{tag:([!\w.-]+)\}")
 
 
 def _gh_link_text(match: re.Match[str]) -> str:
@@ -91,6 +108,26 @@ def _gh_link_text(match: re.Match[str]) -> str:
 def _with_target(match: re.Match[str]) -> str:
     text, target = match.group(1), match.group(2)
     return f"{text} ({target})" if target and target not in text else text
+
+
+def _yard_ref_text(match: re.Match[str]) -> str:
+    kind, target, title, tag = match.groups()
+    if tag is not None:
+        return f"`@{tag}`"
+    return title or f"`{target}`"
+
+
+def _without_html(line: str) -> str:
+    """HTML tags out of a prose line, their text kept (_HTML_BLOCK, _HTML_INLINE); the
+    spaces they leave collapsed."""
+    if "<" not in line and "{" not in line:
+        return line
+    plain = _HTML_CODE.sub(r"`\2`", _YARD_REF.sub(_yard_ref_text, line))
+    plain = _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", plain))
+    if plain == line:
+        return line
+    plain = _HTML_ENTITY.sub(lambda m: _ENTITIES[m.group(1).lower()], plain)
+    return re.sub(r"[ \t]{2,}", " ", plain).strip()
 
 
 def _links_as_text(line: str, targets: bool = False) -> str:
@@ -179,6 +216,7 @@ def clean_markup(text: str, link_targets: bool = False) -> str:
         if RST_DIRECTIVE.match(line) or TABLE_RULE.match(line):
             continue
         stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped), link_targets)
+        stripped = _without_html(stripped)
         stripped = _MYST_ROLE.sub(r"`\1`", _RST_ROLE.sub(r"`\1`", stripped))
         stripped = _RST_LITERAL.sub(r"`\1`", stripped)
         row = stripped.startswith("|")
