@@ -92,3 +92,18 @@ def test_a_code_window_does_not_open_or_close_on_a_bare_comment_marker() -> None
     assert all(b[0].strip() != "#" and b[-1].strip() != "#" for b in blocks)
     block = next(b for b in blocks if any("def create_tag(tag_name" in line for line in b))
     assert any("see" in line and "\\(" in line for line in block)  # the (see ...) pattern
+
+
+def test_a_chunk_that_begins_inside_a_code_block_is_read_past_its_closing_fence() -> None:
+    # Session 33: fastify's Encapsulation.md cut inside a block whose last line is output
+    # (`# {"answer":42,...}`, read as a heading); the bare fence after it was taken to open a
+    # block, and the answer began with a lone fence. A fence that names a language (```js)
+    # after it settles it: a closing fence names none.
+    tail = source("fastify_encapsulation_tail", "docs/Reference/Encapsulation.md", "markdown")
+    text = answer("In Fastify, how can a parent context use a decorator that was registered "
+                  "inside a child plugin?", [tail])
+    assert not text.startswith("```") and text.count("```") % 2 == 0
+    units = [tail.text[u.start:u.end] for u in source_units(tail)]
+    assert not any(u.lstrip().startswith("```\n") for u in units)
+    assert units[0].startswith("`fastify-plugin` breaks encapsulation")
+    assert any("```js" in u and u.rstrip().endswith("```") for u in units)

@@ -93,17 +93,21 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def _inside_block_end(text: str, lines: list[tuple[int, int]]) -> int:
     """The first line to read: past the closing fence when the chunk starts inside a block.
 
-    A chunk cut from a long file may begin in the middle of a fenced block. With an odd number
-    of fence lines and a bare first fence (no language), or a bare first fence and a second one
-    that names a language (it opens a block), that fence is taken as the closing one,
-    unless what precedes it introduces a block: then it opens one that runs past the chunk's end.
+    A chunk cut from a long file may begin in the middle of a fenced block. A bare first fence
+    (no language) followed by one that names a language (it opens a block) is the closing one;
+    with an odd number of fence lines and a bare first fence, that fence is taken as the closing
+    one too, unless what precedes it introduces a block: then it opens one that runs past the
+    chunk's end.
     """
     fences = [n for n, (s, e) in enumerate(lines) if _FENCE.match(text[s:e])]
     if not fences or text[slice(*lines[fences[0]])].strip().strip("`~"):
         return 0
-    # An even number of fences may still begin with a closing one: the next fence names a
-    # language (```python), so it opens a block and the bare one before it closed one.
-    if not len(fences) % 2 and not text[slice(*lines[fences[1]])].strip().strip("`~"):
+    # The next fence names a language (```python): it opens a block (a closing fence names
+    # none), so the bare one before it closed one, whatever precedes it (a `# {"a": 1}` line
+    # of the block's output reads like a heading).
+    if len(fences) > 1 and text[slice(*lines[fences[1]])].strip().strip("`~"):
+        return fences[0] + 1
+    if not len(fences) % 2:
         return 0
     before = [text[s:e] for s, e in lines[:fences[0]] if text[s:e].strip()]
     # Nothing but a heading, an admonition or an introduction before it: that fence opens a
