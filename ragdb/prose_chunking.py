@@ -15,8 +15,7 @@ from ragdb.chunk_packing import _BLANK_RUN, _HEADING_BASE, _PARA, _TOP, _Unit
 
 _MD_CANDIDATE = re.compile(r"^[ \t]*[`~#=-].*$", re.M)
 _FRONT_MATTER = re.compile(r"---[ \t]*\r?\n(?:[ \t]*\S.*\n)*?(?:---|\.\.\.)[ \t]*\r?$", re.M)
-_MD_ATTRS = re.compile(r"[ \t]*\{[ \t]*[#.:][^}]*\}$")
-_MD_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+_MD_ATTRS = re.compile(r"\{[ \t]*[#.:][^}]*\}")
 _SETEXT_BLOCKERS = ("#", "-", "*", "+", ">", "|", "<", "`", "~", "=", "!!!", "???")
 # MDX: an ES module statement starts a block that runs to the next blank line (as MDX reads it).
 _MDX_CANDIDATE = re.compile(r"^(?:[ \t]*[`~#=-]|import\b|export\b).*$", re.M)
@@ -85,7 +84,18 @@ def _setext(text: str, underline: int, level: int, mdx: bool = False
 
 
 def _heading_title(raw: str) -> str:
-    title = _MD_CLOSING_HASHES.sub("", _MD_ATTRS.sub("", raw.strip()))
+    """A heading's text without its attributes (`{#id .class}`) and closing hashes. Cut from
+    the end by hand: the patterns searched at every blank of a long run of blanks took
+    seconds on a line of 20,000."""
+    title = raw.strip()
+    if title.endswith("}"):
+        at = title.rfind("{")
+        if at >= 0 and _MD_ATTRS.fullmatch(title, at):
+            title = title[:at].rstrip()
+    if title.endswith("#"):
+        kept = title.rstrip("#")
+        if not kept or kept[-1] in " \t":
+            title = kept
     return title.strip()
 
 
@@ -145,15 +155,17 @@ def rst_units(text: str) -> list[_Unit]:
 # of four or more `-`, `.`, `+`, `/`, `=`, `*`, `_`, or a ``` fence) runs to the same line again
 # and holds no headings (listings, literals, comments, examples, sidebars).
 _ADOC_CANDIDATE = re.compile(r"^[=#\-.+/*_`].*$", re.M)
-_ADOC_DELIMITER = re.compile(
-    r"(-{4,}|\.{4,}|\+{4,}|/{4,}|={4,}|\*{4,}|_{4,}|`{3,})[\w+-]*[ \t]*\r?$")
-_ADOC_HEADING = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S.*?)[ \t]*\r?$")
+# (Written so that no two parts can match the same characters: a long line fails in one pass.)
+_ADOC_DELIMITER = re.compile(r"(-{4,}|\.{4,}|\+{4,}|/{4,}|={4,}|\*{4,}|_{4,})[ \t]*\r?"
+                             r"|(`{3,})[^`\n]*")
+_ADOC_HEADING = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S[^\n]*)")
 # Org: `* Title`, `** Title` (stars at a line's start); `#+BEGIN_x` ... `#+END_x` hold none.
 _ORG_CANDIDATE = re.compile(r"^(?:\*|[ \t]*#\+(?i:begin|end)_).*$", re.M)
-_ORG_HEADING = re.compile(r"(\*+)[ \t]+(\S.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*\r?$")
+_ORG_HEADING = re.compile(r"(\*+)[ \t]+(\S[^\n]*)")
+_ORG_TAGS = re.compile(r":[\w@#%]+(?::[\w@#%]+)*:")
 _ORG_BLOCK = re.compile(r"[ \t]*#\+(?i:(begin|end))_(\w+)")
 # RDoc: `= Title`, `== Title` at a line's start (its verbatim text is indented).
-_RDOC_HEADING = re.compile(r"^(={1,6})[ \t]*([^=\s].*?)[ \t]*\r?$", re.M)
+_RDOC_HEADING = re.compile(r"^(={1,6})[ \t]*([^=\s][^\n]*)", re.M)
 
 
 def asciidoc_units(text: str) -> list[_Unit]:
@@ -168,7 +180,7 @@ def asciidoc_units(text: str) -> list[_Unit]:
             continue
         delimiter = _ADOC_DELIMITER.fullmatch(line)
         if delimiter:
-            block = delimiter.group(1)
+            block = delimiter.group(1) or delimiter.group(2)
             continue
         heading = _ADOC_HEADING.fullmatch(line)
         if heading:
@@ -194,7 +206,11 @@ def org_units(text: str) -> list[_Unit]:
             continue
         heading = _ORG_HEADING.fullmatch(line)
         if heading:
-            headings.append((m.start(), len(heading.group(1)), heading.group(2).strip()))
+            title = heading.group(2).strip()
+            words = title.rsplit(None, 1)
+            if len(words) == 2 and _ORG_TAGS.fullmatch(words[1]):  # `* Setup  :work:`
+                title = words[0]
+            headings.append((m.start(), len(heading.group(1)), title))
     return _heading_units(text, headings)
 
 

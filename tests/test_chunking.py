@@ -6,6 +6,7 @@ import ast
 import keyword
 import re
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -545,3 +546,16 @@ def test_real_chunks_are_mostly_of_useful_size(corpus_files: list[tuple[str, str
     sizes.sort()
     assert sizes[len(sizes) // 2] > cap // 2
     assert sum(size < cap // 10 for size in sizes) <= len(sizes) // 100
+
+
+@pytest.mark.parametrize("kind", ["asciidoc", "org", "rdoc", "markdown", "rst"])
+def test_heading_lines_built_to_backtrack_are_read_in_one_pass(kind: str) -> None:
+    """Long lines that a heading or block pattern with overlapping parts would scan over and
+    over (runs of dashes, of tag-like `ab:` words, of blanks before a title)."""
+    lines = ["-" * 20_000 + " x", "_" * 20_000 + "-y", "== a" + " \t" * 10_000 + "x",
+             "* " + "ab:" * 10_000 + " x", "= " + " \t" * 10_000 + "y", "```" + "`" * 5_000,
+             "# a" + " \t" * 10_000 + "x {#id"]
+    text = "\n".join(lines)
+    started = time.perf_counter()
+    check_invariants(text, chunk_text(text, kind, 500), 500)
+    assert time.perf_counter() - started < 60  # a guard against a hang only
