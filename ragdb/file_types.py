@@ -31,6 +31,11 @@ LANGUAGES: dict[str, str] = {
     ".swift": "swift",
     ".scala": "scala", ".sc": "scala",
     ".lua": "lua",
+    ".ex": "elixir", ".exs": "elixir",
+    ".hs": "haskell",
+    ".ml": "ocaml", ".mli": "ocaml",
+    ".zig": "zig",
+    ".dart": "dart",
 }
 
 # Languages cut as text: no tree would make their chunks better.
@@ -51,9 +56,8 @@ TEXT_LANGUAGES: dict[str, str] = {
     # they are (any other text file is indexed too, as "text").
     ".pyi": "python", ".pyx": "cython", ".pxd": "cython",
     ".fish": "fish", ".pl": "perl", ".pm": "perl",
-    ".fs": "fsharp", ".dart": "dart", ".r": "r", ".jl": "julia",
-    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml",
-    ".clj": "clojure", ".el": "elisp", ".vim": "vim", ".zig": "zig", ".nim": "nim",
+    ".fs": "fsharp", ".r": "r", ".jl": "julia", ".erl": "erlang",
+    ".clj": "clojure", ".el": "elisp", ".vim": "vim", ".nim": "nim",
     ".groovy": "groovy", ".gradle": "groovy", ".tf": "hcl", ".hcl": "hcl", ".nix": "nix",
     ".bzl": "starlark", ".bazel": "starlark", ".bat": "batch", ".cmd": "batch",
     ".xml": "xml", ".graphql": "graphql", ".vue": "html", ".svelte": "html",

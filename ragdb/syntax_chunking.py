@@ -47,6 +47,11 @@ _GRAMMAR_MODULES: dict[str, tuple[str, str]] = {
     "swift": ("tree_sitter_swift", "language"),
     "scala": ("tree_sitter_scala", "language"),
     "lua": ("tree_sitter_lua", "language"),
+    "elixir": ("tree_sitter_elixir", "language"),
+    "haskell": ("tree_sitter_haskell", "language"),
+    "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
+    "zig": ("tree_sitter_zig", "language"),
+    "dart": ("tree_sitter_dart", "language"),
 }
 
 
@@ -56,7 +61,8 @@ _GRAMMARS: dict[str, tuple[str, ...]] = {
     "go": ("go",), "rust": ("rust",), "java": ("java",), "c": ("c", "cpp"), "cpp": ("cpp",),
     "cuda": ("cpp",), "shell": ("bash",), "ruby": ("ruby",), "php": ("php",),
     "csharp": ("c_sharp",), "kotlin": ("kotlin",), "swift": ("swift",), "scala": ("scala",),
-    "lua": ("lua",),
+    "lua": ("lua",), "elixir": ("elixir",), "haskell": ("haskell",),
+    "ocaml": ("ocaml",), "zig": ("zig",), "dart": ("dart",),
 }
 
 
@@ -352,6 +358,55 @@ _NAME_QUERIES: dict[str, str] = {
     (expression_list value: (function_definition)))
 (chunk (variable_declaration (assignment_statement (variable_list name: (identifier) @name))))
 """,
+    # Elixir defines by calling macros: `def name(...)`, `defmodule Name do`.
+    "elixir": """
+(call target: (identifier) @keyword
+    (#any-of? @keyword "def" "defp" "defmacro" "defmacrop" "defguard" "defguardp"
+        "defdelegate" "defn" "defnp")
+    (arguments . [(call target: (identifier) @name) (identifier) @name
+                  (binary_operator left: (call target: (identifier) @name))]))
+(call target: (identifier) @keyword
+    (#any-of? @keyword "defmodule" "defprotocol" "defimpl" "defexception")
+    (arguments . (alias) @name))
+""",
+    "haskell": """
+(function name: (variable) @name)
+(bind name: (variable) @name)
+(signature name: (variable) @name)
+(data_type name: (name) @name)
+(newtype name: (name) @name)
+(type_synonym name: (name) @name)
+(class name: (name) @name)
+""",
+    "ocaml": """
+(compilation_unit (value_definition (let_binding pattern: (value_name) @name)))
+(structure (value_definition (let_binding pattern: (value_name) @name)))
+(type_binding name: (type_constructor) @name)
+(module_binding (module_name) @name)
+(module_type_definition (module_type_name) @name)
+(class_binding (class_name) @name)
+(exception_definition (constructor_declaration (constructor_name) @name))
+(method_definition (method_name) @name)
+(external (value_name) @name)
+(value_specification (value_name) @name)
+""",
+    "zig": """
+(function_declaration name: (identifier) @name)
+(source_file (variable_declaration (identifier) @name))
+(struct_declaration (variable_declaration (identifier) @name))
+""",
+    "dart": """
+(class_definition name: (identifier) @name)
+(mixin_declaration (identifier) @name)
+(enum_declaration name: (identifier) @name)
+(extension_declaration name: (identifier) @name)
+(type_alias (type_identifier) @name)
+(function_signature name: (identifier) @name)
+(getter_signature name: (identifier) @name)
+(setter_signature name: (identifier) @name)
+(constructor_signature name: (identifier) @name)
+(program (static_final_declaration_list (static_final_declaration (identifier) @name)))
+""",
 }
 _NAME_QUERIES["tsx"] = _NAME_QUERIES["typescript"]
 
@@ -380,6 +435,7 @@ def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
     for node in found:
         name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip("'\" ")
         name = name.rstrip("?!=")  # Ruby's `empty?`, `save!`, `name=` are `empty`, ...
+        name = name.rsplit(".", 1)[-1]  # Elixir's `MyApp.Accounts` is `Accounts`
         if name.isidentifier():
             out.append((node.start_byte, name))
     out.sort()
@@ -429,6 +485,8 @@ _CLASSES = frozenset({
     # Ruby, PHP, C#, Kotlin, Swift, Scala
     "trait_declaration", "struct_declaration", "companion_object", "protocol_declaration",
     "class_definition", "object_definition", "trait_definition", "enum_definition",
+    # Dart, Zig
+    "mixin_declaration", "extension_declaration",
 })
 # Scopes that name what they hold but are not one thing: in context, but no kind of their own.
 _CONTAINERS = frozenset({

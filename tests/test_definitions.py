@@ -46,10 +46,21 @@ LANGUAGES = {
               "  val total{i} = total{j} + {i}"),
     "lua": ("lua", "local function busy_work()\n  local total0 = 0\n{body}\n  return total0\nend\n",
             "  local total{i} = total{j} + {i}"),
+    "elixir": ("ex", "defmodule Busy{n} do\n  def busy_work do\n    total0 = 0\n{body}\n"
+                     "    total0\n  end\nend\n", "    total{i} = total{j} + {i}"),
+    "haskell": ("hs", "busyWork{n} :: Int\nbusyWork{n} = total0\n  where\n    total0 = 0\n{body}\n",
+                "    total{i} = total{j} + {i}"),
+    "ocaml": ("ml", "let busy_work{n} () =\n  let total0 = 0 in\n{body}\n  total0\n",
+              "  let total{i} = total{j} + {i} in"),
+    "zig": ("zig", "fn busyWork{n}() i32 {\n    const total0: i32 = 0;\n{body}\n"
+                   "    return total0;\n}\n", "    const total{i}: i32 = total{j} + {i};"),
+    "dart": ("dart", "int busyWork{n}() {\n  var total0 = 0;\n{body}\n  return total0;\n}\n",
+             "  var total{i} = total{j} + {i};"),
 }
 
 # How each language writes a line comment (the others: //).
-LINE_COMMENT = {"shell": "#", "python": "#", "ruby": "#", "lua": "--"}
+LINE_COMMENT = {"shell": "#", "python": "#", "ruby": "#", "lua": "--", "elixir": "#",
+                "haskell": "--"}
 # What a file must start with (PHP code is inside its opening tag).
 FILE_HEAD = {"php": "<?php\n"}
 
@@ -238,6 +249,36 @@ CASES = [
     ("lua", "module function", "render_template",
      "local M = {}\nfunction M.render_template(s)\n  return s\nend\nreturn M\n",
      "local function use{n}(s)\n  return view.render_template(s)\nend\n"),
+    ("elixir", "def", "fetch_account",
+     "defmodule Accounts do\n  def fetch_account(id) do\n    Repo.get(id)\n  end\nend\n",
+     "defmodule User{n} do\n  def use(id), do: Accounts.fetch_account(id)\nend\n"),
+    ("elixir", "defmodule", "RateLimiter",
+     "defmodule MyApp.RateLimiter do\n  def allow, do: true\nend\n",
+     "defmodule User{n} do\n  def use, do: MyApp.RateLimiter.allow()\nend\n"),
+    ("haskell", "function", "mergeIntervals",
+     "mergeIntervals :: [Int] -> [Int]\nmergeIntervals xs = xs\n",
+     "use{n} :: [Int] -> Int\nuse{n} xs = length (mergeIntervals xs)\n"),
+    ("haskell", "data", "PriorityQueue",
+     "data PriorityQueue = PriorityQueue [Int]\n",
+     "use{n} :: PriorityQueue -> Int\nuse{n} _ = 0\n"),
+    ("ocaml", "let", "parse_header",
+     "let parse_header line =\n  String.trim line\n",
+     "let use{n} l =\n  parse_header l\n"),
+    ("ocaml", "module", "Scheduler",
+     "module Scheduler = struct\n  let run () = ()\nend\n",
+     "let use{n} () =\n  Scheduler.run ()\n"),
+    ("zig", "fn", "parseHeader",
+     "pub fn parseHeader(line: []const u8) []const u8 {\n    return line;\n}\n",
+     "fn use{n}(l: []const u8) usize {\n    return parseHeader(l).len;\n}\n"),
+    ("zig", "struct", "RingBuffer",
+     "pub const RingBuffer = struct {\n    len: usize,\n};\n",
+     "fn use{n}(r: RingBuffer) usize {\n    return r.len;\n}\n"),
+    ("dart", "class", "SessionStore",
+     "class SessionStore {\n  int size = 0;\n}\n",
+     "int use{n}(SessionStore s) {\n  return s.size;\n}\n"),
+    ("dart", "function", "formatDuration",
+     "String formatDuration(int ms) {\n  return '$ms ms';\n}\n",
+     "String use{n}(int a) {\n  return formatDuration(a);\n}\n"),
     ("lua", "method", "flush_queue",
      "local Queue = {}\nfunction Queue:flush_queue()\n  return self\nend\nreturn Queue\n",
      "local function use{n}(q)\n  return q:flush_queue()\nend\n"),
@@ -263,6 +304,8 @@ def test_the_defining_chunk_outranks_three_that_use_the_name(
     # has): with the same count of the name, BM25 alone would rank the shorter uses first.
     mark = LINE_COMMENT.get(language, "//")
     note = f"{mark} Keep in step with the release notes.\n"
+    if language == "ocaml":
+        note = "(* Keep in step with the release notes. *)\n"
     if definition.startswith(""):  # the comment goes inside PHP's opening tag
         definition = definition[len(""):]
         note = "" + note

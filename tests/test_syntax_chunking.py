@@ -34,8 +34,12 @@ def statements(language: str, n: int, indent: str) -> str:
         line = 'total += compute({k}, "step {k}")'
     elif language == "php":
         line = '$total += compute({k}, "step {k}");'
-    elif language == "lua":
+    elif language in ("lua", "elixir"):
         line = 'total = total + compute({k}, "step {k}")'
+    elif language == "haskell":
+        line = 't{k} = compute {k} "step {k}"'
+    elif language == "ocaml":
+        line = 'let _ = compute {k} "step {k}" in'
     elif language == "shell":
         line = 'echo "step {k} of the build" >> "$LOG"'
     else:
@@ -429,8 +433,39 @@ def snippet(language: str, kind: int, name: str, words: str, n: int) -> str:
     """One valid top-level item: a documented function, a class or struct, a declaration, or
     a function with n body lines."""
     body = statements(language, n, "    ")
-    comment = {"shell": "#", "ruby": "#", "lua": "--"}.get(language, "//")
-    doc = f"{comment} {words}\n"
+    comment = {"shell": "#", "ruby": "#", "lua": "--", "elixir": "#", "haskell": "--"}.get(
+        language, "//")
+    doc = f"{comment} {words}\n" if language != "ocaml" else f"(* {words} *)\n"
+    if language == "elixir":
+        return [doc + f"def {name}(total) do\n{body}  total\nend\n",
+                doc + f"defmodule {name.capitalize()} do\n  def m(total) do\n{body}  end\nend\n",
+                f"{name} = \"{words}\"\n",
+                f"defmodule {name.capitalize()} do\n  defp f(total) do\n{body}  end\nend\n"
+                ][kind % 4]
+    if language == "haskell":
+        where = f"  where\n{body}" if body else ""
+        return [doc + f"{name} :: Int -> Int\n{name} total = total\n{where}",
+                doc + f"data {name.capitalize()} = {name.capitalize()} Int\n",
+                f"{name} = \"{words}\"\n",
+                f"class {name.capitalize()} a where\n  size :: a -> Int\n"][kind % 4]
+    if language == "ocaml":
+        return [doc + f"let {name} total =\n{body}  total\n",
+                doc + f"type {name} = {{ a : int; b : float }}\n",
+                f"let {name} = \"{words}\"\n",
+                f"module {name.capitalize()} = struct\n  let f total =\n{body}    total\nend\n"
+                ][kind % 4]
+    if language == "zig":
+        return [doc + f"fn {name}(total: i32) i32 {{\n{body}    return total;\n}}\n",
+                doc + f"const {name.capitalize()} = struct {{\n    a: i32,\n}};\n",
+                f"const {name} = \"{words}\";\n",
+                f"pub fn {name}(t: i32) void {{\n    var total = t;\n{body}    _ = total;\n}}\n"
+                ][kind % 4]
+    if language == "dart":
+        return [doc + f"int {name}(int total) {{\n{body}    return total;\n}}\n",
+                doc + f"class {name.capitalize()} {{\n  void m(int total) {{\n{body}  }}\n}}\n",
+                f"const {name} = \"{words}\";\n",
+                f"extension {name.capitalize()} on int {{\n  void g(int total) {{\n{body}  }}\n}}\n"
+                ][kind % 4]
     if language == "ruby":
         return [doc + f"def {name}(total)\n{body}  total\nend\n",
                 doc + f"class {name.capitalize()} < Base\n  def m(total)\n{body}  end\nend\n",
@@ -668,7 +703,8 @@ NESTING = {
     "cpp": ("{\n", "}\n"), "cuda": ("{\n", "}\n"), "shell": ("{\n", "}\n"),
     "ruby": ("begin\n", "end\n"), "php": ("if ($a) {\n", "}\n"), "csharp": ("{\n", "}\n"),
     "kotlin": ("run {\n", "}\n"), "swift": ("do {\n", "}\n"), "scala": ("{\n", "}\n"),
-    "lua": ("do\n", "end\n"),
+    "lua": ("do\n", "end\n"), "elixir": ("if a do\n", "end\n"), "haskell": ("(", ")"),
+    "ocaml": ("(", ")"), "zig": ("{\n", "}\n"), "dart": ("{\n", "}\n"),
 }
 
 
