@@ -47,7 +47,8 @@ PROSE_CAP_SHARE = 0.5
 # Bump when chunk boundaries change for the same settings: the next run rebuilds everything.
 # 4: MDX's import/export blocks are not read for headings.
 # 5: Ruby, PHP, C#, Kotlin, Swift, Scala and Lua cut along their syntax tree; `#` comments
-#    left out of signatures; AsciiDoc, Org and RDoc cut along their headings.
+#    left out of signatures; AsciiDoc, Org and RDoc cut along their headings; then Elixir,
+#    Haskell, OCaml, Zig and Dart along their syntax tree.
 CHUNKER_VERSION = "5"
 
 
