@@ -422,9 +422,12 @@ def _name_query(grammar: str) -> ts.Query:
     return ts.Query(_language(grammar), _NAME_QUERIES[grammar])
 
 
-def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
+def _definition_names(tree: ts.Tree, grammar: str, data: bytes) -> list[tuple[int, str]]:
     """(byte offset, name) of each definition, in order; a qualified C++ name (`Cls::method`)
-    by its last part, as a call writes it."""
+    by its last part, as a call writes it. Names are cut from `data`, never read as node.text:
+    a tree parsed through a callback (_parse_in_time) reads its text through the callback
+    again, which returns nothing once the parse's budget is spent, and node.text then waits
+    forever."""
     cursor = ts.QueryCursor(_name_query(grammar))
     # Definitions deeper than this (local types, lambdas in bodies) are not worth the walk:
     # on vLLM's C, C++ and CUDA depth 6 finds 83% of the names in a fifth of the time
@@ -433,7 +436,8 @@ def _definition_names(tree: ts.Tree, grammar: str) -> list[tuple[int, str]]:
     found = cursor.captures(tree.root_node).get("name", [])
     out = []
     for node in found:
-        name = (node.text or b"").decode("utf-8", "replace").rsplit("::", 1)[-1].strip("'\" ")
+        name = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+        name = name.rsplit("::", 1)[-1].strip("'\" ")
         name = name.rstrip("?!=")  # Ruby's `empty?`, `save!`, `name=` are `empty`, ...
         name = name.rsplit(".", 1)[-1]  # Elixir's `MyApp.Accounts` is `Accounts`
         if name.isidentifier():
@@ -612,7 +616,7 @@ def chunk_code(text: str, language: str, cap: int) -> list[Chunk] | None:
     if parsed is None:
         return None
     tree, grammar, data = parsed
-    names = _definition_names(tree, grammar)
+    names = _definition_names(tree, grammar, data)
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
         if trimmed is None:

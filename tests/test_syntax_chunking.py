@@ -736,3 +736,26 @@ def test_a_parse_past_its_time_budget_is_cut_as_text(monkeypatch: pytest.MonkeyP
     code = "".join(f"local function f{i}(x)\n  return x + {i}\nend\n" for i in range(1000))
     chunks, fell_back = chunk_source(code, "lua", 2000)
     assert not fell_back and any("f999" in c.names for c in chunks)
+
+
+def test_names_are_read_after_the_parse_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree parsed through the budget's callback asks the callback for its text again when
+    node.text is read, and the callback answers nothing once the budget is spent: node.text
+    then never returned (CI, a loaded host). Names are cut from the file's bytes instead."""
+    import threading
+
+    import ragdb.syntax_chunking as syntax
+
+    monkeypatch.setattr(syntax, "PARSE_SECONDS", 0.2)
+    monkeypatch.setattr(syntax, "PARSE_SECONDS_PER_BYTE", 0.0)
+    code = "".join(f"local function f{i}(x)\n  return x + {i}\nend\n" for i in range(300))
+    data = code.encode()
+    tree = syntax._parse_in_time("lua", data)
+    assert tree is not None
+    time.sleep(0.3)  # the budget is spent: the callback now answers nothing
+    found: list[list[tuple[int, str]]] = []
+    reader = threading.Thread(target=lambda: found.append(
+        syntax._definition_names(tree, "lua", data)), daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a guard against the hang only
+    assert found and [name for _, name in found[0]] == [f"f{i}" for i in range(300)]
