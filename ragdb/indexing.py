@@ -367,7 +367,6 @@ class _FullText:
 
 
 _CHUNKING_KINDS = frozenset({"python"}) | PROSE_FILE_KINDS
-_PROSE_KINDS = HEADING_KINDS
 
 
 def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind: str,
@@ -375,7 +374,7 @@ def _context_terms(analyse: Callable[[str], str], context: str, body: str, kind:
     """The context column: the enclosing signatures or headings, then the joined names of the
     definitions the chunk holds (the syntax tree's, else tokenize.defined_names); prose: the
     titles of the further sections it holds, analysed as its heading path is."""
-    if kind in _PROSE_KINDS:
+    if kind in HEADING_KINDS:
         return f"{analyse(context)} {analyse(' '.join(names))}".strip()
     joined = analyse_names(list(names) or defined_names(body, kind))
     return f"{analyse(context)} {joined}".strip()

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.tokenize import STOPWORDS, analyse_terms
 
 if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
@@ -60,8 +61,7 @@ class Passage:
 
 CODE_KINDS = frozenset({"python", "module", "function", "class", "statements", "code"})
 #: File and chunk kinds that are prose; any other language (Go, CUDA, YAML, JSON...) is code.
-PROSE_KINDS = frozenset({"markdown", "rst", "asciidoc", "org", "rdoc", "text", "section",
-                         "paragraph"})
+PROSE_KINDS = PROSE_FILE_KINDS | {"section", "paragraph"}
 _BUILD_FILE = re.compile(
     r"(\.py|\.pyi|\.toml|\.cfg|\.ini|\.cmake|\.sh|\.ya?ml|/CMakeLists\.txt|/Makefile|"
     r"/Dockerfile[^/]*|\.dockerfile|/requirements[^/]*\.txt|/requirements/[^/]+\.(txt|in))$"
