@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ragdb.indexing as indexing
-import ragdb.syntax_chunking as sc
+import ragdb.syntax_trees as sc
 from ragdb.db import connect
 from ragdb.indexing import index_paths
 from ragdb.tokenize import Analyser, analyse, analyse_terms
@@ -106,7 +106,7 @@ NOISE_PARTS = st.sampled_from([
 @given(st.lists(NOISE_PARTS, max_size=30))
 def test_cuda_noise_pattern_matches_as_before(parts: list[str]) -> None:
     data = "".join(parts).encode()
-    assert sc._CUDA_NOISE.sub(sc._blank, data) == _OLD_CUDA_NOISE.sub(sc._blank, data)
+    assert sc.CUDA_NOISE.sub(sc.blank, data) == _OLD_CUDA_NOISE.sub(sc.blank, data)
 
 
 SOURCES = [
@@ -123,11 +123,11 @@ SOURCES = [
 @pytest.mark.parametrize("grammar", ["c", "cpp"])
 def test_error_share_is_what_a_query_finds(source: str, grammar: str) -> None:
     """Walking only the branches that hold an error counts the bytes an ERROR query finds."""
-    tree = sc._parser(grammar).parse(source.encode())
+    tree = sc.parser(grammar).parse(source.encode())
     root = tree.root_node
     expected = 0.0
     if root.has_error:
-        query = ts.Query(sc._language(grammar), "(ERROR) @error")
+        query = ts.Query(sc.grammar_language(grammar), "(ERROR) @error")
         spans = sorted((n.start_byte, n.end_byte)
                        for n in ts.QueryCursor(query).captures(root).get("error", []))
         covered = end = 0
@@ -136,27 +136,27 @@ def test_error_share_is_what_a_query_finds(source: str, grammar: str) -> None:
                 covered += b - max(a, end)
                 end = b
         expected = 1.0 if root.type == "ERROR" else covered / len(source)
-    assert sc._error_share(root, len(source)) == expected
+    assert sc.error_share(root, len(source)) == expected
 
 
 def test_a_cpp_header_with_a_stray_error_is_not_parsed_as_c(
         monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[str] = []
-    real = sc._parser
+    real = sc.parser
 
     def counting(grammar: str) -> ts.Parser:
         parsed.append(grammar)
         return real(grammar)
 
-    monkeypatch.setattr(sc, "_parser", counting)
+    monkeypatch.setattr(sc, "parser", counting)
     header = "template <typename T> struct A { T x; };\n" + (
         "inline int f(int x) { return x + 1; }\n" * 40) + "int g() { return @; }\n"
     tree = real("cpp").parse(header.encode())
-    assert 0 < sc._error_share(tree.root_node, len(header)) <= sc.MAX_ERROR_SHARE
-    result = sc._parse(header, "c")
+    assert 0 < sc.error_share(tree.root_node, len(header)) <= sc.MAX_ERROR_SHARE
+    result = sc.parse(header, "c")
     assert result is not None and result[1] == "cpp"
     assert parsed == ["cpp"]
     parsed.clear()
     plain = "struct s { int x; };\nint f(void) { return 0; }\n"  # no C++ hint: C first
-    result = sc._parse(plain, "c")
+    result = sc.parse(plain, "c")
     assert result is not None and result[1] == "c" and parsed == ["c"]

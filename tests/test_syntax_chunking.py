@@ -724,7 +724,7 @@ def test_a_parse_past_its_time_budget_is_cut_as_text(monkeypatch: pytest.MonkeyP
     """tree-sitter-lua's error recovery grows with the square of the junk it reads (10 s for
     50 KB of bracket soup on 2 cores): the parse stops at its budget and the file is cut as
     text; valid code of the same size parses well within it."""
-    import ragdb.syntax_chunking as syntax
+    import ragdb.syntax_trees as syntax
 
     monkeypatch.setattr(syntax, "PARSE_SECONDS", 0.05)
     monkeypatch.setattr(syntax, "PARSE_SECONDS_PER_BYTE", 0.0)
@@ -744,18 +744,19 @@ def test_names_are_read_after_the_parse_budget_is_spent(monkeypatch: pytest.Monk
     then never returned (CI, a loaded host). Names are cut from the file's bytes instead."""
     import threading
 
-    import ragdb.syntax_chunking as syntax
+    import ragdb.syntax_trees as syntax
+    from ragdb.definition_names import definition_names
 
     monkeypatch.setattr(syntax, "PARSE_SECONDS", 0.2)
     monkeypatch.setattr(syntax, "PARSE_SECONDS_PER_BYTE", 0.0)
     code = "".join(f"local function f{i}(x)\n  return x + {i}\nend\n" for i in range(300))
     data = code.encode()
-    tree = syntax._parse_in_time("lua", data)
+    tree = syntax.parse_in_time("lua", data)
     assert tree is not None
     time.sleep(0.3)  # the budget is spent: the callback now answers nothing
     found: list[list[tuple[int, str]]] = []
     reader = threading.Thread(target=lambda: found.append(
-        syntax._definition_names(tree, "lua", data)), daemon=True)
+        definition_names(tree, "lua", data)), daemon=True)
     reader.start()
     reader.join(timeout=60)  # a guard against the hang only
     assert found and [name for _, name in found[0]] == [f"f{i}" for i in range(300)]
