@@ -6,7 +6,8 @@ restates a question shares them best ("The `_call_hf_processor` method specifies
 `mm_kwargs` and `tok_kwargs`", asked how the two differ). What answers holds something the
 question lacks, of the kind it asks for: a number for "how many" or "which version", a name,
 flag or command for "which parameter" or "how do I", a path or link for "where", several items
-for "what are the ...s". These signals read only the question's wording and the unit's text
+for "what are the ...s", a consequence (an error raised, a value returned, a thing skipped) for
+"what happens". These signals read only the question's wording and the unit's text
 (never a particular question or file), and weigh a unit's score by:
 
 * the asked kind: held (and not already written in the question) or not;
@@ -40,6 +41,21 @@ _WHAT = re.compile(r"^(?:so\s+|and\s+)?(?:what|which)(?:'s|\s+is|\s+are|\s+was|\
 _HOW_MANY = re.compile(r"^how\s+(?:many|much)\s+(?P<focus>[^?]+?)" + _PHRASE_END)
 _HOW_NUMBER = re.compile(r"^how\s+(?:long|deep(?:ly)?|large|big|often|far|fast|old|high|low)\b")
 _WHERE = re.compile(r"^(?:where|in which (?:file|directory|folder|module|page))\b")
+#: A question about what follows from an action or a state ("What happens if I call `body()`
+#: after `stream()`?", "..., and what happens if it finds none?"): anywhere in it, since a
+#: question of two parts asks it second.
+_WHAT_HAPPENS = re.compile(r"\bwhat (?:happens|will happen|would happen|happened)\b|"
+                           r"\bwhat if\b", re.I)
+#: What an answer to it says: the consequence (an error raised, a value returned, a thing
+#: skipped or refused, a fallback), not the action asked about.
+_OUTCOME = re.compile(
+    r"\b(?:rais(?:e|es|ed|ing)|throw(?:s|n|ing)?|errors?|exceptions?|fail(?:s|ed|ure)?|"
+    r"return(?:s|ed)?|ignor(?:e|es|ed)|skip(?:s|ped)?|reject(?:s|ed)?|refus(?:e|es|ed)|"
+    r"abort(?:s|ed)?|crash(?:es|ed)?|discard(?:s|ed)?|dropp(?:ed)|drops|"
+    r"falls? back|fell back|warn(?:s|ed|ing)?|overrid(?:e|es|den)|no effect|has no|"
+    r"is (?:not|never) (?:called|run|sent|used|applied|read|written)|"
+    r"(?:will|would|then) (?:be|get|stop|block|hang|wait|close|exit|end|continue|use))\b",
+    re.I)
 _HOW_TO = re.compile(r"^(?:how|what)\s+(?:do|does|can|could|should|would|must)\s+"
                      r"(?:i|you|we|one|users?|developers?)\s+(?P<verb>\w+)")
 #: Verbs of "how do I ..." whose answer is a command, a flag, a setting or code.
@@ -108,7 +124,7 @@ class Asked:
 
     terms: frozenset[str]
     focus: frozenset[str]  # terms of the asked thing's phrase
-    kinds: frozenset[str]  # number, code, place, list: what an answer holds
+    kinds: frozenset[str]  # number, code, place, list, outcome: what an answer holds
     names: frozenset[str]  # names the question writes as code, lower-cased
     numbers: frozenset[str]  # numbers the question writes (an answer brings others)
     # Routines the question names ("Gemma2DecoderLayer's forward method", `load()`): the code
@@ -183,6 +199,8 @@ def asked(question: str) -> Asked:
         kinds.add("number")
     if _WHERE.match(low):
         kinds.add("place")
+    if _WHAT_HAPPENS.search(low):
+        kinds.add("outcome")
     doing = _HOW_TO.match(low)
     if doing and doing.group("verb") in _DOING:
         kinds.add("code")
@@ -258,6 +276,8 @@ def signals(ask: Asked, shown: str, raw: str, *, code: bool, listed: bool,
         held = bool(_PLACE.search(raw))
     if not held and "list" in ask.kinds:
         held = listed
+    if not held and "outcome" in ask.kinds and not code:
+        held = bool(_OUTCOME.search(shown))
     pointer = bool(_POINTER.search(shown)) and not code
     defines, routine, identifiers = 0.0, False, frozenset[str]()
     if code and ask.names:
@@ -307,7 +327,11 @@ class Weights:
 def factor(ask: Asked, sig: Signals, weights: Weights) -> float:
     """The multiplier the signals give a unit's score."""
     value = 1.0
-    if ask.kinds:
+    # Code says what happens in statements (`raise`, `return`), which a word list does not
+    # tell from code that only mentions them ("returns twice!" of a C comment): an outcome
+    # is asked of prose only.
+    kinds = ask.kinds - {"outcome"} if sig.code else ask.kinds
+    if kinds:
         value *= (1 + weights.kind) if sig.kind else (1 - weights.missing_kind)
     if "number" in ask.kinds and not sig.number:
         value *= 1 - weights.missing_number
