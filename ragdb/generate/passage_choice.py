@@ -122,6 +122,10 @@ class Settings:
     # changed answers, exam rule 59 against 53 (README, round 11).
     cover_share: float = 0.3
     cover_relative: float = 0.3
+    # The sentence right after the best passage, in its paragraph, where it holds a question
+    # term or the asked kind and fits the room (1: on; 0: off): what a sentence leads to comes
+    # after it ("If you read it with `stream()`, ..." then "Any later call ... raises").
+    next_sentence: int = 0
 
     def weights(self) -> Weights:
         return Weights(kind=self.kind_weight, missing_kind=self.missing_kind,
@@ -446,6 +450,15 @@ def select_passages(
                                           settings.max_chars - used):
             if not any(_overlapping(p, shown) for p in passages):
                 passages.append(shown)
+                used += c.unit.end - c.unit.start
+        if settings.next_sentence and chosen:
+            after = _next_sentence(candidates, chosen, sigs, query, ask,
+                                   settings.max_chars - used)
+            if after is not None:
+                shown = _display(after, 0.0, query, settings, ask)
+                if shown is not None and not any(_overlapping(p, shown) for p in passages):
+                    chosen.append(after)
+                    passages.append(shown)
     if not passages:
         passages = _fallback(sources)
     passages += _settings_shown(passages, sources, query)
@@ -634,6 +647,30 @@ def _neighbours_shown(candidates: list[_Candidate], chosen: list[_Candidate], qu
             if shown is not None:
                 return [(n, shown)]
     return []
+
+
+def _next_sentence(candidates: list[_Candidate], chosen: list[_Candidate], sigs: list[Signals],
+                   query: set[str], ask: Asked, room: int) -> _Candidate | None:
+    """The sentence after the best passage when that is a sentence of prose: next in its
+    paragraph (only spaces and one line break between), not chosen, showable, within `room`,
+    holding a question term or the asked kind."""
+    best = chosen[0]
+    if is_code(best.source) or best.unit.kind not in ("sentence", "joined"):
+        return None
+    text = best.source.text
+    for n, c in enumerate(candidates):
+        unit = c.unit
+        if c.source is not best.source or unit.kind != "sentence" or unit.start < best.unit.end:
+            continue
+        between = text[best.unit.end:unit.start]
+        if between.strip() or between.count("\n") > 1:
+            continue
+        if c in chosen or not c.showable or unit.end - unit.start > room:
+            return None
+        if set(c.bag) & query or (ask.kinds and sigs[n].kind):
+            return c
+        return None
+    return None
 
 
 #: How many statements setting an asked name (from the file of the code using it) may join
