@@ -364,3 +364,15 @@ async def test_http_index_takes_exclude_and_names_fallbacks(
     assert response.json()["stats"]["fallback_paths"] == ["repo/broken.c"]
     with pytest.raises(RagdbError, match="at most 1000"):
         make_datasette(Path("rag.db"), extra={"exclude": ["x" * 10_000]})
+
+
+@pytest.mark.parametrize("language", ["dart", "zig", "kotlin", "c"])
+def test_the_c_family_reads_slash_comments_as_comments(language: str) -> None:
+    """One list of the C family (file_types.C_FAMILY) for the answerer: a bracket inside a
+    `//` comment of Dart or Zig code opens nothing (it did before they were in the list)."""
+    from ragdb.file_types import C_FAMILY
+    from ragdb.generate.spans import balanced
+
+    assert language in C_FAMILY
+    assert balanced("int f() { // see f( below\n  return 1;\n}\n", language)
+    assert not balanced("int f() {\n  return 1;\n", language)

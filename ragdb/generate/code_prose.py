@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
+from ragdb.file_types import C_FAMILY
 from ragdb.generate.spans import (
-    C_FAMILY,
     CONTROL,
     DEF_LINE,
     HASH_LINE,

@@ -12,8 +12,8 @@ import itertools
 import re
 from collections import Counter
 
+from ragdb.file_types import C_FAMILY
 from ragdb.generate.spans import (
-    C_FAMILY,
     CLOSING,
     CONTROL,
     DEF_LINE,

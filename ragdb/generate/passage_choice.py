@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ragdb.file_types import C_FAMILY
 from ragdb.generate.answer_signals import (
     Asked,
     Signals,
@@ -48,7 +49,6 @@ from ragdb.generate.code_prose import code_label, lead_sentence
 from ragdb.generate.code_window import defines_asked, setting_passage, windowed
 from ragdb.generate.markup import clean_markup
 from ragdb.generate.spans import Passage, SourceText, idf, is_code, terms
-from ragdb.generate.spans import C_FAMILY as _C_FAMILY
 from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
 from ragdb.generate.spans import balanced as _balanced
 from ragdb.generate.spans import bm25 as _bm25
@@ -291,7 +291,7 @@ _C_COMMENT = re.compile(r"/\*[\s\S]*?\*/|(?:^|(?<=\s))//[^\n]*")
 def _imports_only(code: str, kind: str) -> bool:
     """Code that is only imports, includes or `use` lines, with comments and a module
     docstring around them (a file's head: licence, docstring, imports)."""
-    if kind in _C_FAMILY:
+    if kind in C_FAMILY:
         plain = _C_COMMENT.sub("", code)
     else:
         plain = _DOCSTRING_STATEMENT.sub("", _HASH_COMMENT.sub("", code))
@@ -326,7 +326,7 @@ def _showable(source: SourceText, unit: Unit) -> bool:
     share many words with a question about the module, but tell a reader nothing)."""
     if is_code(source):
         code = source.text[unit.start:unit.end]
-        if source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code):
+        if source.kind not in C_FAMILY and _leaves_its_block(source.text, unit.start, code):
             return False
         words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
         if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
@@ -350,7 +350,7 @@ def _cut_code(source: SourceText, unit: Unit) -> bool:
     code = source.text[unit.start:unit.end]
     if _imports_only(code, source.kind):
         return False
-    leaves = source.kind not in _C_FAMILY and _leaves_its_block(source.text, unit.start, code)
+    leaves = source.kind not in C_FAMILY and _leaves_its_block(source.text, unit.start, code)
     return leaves or not _balanced(code, source.kind)
 
 

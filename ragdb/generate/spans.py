@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragdb.chunking import PROSE_FILE_KINDS
+from ragdb.file_types import C_FAMILY
 from ragdb.tokenize import STOPWORDS, analyse_terms
 
 if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
@@ -150,8 +151,6 @@ OPENING, CLOSING = "([{", ")]}"
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 HASH_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.M)
 _SLASH_COMMENT = re.compile(r"(?:^|(?<=\s))//.*$", re.M)
-C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
-                      "java", "csharp", "kotlin", "swift", "scala", "php"})
 
 
 def balanced(code: str, language: str) -> bool:
