@@ -2,7 +2,8 @@
 
 Settings are global, chosen on the tuning questions (the first 50 public docs questions, the
 code questions outside bench_accept's sample, half A of the four repositories; numbers in
-benchmarks/EXTRACTIVE.md). The units come from answer_units:
+benchmarks/EXTRACTIVE.md). The units come from answer_units, as candidates that passage_candidates
+marks worth showing or not:
 
 * score = lexical_weight * BM25 + (1 - lexical_weight) * cosine, each scaled to [0, 1] over the
   question's candidate units (BM25 over identifier-split, lightly stemmed terms, IDF over the
@@ -34,7 +35,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ragdb.file_types import C_FAMILY
 from ragdb.generate.answer_signals import (
     Asked,
     Signals,
@@ -44,13 +44,11 @@ from ragdb.generate.answer_signals import (
     signals,
     wants_targets,
 )
-from ragdb.generate.answer_units import Unit, introduces, source_units, unit_passage
+from ragdb.generate.answer_units import unit_passage
 from ragdb.generate.code_prose import code_label, lead_sentence
 from ragdb.generate.code_window import defines_asked, setting_passage, windowed
-from ragdb.generate.markup import clean_markup
+from ragdb.generate.passage_candidates import Candidate, fallback_passages, unit_candidates
 from ragdb.generate.spans import Passage, SourceText, idf, is_code, terms
-from ragdb.generate.spans import HASH_COMMENT as _HASH_COMMENT
-from ragdb.generate.spans import balanced as _balanced
 from ragdb.generate.spans import bm25 as _bm25
 
 if TYPE_CHECKING:  # imported when an answer is scored: `ragdb index` loads this module too
@@ -148,7 +146,6 @@ DEFAULT_SETTINGS = Settings()
 #: writer: its context stays what was measured (more context, more unsupported claims).
 WRITER_SETTINGS = replace(DEFAULT_SETTINGS, cover_share=0.0)
 
-_MIN_WORDS = 4  # prose units shorter than this are labels, not answers
 _EMBED_CHARS = 600  # past this a unit's start says enough for its vector
 
 
@@ -164,91 +161,6 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low)
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    source: SourceText
-    unit: Unit
-    shown: str  # cleaned text, what is embedded and compared
-    bag: Counter[str]
-    # False for a unit not worth showing (see _showable): scored with the rest, so that the
-    # IDF and the scaling do not depend on it, but never shown.
-    showable: bool = True
-    # Code cut out of its context (a chunk begins inside a statement or block): shown only as
-    # the window of its lines that answers, marked as having lines left out before it.
-    cut: bool = False
-    window: Passage | None = None  # how cut code is shown (its bag and text are the window's)
-
-
-_MID_SENTENCE = re.compile(r"[,.;:)\]]|\(?[a-z]+\b(?![-_./(`])")
-
-
-def _starts_mid_sentence(text: str, start: int, kind: str) -> bool:
-    """The unit's first words continue a sentence it does not hold: the chunk's start was moved
-    back to a word inside one (`(which contain info on tile shapes...) can perform ...`), or a
-    paragraph goes on with a sentence a code block interrupted (`then you must update ...`
-    after the error it quotes). A name written in lower case (`vLLM`, `pip`...) in a sentence
-    of its own is no such case unless it is all lower-case letters, which a sentence's first
-    word rarely is."""
-    if text[:start].strip() and kind not in ("sentence", "joined"):
-        return False
-    return bool(_MID_SENTENCE.match(text, start))
-
-
-def _candidates(sources: Sequence[SourceText], settings: Settings) -> list[_Candidate]:
-    out = []
-    for source in sources:
-        tail = _tail_of_sibling(source, sources)
-        for unit in source_units(source):
-            if unit.end - unit.start > settings.max_unit_chars:
-                continue
-            raw = source.text[unit.start:unit.end]
-            code = is_code(source) or unit.kind == "literal"
-            if unit.head_start >= 0:  # a row under its column names
-                raw = source.text[unit.head_start:unit.head_end] + "\n" + raw
-            shown = raw if code else clean_markup(raw)
-            bag = Counter(terms(shown))
-            words = len(re.findall(r"[A-Za-z]{2,}", shown))
-            if words < 3 or (unit.kind not in ("block", "literal") and words < _MIN_WORDS):
-                continue  # a path, a heading-like line or a lone word is no answer
-            if unit.kind not in ("block", "literal") and (
-                    introduces(shown) or shown.rstrip("*_ ").endswith("?")):
-                continue  # an introduction without what it introduces, or a question
-            cut = _cut_code(source, unit)
-            showable = cut or (_showable(source, unit) and unit.start != tail)
-            out.append(_Candidate(source, unit, shown, bag, showable, cut))
-    return out
-
-
-def _tail_of_sibling(source: SourceText, sources: Sequence[SourceText]) -> int:
-    """Where the source's first sentence starts when it is the end of a sentence of another
-    source of the same file (chunks overlap: "Python's memory tracking misses." opens the
-    chunk after "... spot native leaks that\nPython's memory tracking misses."): no unit
-    starting there is shown, as none starting inside a sentence is; -1 when it is none."""
-    if is_code(source):
-        return -1
-    text = source.text
-    start = len(text) - len(text.lstrip())
-    end = _SENTENCE_STOP.search(text, start)
-    first = text[start:end.end() if end else len(text)].strip()
-    if len(first) < 8:
-        return -1
-    for other in sources:
-        if other is source or other.file_path != source.file_path or is_code(other):
-            continue
-        at = other.text.find(first)
-        while at > 0:
-            before = other.text[:at]
-            kept = before.rstrip()
-            gap = before[len(kept):].replace(" ", "").replace("\t", "")
-            if kept and "\n\n" not in gap and (kept[-1].isalnum() or kept[-1] in ",;("):
-                return start  # a word, not a sentence's end nor a blank line, before it
-            at = other.text.find(first, at + 1)
-    return -1
-
-
-_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)")
-
-
 _LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
 
 
@@ -257,7 +169,7 @@ _LISTED = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)]|\|)[ \t]*\S", re.M)
 _VALUE_WORDS = frozenset({"default", "defaults", "value", "values"})
 
 
-def _signals(ask: Asked, candidate: _Candidate) -> Signals:
+def _signals(ask: Asked, candidate: Candidate) -> Signals:
     """The answer-bearing signals of one candidate (see answer_signals)."""
     unit = candidate.unit
     listed = unit.kind in ("item", "row") or len(_LISTED.findall(candidate.shown)) >= 2
@@ -278,115 +190,12 @@ def _signals(ask: Asked, candidate: _Candidate) -> Signals:
 
 # One import, include or use statement of Python, C and C++, JavaScript and TypeScript, Go, Rust
 # or Java (a package line too), with what follows it on its line.
-_IMPORT = (r"(?:from\s+[\w.]+\s+import\s*(?:\([^)]*\)|[^\n]*)|import\s*(?:\([^)]*\)|[^\n]*)"
-           r"|#\s*include\s*[<\"][^\n]*|use\s+[^;]+;[^\n]*|package\s+[\w.]+;?[^\n]*"
-           r"|(?:const|let|var)\s+\w+\s*=\s*require\([^)]*\)[^\n]*)")
-_IMPORTS_ONLY = re.compile(rf"\s*{_IMPORT}(?:\s+{_IMPORT})*\s*")
-# What a file's head holds around its imports and says nothing about the code: comments (a
-# licence, `# SPDX-...`) and, in Python, a module docstring standing as its own statement.
-_DOCSTRING_STATEMENT = re.compile(r'^[ \t]*[rRbBuU]?("""|\'\'\')[\s\S]*?\1[ \t]*$', re.M)
-_C_COMMENT = re.compile(r"/\*[\s\S]*?\*/|(?:^|(?<=\s))//[^\n]*")
-
-
-def _imports_only(code: str, kind: str) -> bool:
-    """Code that is only imports, includes or `use` lines, with comments and a module
-    docstring around them (a file's head: licence, docstring, imports)."""
-    if kind in C_FAMILY:
-        plain = _C_COMMENT.sub("", code)
-    else:
-        plain = _DOCSTRING_STATEMENT.sub("", _HASH_COMMENT.sub("", code))
-    return bool(_IMPORTS_ONLY.fullmatch(plain))
-
-
-# A fenced block holding only snippet includes (`--8<-- "protocol.py:extra-params"`): the code
-# a reader would want is in another file, and the block shows a directive instead.
-_INCLUDE_ONLY_BLOCK = re.compile(
-    r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:[ \t]*(?:--8<--[^\n]*)?\n)*?[ \t]*--8<--[^\n]*\n"
-    r"(?:[ \t]*(?:--8<--[^\n]*)?\n)*[ \t]*\1[ \t]*$", re.M)
-
-
-# Code that is only comment lines: `#`, `//` or the lines of a `/* ... */` block.
-_COMMENT_LINES = re.compile(r"(?:[ \t]*(?:#|//|/\*|\*)[^\n]*(?:\n|$)|[ \t]*\n)+")
-
-
-# A table's legend ("- ✅︎ indicates that the method is supported", "* 🚧 means ..."): what a
-# mark in the table means, which says nothing without the table.
-_LEGEND = re.compile(r"\s*(?:[-*+]\s+)?[^\w\s]{1,4}\s+(?:indicates|means|denotes|marks|"
-                     r"represents|stands for)\b")
-
-
-# A list item that points at what came before the list ("In the example above, the plugin
-# value is ..."): shown alone, the example it explains is missing.
-_POINTS_ABOVE = re.compile(r"\b(?:the(?:\s+[\w-]+){1,3}\s+above|aforementioned)\b", re.I)
-
-
-def _showable(source: SourceText, unit: Unit) -> bool:
-    """Worth showing: not cut out of the middle of an expression (code) or of a sentence
-    (prose), not a table's legend, and not only imports or snippet includes (module paths
-    share many words with a question about the module, but tell a reader nothing)."""
-    if is_code(source):
-        code = source.text[unit.start:unit.end]
-        if source.kind not in C_FAMILY and _leaves_its_block(source.text, unit.start, code):
-            return False
-        words = re.findall(r"[A-Za-z]{2,}", re.sub(r"\S*://\S*", "", code))
-        if _COMMENT_LINES.fullmatch(code) and len(words) < 12:
-            return False  # a banner or a licence line (`# ruff: noqa`), not an answer
-        return _balanced(code, source.kind) and not _imports_only(code, source.kind)
-    if _starts_mid_sentence(source.text, unit.start, unit.kind):
-        return False
-    raw = source.text[unit.start:unit.end]
-    if unit.kind in ("item", "sentence") and _LEGEND.match(clean_markup(raw)):
-        return False
-    if unit.kind == "item" and _POINTS_ABOVE.search(raw):
-        return False  # "3. **Plugin value**: ... In the example above, ...": the list's tail
-    return "--8<--" not in raw or not _INCLUDE_ONLY_BLOCK.search(raw)
-
-
-def _cut_code(source: SourceText, unit: Unit) -> bool:
-    """Code of a code file cut out of its context (it closes a bracket it did not open, leaves
-    an unclosed one, or leaves the block it starts in), and not only imports."""
-    if not is_code(source):
-        return False
-    code = source.text[unit.start:unit.end]
-    if _imports_only(code, source.kind):
-        return False
-    leaves = source.kind not in C_FAMILY and _leaves_its_block(source.text, unit.start, code)
-    return leaves or not _balanced(code, source.kind)
-
-
-def _leaves_its_block(text: str, start: int, code: str) -> bool:
-    """Code that starts deeper than a later line: it begins inside a block it then leaves (a
-    chunk cut in the middle of a function, `    return x` then `return None`; CMake's `list(...)`
-    then `else()`). Not for the brace languages, whose closing lines sit one level up: there a
-    brace closed that the span did not open says the same (_balanced)."""
-    first = start - (text.rfind("\n", 0, start) + 1)
-    return any(len(line) - len(line.lstrip()) < first
-               for line in code.split("\n")[1:] if line.strip())
-
-
-def _fallback(sources: Sequence[SourceText]) -> list[Passage]:
-    """The first sentence(s) of the best-ranked source that has any text: showable units when
-    any source has one, else the first unit there is (an answer is never empty)."""
-    for only_showable in (True, False):
-        for source in sources:
-            units = [u for u in source_units(source) if u.kind != "code"] or source_units(source)
-            if only_showable:
-                units = [u for u in units if _showable(source, u)]
-            if not units:
-                continue
-            chosen = [units[0]]
-            if units[0].end - units[0].start < 80 and len(units) > 1:
-                chosen.append(units[1])
-            return [unit_passage(source, u) for u in chosen]
-    return []
-
-
-def _overlaps(a: _Candidate, b: _Candidate) -> bool:
+def _overlaps(a: Candidate, b: Candidate) -> bool:
     return (a.source.number == b.source.number
             and a.unit.start < b.unit.end and b.unit.start < a.unit.end)
 
 
-def _duplicate(a: _Candidate, b: _Candidate, threshold: float) -> bool:
+def _duplicate(a: Candidate, b: Candidate, threshold: float) -> bool:
     x, y = set(a.bag), set(b.bag)
     if not x or not y:
         return a.shown == b.shown
@@ -408,7 +217,7 @@ def select_passages(
     """
     query = set(terms(question))
     candidates = [_as_window(c, query, settings) if c.cut else c
-                  for c in _candidates(sources, settings)]
+                  for c in unit_candidates(sources, settings.max_unit_chars)]
     passages: list[Passage] = []
     if candidates:
         ask = asked(question)
@@ -416,7 +225,7 @@ def select_passages(
         score = _scores(question, ask, candidates, sigs, embed, settings)
         order = sorted((i for i, c in enumerate(candidates) if c.showable), key=lambda i: -score[i])
         order = _pointers_yield(order, sigs, score, ask, settings.pointer_yield)
-        chosen: list[_Candidate] = []
+        chosen: list[Candidate] = []
         best, used = 0.0, 0
         for i in order:
             c = candidates[i]
@@ -460,7 +269,7 @@ def select_passages(
                     chosen.append(after)
                     passages.append(shown)
     if not passages:
-        passages = _fallback(sources)
+        passages = fallback_passages(sources)
     passages += _settings_shown(passages, sources, query)
     passages = _rows_merged(passages)
     passages.sort(key=lambda p: (p.number, p.start))
@@ -476,7 +285,7 @@ def select_passages(
     return passages
 
 
-def _scores(question: str, ask: Asked, candidates: list[_Candidate], sigs: list[Signals],
+def _scores(question: str, ask: Asked, candidates: list[Candidate], sigs: list[Signals],
             embed: Embed | None, settings: Settings) -> np.ndarray:
     """Each candidate's score: BM25 and cosine, times the rank, answer-signal (`sigs`, one
     per candidate), code and length priors (see the module's docstring)."""
@@ -523,10 +332,10 @@ def _scores(question: str, ask: Asked, candidates: list[_Candidate], sigs: list[
     return score
 
 
-def _covering(candidates: list[_Candidate], score: np.ndarray, order: list[int],
-              chosen: list[_Candidate], passages: list[Passage], query: set[str], ask: Asked,
+def _covering(candidates: list[Candidate], score: np.ndarray, order: list[int],
+              chosen: list[Candidate], passages: list[Passage], query: set[str], ask: Asked,
               settings: Settings, best: float, used: int
-              ) -> tuple[_Candidate, Passage] | None:
+              ) -> tuple[Candidate, Passage] | None:
     """The candidate that answers the part of the question the chosen passages leave out
     (settings.cover_share), shown as it would be; None when they cover enough or none does."""
     if settings.cover_share <= 0 or not chosen:
@@ -573,7 +382,7 @@ def _pointers_yield(order: list[int], sigs: list[Signals], score: np.ndarray,
     return [i for i in order if i not in pointers or best_content < share * float(score[i])]
 
 
-def _whole_list(item: _Candidate, candidates: list[_Candidate], room: int) -> _Candidate:
+def _whole_list(item: Candidate, candidates: list[Candidate], room: int) -> Candidate:
     """A list question answered by one item gets the list: the item's list with the sentence
     or heading that introduces it (the joined unit holding the item), where it is showable
     and fits in `room` characters; else the item. One bullet ("Note: coverage may change")
@@ -589,7 +398,7 @@ def _whole_list(item: _Candidate, candidates: list[_Candidate], room: int) -> _C
     return best
 
 
-def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
+def _display(c: Candidate, score: float, query: set[str], settings: Settings,
              ask: Asked) -> Passage | None:
     """How a chosen candidate is shown: code cut out of its context as the window of its lines
     that answers (None when no line does), a piece of a long definition as its window under
@@ -609,7 +418,7 @@ def _display(c: _Candidate, score: float, query: set[str], settings: Settings,
     return passage
 
 
-def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate:
+def _as_window(c: Candidate, query: set[str], settings: Settings) -> Candidate:
     """Code cut out of its context, scored as what it would show: the window of its lines
     that answers (not showable when no line does)."""
     unit = c.unit
@@ -622,9 +431,9 @@ def _as_window(c: _Candidate, query: set[str], settings: Settings) -> _Candidate
     return replace(c, shown=window.text, bag=Counter(terms(window.text)), window=window)
 
 
-def _neighbours_shown(candidates: list[_Candidate], chosen: list[_Candidate], query: set[str],
+def _neighbours_shown(candidates: list[Candidate], chosen: list[Candidate], query: set[str],
                       settings: Settings, ask: Asked, room: int
-                      ) -> list[tuple[_Candidate, Passage]]:
+                      ) -> list[tuple[Candidate, Passage]]:
     """Code right next to chosen code (only blank lines between, in the same source, not a
     piece of a long definition) that holds a question term no chosen passage holds: the
     `// deprecated` constants after the flags asked by name ("... and what about the
@@ -649,8 +458,8 @@ def _neighbours_shown(candidates: list[_Candidate], chosen: list[_Candidate], qu
     return []
 
 
-def _next_sentence(candidates: list[_Candidate], chosen: list[_Candidate], sigs: list[Signals],
-                   query: set[str], ask: Asked, room: int) -> _Candidate | None:
+def _next_sentence(candidates: list[Candidate], chosen: list[Candidate], sigs: list[Signals],
+                   query: set[str], ask: Asked, room: int) -> Candidate | None:
     """The sentence after the best passage when that is a sentence of prose: next in its
     paragraph (only spaces and one line break between), not chosen, showable, within `room`,
     holding a question term or the asked kind."""
