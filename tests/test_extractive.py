@@ -472,6 +472,22 @@ def test_html_in_prose_shows_as_its_text_and_placeholders_stay() -> None:
     assert clean_markup("```html\n<p>as written</p>\n```") == "```html\n<p>as written</p>\n```"
 
 
+def test_a_blockquote_loses_its_markers_and_reads_as_prose() -> None:
+    # Session 34: fastify's and ent's docs quote their warnings; joined as they were, a
+    # quoted warning read "the first one takes >   precedence".
+    raw = ("> ⚠ Warning:\n> * When using both `return value` and `reply.send(value)`, the "
+           "first one takes\n>   precedence, the second is discarded.\n> * Calling "
+           "`reply.send()` outside\n>   of the promise needs care.")
+    assert clean_markup(raw) == (
+        "⚠ Warning:\n* When using both `return value` and `reply.send(value)`, the first one "
+        "takes precedence, the second is discarded.\n* Calling `reply.send()` outside of the "
+        "promise needs care.")
+    assert clean_markup("> [!NOTE]\n> Nested\n> > quotes too.") == "Nested quotes too."
+    # A doctest is no quote (shown as a block), nor a comparison inside a sentence.
+    assert clean_markup(">>> f(1)\n2") == "```\n>>> f(1)\n2\n```"
+    assert clean_markup("Use a > b only.") == "Use a > b only."
+
+
 def test_yard_references_show_as_their_title_or_target() -> None:
     raw = ("The tags {tag:!macro} and {tag:!method} are directives; see {file:docs/Tags.md "
            "meta-data tags} and {file:README.md}.")

@@ -79,6 +79,11 @@ _RST_LITERAL = re.compile(r"``([^`\n]+)``")
 # MyST roles, `{meth}`Command.main`` or `{func}`edit <click.edit>``: the text, as code.
 _MYST_ROLE = re.compile(r"\{[\w:.-]+\}`~?([^`<\n]+?)(?:\s*<[^>\n]*>)?`")
 _LEADING_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+# A blockquote's markers (`> `, nested `> > `) on each of its lines: joined as they were, a
+# quoted warning read "takes >   precedence". GitHub's alert line (`> [!NOTE]`) is a marker
+# like an admonition's. A doctest's `>>>` is no quote.
+_QUOTE_MARKER = re.compile(r"^(?!>>>)(?:>[ \t]?)+")
+_ALERT = re.compile(r"^\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.I)
 # HTML in Markdown prose (a README's `<p class="note">`, `<strong>`): the tags go, their text
 # stays; code-like ones put their text in backticks. Only HTML's own names, so a placeholder
 # (`--model <name>`, `List<String>`) is left alone.
@@ -214,6 +219,9 @@ def clean_markup(text: str, link_targets: bool = False) -> str:
         if ADMONITION.match(line) or UNDERLINE.match(line):
             continue
         if RST_DIRECTIVE.match(line) or TABLE_RULE.match(line):
+            continue
+        stripped = _QUOTE_MARKER.sub("", stripped).strip()
+        if _ALERT.match(stripped):
             continue
         stripped = _links_as_text(re.sub(r"^#{1,6}\s+", "", stripped), link_targets)
         stripped = _without_html(stripped)
