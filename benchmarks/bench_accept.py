@@ -31,6 +31,8 @@ apart and leaves it out of "the 130".
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive --repos3
     uv run --frozen python -m benchmarks.bench_accept sample --repos3 --name NAME \
         --settings '{"window_min_chars": 600}'   # a variant, beside bench_writer's runs
+    uv run --frozen python -m benchmarks.bench_accept sample --style writer --repos3 \
+        --only ID,ID   # those answers again, in the sample's own file
     uv run --frozen python -m benchmarks.bench_accept report
 """
 
@@ -116,11 +118,17 @@ def use_extractive_settings(overrides: dict[str, Any]) -> None:
 
 
 def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, Any] | None = None,
-                  name: str = "") -> Path:
+                  name: str = "", only: frozenset[str] = frozenset()) -> Path:
     """The sample answered; with `settings` (fields of passage_choice.Settings) the extractive
     answers under them, written with `name` beside bench_writer's tuning runs as
-    answers_held_<name>.json (for `bench_writer pair`), the sample's own file left as it is."""
+    answers_held_<name>.json (for `bench_writer pair`), the sample's own file left as it is.
+    With `only` (question ids), those questions alone are answered again and replace theirs in
+    the sample's own file (the writer's answers where the passages it is shown changed: 250 of
+    them take most of an hour on 2 cores); the replaced answers go to
+    answers_<style>_replaced.json, for a blind pairing."""
     answer_style, model = STYLES[style]
+    if only and (settings or name):
+        raise SystemExit("--only answers into the sample's own file: no --settings or --name")
     if settings:
         if style != "extractive" or not name:
             raise SystemExit("--settings needs --style extractive and --name")
@@ -128,6 +136,8 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in sample(repos3):
+        if only and question.question_id not in only:
+            continue
         rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
         started = time.perf_counter()
         result = rag.answer(question.question, k, Mode.hybrid, style=answer_style)
@@ -143,6 +153,13 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
         CONTEXT_DIR.mkdir(parents=True, exist_ok=True)
         path = CONTEXT_DIR / f"answers_held_{name}.json"
         path.write_text(json.dumps({"context": settings or {}, "answers": out}, indent=1))
+    elif only:
+        path = ACCEPT_DIR / f"answers_{style}.json"
+        saved = json.loads(path.read_text())
+        fresh = {a["id"]: a for a in out}
+        (ACCEPT_DIR / f"answers_{style}_replaced.json").write_text(
+            json.dumps([a for a in saved if a["id"] in fresh], indent=1))
+        path.write_text(json.dumps([fresh.get(a["id"], a) for a in saved], indent=1))
     else:
         ACCEPT_DIR.mkdir(parents=True, exist_ok=True)
         path = ACCEPT_DIR / f"answers_{style}.json"
@@ -218,9 +235,12 @@ def main() -> None:
                         "as JSON (fields of passage_choice.Settings); needs --name")
     parser.add_argument("--name", default="", help="sample: write writer/context/"
                         "answers_held_NAME.json instead of the sample's own file")
+    parser.add_argument("--only", default="", help="sample: comma-separated question ids "
+                        "answered again in the sample's own file, the others kept")
     args = parser.parse_args()
     if args.action == "sample":
-        answer_sample(args.style, args.k, args.repos3, json.loads(args.settings), args.name)
+        answer_sample(args.style, args.k, args.repos3, json.loads(args.settings), args.name,
+                      frozenset(filter(None, args.only.split(","))))
     else:
         report()
 
