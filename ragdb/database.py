@@ -506,6 +506,7 @@ class RagDB:
             "total_s": round(result.total_s, 3),
             "prompt_tokens": result.prompt_tokens,
             "new_tokens": result.new_tokens,
+            "stopped_at_time_limit": result.stopped_at_time_limit,
         })
         return Answer(question, k, mode, hits, result.text, list(result.cited), result.model,
                       list(result.sources), timings, style=made.value, check=result.check)

@@ -56,3 +56,21 @@ def test_ctrl_c_propagates_as_keyboard_interrupt(generator: Generator) -> None:
     with pytest.raises(KeyboardInterrupt):
         generator.answer("How do I serve LoRA adapters?", [LORA], on_token=interrupt)
     assert generator.answer("How do I serve LoRA adapters?", [LORA]).text  # still usable
+
+
+def test_writing_stops_at_the_time_limit(generator: Generator) -> None:
+    """A limit already past when the first piece comes: the model is stopped there (a few
+    tokens, as the streamer gets them), and the answer says so; without the limit the same
+    question runs to its end. (Cut like an answer at max_new_tokens; the writer's check then
+    drops what has no citation: tests/test_writer.py.)"""
+    question, sources = "How do I serve LoRA adapters?", [LORA, LOAD, QUICK]
+    whole = generator.answer(question, sources)
+    limit = generator.time_limit_s
+    generator.time_limit_s = 0.0
+    try:
+        cut = generator.answer(question, sources)
+    finally:
+        generator.time_limit_s = limit
+    assert cut.stopped_at_time_limit and not whole.stopped_at_time_limit
+    assert cut.new_tokens < min(16, whole.new_tokens), (cut.new_tokens, whole.new_tokens)
+    assert cut.text and len(cut.text) < len(whole.text)

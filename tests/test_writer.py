@@ -460,3 +460,22 @@ def test_a_passage_the_writer_restated_word_for_word_is_not_shown_again() -> Non
     assert result.check is not None and result.check["fallback"] is None, result.check
     assert result.check["evidence_from"] == []
     assert result.text.count("LoRA adapted models") == 1
+
+
+def test_a_writer_stopped_at_its_time_limit_falls_back_to_passages(
+    generator: Generator,
+) -> None:
+    """The real SmolLM2 as the writer with a limit already past: nothing finished survives, so
+    the answer is the extractive one, and the check and timings say the writer was stopped."""
+    limit = generator.time_limit_s
+    generator.time_limit_s = 0.0
+    try:
+        checked = CheckedAnswerer(generator, ExtractiveAnswerer(None, lambda path: "markdown"))
+        result = checked.answer("How do I forward the vllm-router-service port?", _sources())
+    finally:
+        generator.time_limit_s = limit
+    assert result.stopped_at_time_limit
+    assert result.check is not None and result.check["stopped_at_time_limit"] is True
+    assert result.check["fallback"] == "extractive" and result.model == EXTRACTIVE_NAME
+    numbers = {int(n) for n in re.findall(r"\[(\d+)\]", result.text)}
+    assert numbers and numbers <= {1, 2}

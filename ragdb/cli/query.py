@@ -161,6 +161,8 @@ def _check_summary(check: dict[str, Any]) -> str:
         line += f"; {len(check['recited'])} cited to the given source that says it"
     if check.get("evidence_from"):
         line += "; followed by the passages it was written from"
+    if check.get("stopped_at_time_limit"):
+        line += "; the writer was stopped at its time limit"
     if check.get("fallback"):
         line += "; too little survived, so the answer is passages of the sources"
     return line

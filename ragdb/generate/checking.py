@@ -84,6 +84,7 @@ class CheckReport:
     removed_citations: list[int] = field(default_factory=list)
     fallback: str | None = None  # "extractive" when too little survived
     writer: str | None = None  # the model whose answer was checked
+    stopped_at_time_limit: bool = False  # the writer was stopped before it finished
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +98,7 @@ class CheckReport:
             "removed_citations": self.removed_citations,
             "fallback": self.fallback,
             "writer": self.writer,
+            "stopped_at_time_limit": self.stopped_at_time_limit,
         }
 
 

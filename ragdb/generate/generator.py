@@ -19,6 +19,7 @@ from ragdb.generate.prompt import (
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_QUESTION_CAP,
     DEFAULT_REPETITION_PENALTY,
+    DEFAULT_TIME_LIMIT_S,
     LEAD_CITATION_PREFIX,
     OFFLINE_CONTEXT_TOKENS,
     OFFLINE_MAX_NEW_TOKENS,
@@ -52,6 +53,7 @@ class GeneratedAnswer:
     total_s: float
     sources: list[PromptSource] = field(default_factory=list)
     check: dict[str, Any] | None = None  # what the claim check kept and dropped, when it ran
+    stopped_at_time_limit: bool = False  # the writing was cut by Generator.time_limit_s
 
 
 class _Streamer:
@@ -62,7 +64,8 @@ class _Streamer:
     """
 
     def __init__(
-        self, n_sources: int, on_token: Callable[[str], None] | None, prefix: str
+        self, n_sources: int, on_token: Callable[[str], None] | None, prefix: str,
+        deadline: float | None = None,
     ) -> None:
         import openvino_genai
 
@@ -73,16 +76,20 @@ class _Streamer:
         self.emitted = ""
         self.first_piece_at: float | None = None
         self.looping = False
+        self.deadline = deadline  # time.perf_counter() past which writing stops
+        self.timed_out = False
         self.error: BaseException | None = None
 
     def __call__(self, piece: str) -> Any:
         try:
+            now = time.perf_counter()
             if self.first_piece_at is None:
-                self.first_piece_at = time.perf_counter()
+                self.first_piece_at = now
             self.raw += piece
             view, self.looping = stream_view(self.raw, self.n_sources)
             self.emit(view)
-            return self._status.STOP if self.looping else self._status.RUNNING
+            self.timed_out = self.deadline is not None and now >= self.deadline
+            return self._status.STOP if self.looping or self.timed_out else self._status.RUNNING
         except BaseException as exc:  # noqa: B036 - re-raised by Generator.answer
             self.error = exc
             return self._status.CANCEL
@@ -115,6 +122,7 @@ class Generator:
         question_cap: int = DEFAULT_QUESTION_CAP,
         repetition_penalty: float = DEFAULT_REPETITION_PENALTY,
         lead_citation: bool | None = None,
+        time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
     ) -> None:
         import openvino_genai
 
@@ -135,6 +143,7 @@ class Generator:
         self.context_tokens = min(context, trained) if trained else context
         self.question_cap = question_cap
         self.lead_citation = small if lead_citation is None else lead_citation
+        self.time_limit_s = time_limit_s  # None: no limit but max_new_tokens
         self.prompt_budget = self.context_tokens - self.max_new_tokens
         if self.prompt_budget < question_cap + MIN_SOURCE_BUDGET + 200:
             raise RagdbError(
@@ -213,7 +222,9 @@ class Generator:
         sources: list[PromptSource],
         on_token: Callable[[str], None] | None = None,
     ) -> GeneratedAnswer:
-        """Answer from `sources` only; Ctrl-C raises KeyboardInterrupt once generation stops."""
+        """Answer from `sources` only; Ctrl-C raises KeyboardInterrupt once generation stops.
+        Writing stops `time_limit_s` after the call (a slow host must not hold an answer, or
+        the HTTP request waiting on it, for a minute): what was finished by then stands."""
         if not sources:
             return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
         with self._lock:
@@ -228,7 +239,9 @@ class Generator:
             if lead:
                 prefix += LEAD_CITATION_PREFIX
                 prompt += LEAD_CITATION_PREFIX
-            streamer = _Streamer(len(used), on_token, prefix)
+            deadline = (started + self.time_limit_s if self.time_limit_s is not None
+                        else None)
+            streamer = _Streamer(len(used), on_token, prefix, deadline)
             if self.resolved.writer and not thinking:
                 self._set_writer_grammar(len(used))
             else:
@@ -249,7 +262,7 @@ class Generator:
             truncated = finish[0] == _finish_reason_length()
         else:
             truncated = new_tokens >= self.max_new_tokens
-        truncated = truncated and not streamer.looping
+        truncated = (truncated or streamer.timed_out) and not streamer.looping
         raw = streamer.raw if streamer.looping else prefix + result.texts[0]
         text, cited = clean_answer(raw, len(used), truncated=truncated)
         if not text:
@@ -269,6 +282,7 @@ class Generator:
             first_token_s=first,
             total_s=total,
             sources=used,
+            stopped_at_time_limit=streamer.timed_out and not streamer.looping,
         )
 
 

@@ -68,6 +68,11 @@ DEFAULT_QUESTION_CAP = 160
 # with wider passages was measured and not kept: passage_choice.WRITER_SETTINGS.)
 WRITER_CONTEXT_TOKENS = 1024
 WRITER_MAX_NEW_TOKENS = 176
+# Wall-clock seconds a model may write for (any model): the issue's 30 s an answer, less the
+# passages' choice and the check. On an AVX2-only host the writer decodes a few tokens a
+# second, and its slowest answers ran past 40 s; stopped here, the finished sentences are
+# checked as those of an answer cut by max_new_tokens are.
+DEFAULT_TIME_LIMIT_S = 25.0
 # > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
 DEFAULT_REPETITION_PENALTY = 1.0
 LEAD_CITATION_PREFIX = "According to ["

@@ -248,6 +248,7 @@ class CheckedAnswerer:
         checked = check_answer(renumber_citations(written.text, draft.mapping), draft.given,
                                question=question, writer=self.model)
         report = checked.report
+        report.stopped_at_time_limit = written.stopped_at_time_limit
         model = self.model
         on_token = gate.on_token if gate is not None else None
         # The reader's passages (the fallback, and those shown after the kept sentences)
@@ -279,5 +280,5 @@ class CheckedAnswerer:
             prompt_tokens=written.prompt_tokens, new_tokens=written.new_tokens,
             first_token_s=draft.selected_s + written.first_token_s,
             total_s=total, sources=list(sources),
-            check=report.as_json(),
+            check=report.as_json(), stopped_at_time_limit=written.stopped_at_time_limit,
         )

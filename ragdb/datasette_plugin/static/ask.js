@@ -96,6 +96,9 @@
     if (check.evidence_from && check.evidence_from.length) {
       line += ", followed by the passages it was written from";
     }
+    if (check.stopped_at_time_limit) {
+      line += "; the writer was stopped at its time limit";
+    }
     if (check.fallback) {
       line += "; too little survived, so these are passages of the sources (the " +
         check.writer + " answer was not shown)";
