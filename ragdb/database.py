@@ -56,16 +56,13 @@ from ragdb.generate.styles import (
 )
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.resources import models_dir, sql
+from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
 from ragdb.retrieve import (
-    MAX_K,
     NO_FILTERS,
     Filters,
     Hit,
     Mode,
     Searcher,
-    check_k,
-    check_dataset_questions,
-    check_question,
     index_is_empty,
     search_results,
     source_span,

@@ -26,7 +26,8 @@ from ragdb.database import RagDB
 from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
-from ragdb.retrieve import MAX_K, Filters, Hit, Mode, check_k
+from ragdb.input_rules import MAX_K, check_k
+from ragdb.retrieve import Filters, Hit, Mode
 from ragdb.schemas import describe
 
 INSTRUCTIONS = (

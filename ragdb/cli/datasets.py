@@ -28,7 +28,8 @@ from ragdb.cli.shared import (
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
-from ragdb.retrieve import Mode, check_k
+from ragdb.input_rules import check_k
+from ragdb.retrieve import Mode
 
 
 def search_dataset_command(

@@ -26,7 +26,8 @@ from ragdb.cli.shared import (
 )
 from ragdb.generate.style import Style
 from ragdb.jsonfiles import check_writable, write_json_atomic
-from ragdb.retrieve import MAX_K, Mode, check_k, check_question
+from ragdb.input_rules import MAX_K, check_k, check_question
+from ragdb.retrieve import Mode
 
 
 def search_command(

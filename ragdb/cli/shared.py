@@ -16,7 +16,8 @@ import typer
 
 from ragdb.db import location
 from ragdb.generate.style import Style
-from ragdb.retrieve import MAX_K, Mode
+from ragdb.input_rules import MAX_K
+from ragdb.retrieve import Mode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ragdb.database import RagDB

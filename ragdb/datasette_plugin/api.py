@@ -31,14 +31,11 @@ from ragdb.datasette_plugin.service import (
 )
 from ragdb.errors import MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.style import Style
+from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
 from ragdb.retrieve import (
-    MAX_K,
     Filters,
     Hit,
     Mode,
-    check_dataset_questions,
-    check_k,
-    check_question,
     search_results,
     source_json,
 )

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from markupsafe import Markup
 
 from ragdb.resources import resource_dir
-from ragdb.retrieve import MAX_QUESTION_CHARS
+from ragdb.input_rules import MAX_QUESTION_CHARS
 from ragdb.tokenize import fts_query, query_terms
 
 
