@@ -45,7 +45,7 @@ from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_from_env
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.styles import (
@@ -435,7 +435,7 @@ class RagDB:
                 resolved = self.resolved_model()
                 for note in self._resolve_notes:
                     self.warn(note)
-                self._generator = Generator(resolved)
+                self._generator = Generator(resolved, time_limit_s=time_limit_from_env())
             return self._generator
 
     def answerer(self, style: Style | str = Style.auto

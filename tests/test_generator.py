@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from ragdb.generate.generator import EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, Generator
+from ragdb.errors import RagdbError
+from ragdb.generate.generator import (EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, TIME_LIMIT_ENV,
+                                      Generator, time_limit_from_env)
 from ragdb.generate.models import OFFLINE_NAME
+from ragdb.generate.prompt import DEFAULT_TIME_LIMIT_S
 
+from tests.conftest import index_rows, one_line_error, run_cli, write_corpus
 from tests.generate_support import LOAD, LORA, QUICK
 
 
@@ -74,3 +79,28 @@ def test_writing_stops_at_the_time_limit(generator: Generator) -> None:
     assert cut.stopped_at_time_limit and not whole.stopped_at_time_limit
     assert cut.new_tokens < min(16, whole.new_tokens), (cut.new_tokens, whole.new_tokens)
     assert cut.text and len(cut.text) < len(whole.text)
+
+
+def test_the_writing_limit_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TIME_LIMIT_ENV, raising=False)
+    assert time_limit_from_env() == DEFAULT_TIME_LIMIT_S
+    for raw, seconds in (("12.5", 12.5), (" 40 ", 40.0), ("0", None)):
+        monkeypatch.setenv(TIME_LIMIT_ENV, raw)
+        assert time_limit_from_env() == seconds
+    for raw in ("soon", "-1", "nan", "inf", "1e999", "x" * 500):
+        monkeypatch.setenv(TIME_LIMIT_ENV, raw)
+        with pytest.raises(RagdbError, match=TIME_LIMIT_ENV) as caught:
+            time_limit_from_env()
+        assert len(str(caught.value)) < 120 and "\n" not in str(caught.value)
+
+
+def test_a_bad_writing_limit_is_one_line_and_the_index_is_kept(tmp_path: Path) -> None:
+    write_corpus(tmp_path / "proj")
+    built = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    before = index_rows(tmp_path / "rag.db")
+    done = run_cli("answer", "How do I load a LoRA adapter?", "--db", "rag.db", "--style",
+                   "generate", "--model", "offline", cwd=tmp_path,
+                   env={TIME_LIMIT_ENV: "ten"}, timeout=120)
+    assert TIME_LIMIT_ENV in one_line_error(done)
+    assert index_rows(tmp_path / "rag.db") == before

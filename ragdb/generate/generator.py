@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +40,27 @@ NO_SOURCES_MESSAGE = (
     "No sources were found for this question in the index, so there is nothing to answer from."
 )
 EMPTY_ANSWER_MESSAGE = "The model gave no usable answer from these sources."
+
+
+#: Seconds a model may write for, where the default (DEFAULT_TIME_LIMIT_S) does not suit the
+#: host: a slower CPU, or a user who would rather wait; 0 lifts the limit.
+TIME_LIMIT_ENV = "RAGDB_WRITE_SECONDS"
+
+
+def time_limit_from_env() -> float | None:
+    """The writing limit $RAGDB_WRITE_SECONDS sets (None: no limit), else the default."""
+    raw = os.environ.get(TIME_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIME_LIMIT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not math.isfinite(seconds) or seconds < 0:
+        shown = raw if len(raw) <= 20 else raw[:17] + "..."
+        raise RagdbError(f"{TIME_LIMIT_ENV} must be a number of seconds (0: no limit), "
+                         f"got {shown!r}")
+    return seconds or None
 
 
 @dataclass
