@@ -47,13 +47,13 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from benchmarks.bench_repos import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
                                     first_rank, recall, repo_questions, vllm_questions)
 from benchmarks.common import host_line
+from benchmarks.tune_pool import ReusedVectors
 from ragdb import RagDB
-from ragdb.retrieve import Hit, Mode, Searcher
+from ragdb.retrieve import Hit, Mode
 from ragdb.tokenize import STOPWORDS, analyse_terms, fts_query, query_terms
 from ragdb.vectors import DOC_KINDS
 
@@ -71,20 +71,6 @@ FUSIONS: tuple[tuple[str, tuple[float, ...]], ...] = (
     ("all", (0.3, 0.5)), ("code", (0.3, 0.5)), ("slots", (0.3, 0.5, 1.0)))
 
 
-class _Reused(Searcher):
-    """A Searcher that embeds each question once and reuses its vector for every run."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._vectors: dict[str, bytes] = {}
-
-    def _query_vectors(self, questions: Sequence[str], mode: Mode) -> dict[str, bytes]:
-        todo = [q for q in dict.fromkeys(questions) if q not in self._vectors]
-        if todo:
-            self._vectors.update(super()._query_vectors(todo, mode))
-        return {q: self._vectors[q] for q in questions if q in self._vectors}
-
-
 def _is_code(hit: Hit) -> bool:
     return hit.language not in DOC_KINDS
 
@@ -100,7 +86,7 @@ class Pool:
 
     name: str
     questions: list[Question]
-    searcher: _Reused
+    searcher: ReusedVectors
     today: list[list[Hit]] = field(default_factory=list)  # the k = 10 list, then to DEEP
     _df: dict[str, int] = field(default_factory=dict)
     _stem: dict[str, str | None] = field(default_factory=dict)
@@ -335,9 +321,9 @@ def main() -> None:
     with RagDB(REPOS_DB, use_cache=False) as repos, \
             RagDB(REPOS2.db, use_cache=False) as repos2, \
             RagDB(VLLM_DB, use_cache=False) as vllm:
-        pools = [Pool("reposA", half_a, _Reused(repos.conn, use_cache=False)),
-                 Pool("repos2", held, _Reused(repos2.conn, use_cache=False)),
-                 Pool("vllm", vllm_questions(), _Reused(vllm.conn, use_cache=False))]
+        pools = [Pool("reposA", half_a, ReusedVectors(repos.conn, use_cache=False)),
+                 Pool("repos2", held, ReusedVectors(repos2.conn, use_cache=False)),
+                 Pool("vllm", vllm_questions(), ReusedVectors(vllm.conn, use_cache=False))]
         for pool in pools:
             pool.prepare()
         variants = [Variant("today (defaults)", {

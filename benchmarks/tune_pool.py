@@ -29,7 +29,7 @@ from ragdb.retrieve import Hit, Mode, Searcher, SearchParams
 K = 10
 
 
-class _Reused(Searcher):
+class ReusedVectors(Searcher):
     """A Searcher that embeds each question once and reuses its vector for every variant."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -49,7 +49,7 @@ class Pool:
 
     name: str
     questions: list[Question]
-    searcher: _Reused
+    searcher: ReusedVectors
 
     def ranks(self, params: SearchParams) -> tuple[list[int | None], list[list[Hit]]]:
         self.searcher.params = params
@@ -153,9 +153,9 @@ def main() -> None:
     with RagDB(REPOS_DB, use_cache=False) as repos, \
             RagDB(REPOS2.db, use_cache=False) as repos2, \
             RagDB(VLLM_DB, use_cache=False) as vllm:
-        pools = [Pool("reposA", half_a, _Reused(repos.conn, use_cache=False)),
-                 Pool("repos2", held, _Reused(repos2.conn, use_cache=False)),
-                 Pool("vllm", vllm_questions(), _Reused(vllm.conn, use_cache=False))]
+        pools = [Pool("reposA", half_a, ReusedVectors(repos.conn, use_cache=False)),
+                 Pool("repos2", held, ReusedVectors(repos2.conn, use_cache=False)),
+                 Pool("vllm", vllm_questions(), ReusedVectors(vllm.conn, use_cache=False))]
         print("\nhybrid, k = 10; R@1/5/10 (questions in the top 5); tuning pool only\n")
         print("| variant | reposA docs (20) | reposA code (20) | repos2 docs (30) "
               "| repos2 code (30) | vLLM docs (100) | vLLM code (99) | pooled code A+repos2 (50) "
