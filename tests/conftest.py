@@ -141,10 +141,12 @@ def corpus_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def generator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generator]:
     """The real pipeline on the offline SmolLM2, loaded once for the whole run; OpenVINO's
-    telemetry goes to a temporary HOME."""
+    telemetry goes to a temporary HOME. Without the writing limit (tests that set one restore
+    None): a loaded host must not change what the tests read."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        yield Generator(resolve_model("offline", Path("unused"), warn=pytest.fail))
+        yield Generator(resolve_model("offline", Path("unused"), warn=pytest.fail),
+                        time_limit_s=None)
 
 
 def wait_until_serving(process: "subprocess.Popen[bytes]", base: str, log_path: Path,

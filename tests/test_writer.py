@@ -276,13 +276,15 @@ def test_writer_answers_with_checked_citations_end_to_end(tmp_path: Path) -> Non
 @pytest.fixture(scope="module")
 def writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generator]:
     """The installed writer, loaded once for this module (skipped where it is not installed:
-    `make install-writer`, or the end-to-end test above, installs it)."""
+    `make install-writer`, or the end-to-end test above, installs it). Without the writing
+    limit: these tests read what it writes, and a loaded CI host must not cut it short (the
+    limit has tests of its own)."""
     path = MODELS / WRITER_FILE
     if not path.is_file():
         pytest.skip("the writer is not installed in data/models (make install-writer)")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-        yield Generator(resolve_model(str(path), MODELS, warn=pytest.fail))
+        yield Generator(resolve_model(str(path), MODELS, warn=pytest.fail), time_limit_s=None)
 
 
 def _as_prompt(source: CitedSource) -> PromptSource:
