@@ -46,12 +46,12 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from benchmarks.bench_repos import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
-                                    first_rank, recall, repo_questions, vllm_questions)
+from benchmarks.bench_repos import DIFFICULTIES, KINDS, Question, first_rank, recall
 from benchmarks.common import host_line
-from benchmarks.tune_pool import ReusedVectors
+from benchmarks.tune_pool import ReusedVectors, tuning_sets
 from ragdb import RagDB
 from ragdb.retrieve import Hit, Mode
 from ragdb.tokenize import STOPWORDS, analyse_terms, fts_query, query_terms
@@ -316,14 +316,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     print(host_line())
-    half_a = [q for q in repo_questions() if q.half == "A"]  # half B is never run here
-    held = repo_questions(REPOS2.folder, REPOS2.names)
-    with RagDB(REPOS_DB, use_cache=False) as repos, \
-            RagDB(REPOS2.db, use_cache=False) as repos2, \
-            RagDB(VLLM_DB, use_cache=False) as vllm:
-        pools = [Pool("reposA", half_a, ReusedVectors(repos.conn, use_cache=False)),
-                 Pool("repos2", held, ReusedVectors(repos2.conn, use_cache=False)),
-                 Pool("vllm", vllm_questions(), ReusedVectors(vllm.conn, use_cache=False))]
+    with ExitStack() as stack:
+        pools = [Pool(name, questions, ReusedVectors(
+                      stack.enter_context(RagDB(db, use_cache=False)).conn, use_cache=False))
+                 for name, questions, db in tuning_sets()]
         for pool in pools:
             pool.prepare()
         variants = [Variant("today (defaults)", {

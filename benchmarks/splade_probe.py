@@ -61,12 +61,11 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from benchmarks.bench_repos import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
-                                    first_rank, recall, repo_questions, vllm_questions)
+from benchmarks.bench_repos import DIFFICULTIES, KINDS, Question, first_rank, recall
 from benchmarks.common import BENCH_DIR, host_line
 from benchmarks.prf_probe import (DEEP, K, REPOS_SETS, Pool, Variant, _cell, _is_code, fused,
                                   report, slotted)
-from benchmarks.tune_pool import ReusedVectors
+from benchmarks.tune_pool import ReusedVectors, tuning_sets
 from ragdb import RagDB
 from ragdb.retrieve import Hit
 from ragdb.vectors import DOC_KINDS
@@ -385,11 +384,7 @@ def main() -> None:
     started = time.perf_counter()
     print(host_line())
     model = Splade(args.model_dir)
-    half_a = [q for q in repo_questions() if q.half == "A"]  # half B is never run here
-    held = repo_questions(REPOS2.folder, REPOS2.names)
-    sets = [("reposA", half_a, REPOS_DB), ("repos2", held, REPOS2.db)]
-    if not args.no_vllm:
-        sets.append(("vllm", vllm_questions(), VLLM_DB))
+    sets = tuning_sets(vllm=not args.no_vllm)  # half B and repos3 are never run here
     pools: list[Pool] = []
     legs: dict[str, Leg] = {}
     indexes: dict[Path, SpladeIndex] = {}

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_repos import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
@@ -41,6 +43,17 @@ class ReusedVectors(Searcher):
         if todo:
             self._vectors.update(super()._query_vectors(todo, mode))
         return {q: self._vectors[q] for q in questions if q in self._vectors}
+
+
+def tuning_sets(vllm: bool = True) -> list[tuple[str, list[Question], Path]]:
+    """The tuning pool, (name, questions, index) each: repos half A, all of repos2 and, with
+    `vllm`, vLLM public; the report sets (half B, repos3) never."""
+    half_a = [q for q in repo_questions() if q.half == "A"]
+    sets = [("reposA", half_a, REPOS_DB),
+            ("repos2", repo_questions(REPOS2.folder, REPOS2.names), REPOS2.db)]
+    if vllm:
+        sets.append(("vllm", vllm_questions(), VLLM_DB))
+    return sets
 
 
 @dataclass
@@ -148,14 +161,10 @@ def main() -> None:
         specs = ["defaults:", *specs]
     variants = [parse(spec) for spec in specs]
     print(host_line())
-    half_a = [q for q in repo_questions() if q.half == "A"]  # half B is never run here
-    held = repo_questions(REPOS2.folder, REPOS2.names)
-    with RagDB(REPOS_DB, use_cache=False) as repos, \
-            RagDB(REPOS2.db, use_cache=False) as repos2, \
-            RagDB(VLLM_DB, use_cache=False) as vllm:
-        pools = [Pool("reposA", half_a, ReusedVectors(repos.conn, use_cache=False)),
-                 Pool("repos2", held, ReusedVectors(repos2.conn, use_cache=False)),
-                 Pool("vllm", vllm_questions(), ReusedVectors(vllm.conn, use_cache=False))]
+    with ExitStack() as stack:
+        pools = [Pool(name, questions, ReusedVectors(
+                      stack.enter_context(RagDB(db, use_cache=False)).conn, use_cache=False))
+                 for name, questions, db in tuning_sets()]
         print("\nhybrid, k = 10; R@1/5/10 (questions in the top 5); tuning pool only\n")
         print("| variant | reposA docs (20) | reposA code (20) | repos2 docs (30) "
               "| repos2 code (30) | vLLM docs (100) | vLLM code (99) | pooled code A+repos2 (50) "
