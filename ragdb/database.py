@@ -55,8 +55,8 @@ from ragdb.generate.styles import (
     extractive_wanted,
 )
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
-from ragdb.resources import models_dir, sql
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
+from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     NO_FILTERS,
     Filters,

@@ -27,8 +27,8 @@ from ragdb.cli.shared import (
 )
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
-from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.input_rules import check_k
+from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
 from ragdb.retrieve import Mode
 
 

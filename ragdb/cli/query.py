@@ -25,8 +25,8 @@ from ragdb.cli.shared import (
     open_rag,
 )
 from ragdb.generate.style import Style
-from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.input_rules import MAX_K, check_k, check_question
+from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import Mode
 
 
