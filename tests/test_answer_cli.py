@@ -72,3 +72,16 @@ def test_answer_dataset_extractive_skips_sources_gone_from_the_index(indexed: Pa
     answer = saved["search_results"][0]["answer"]
     assert "vllm serve" in answer and answer.rstrip().endswith("[2]")  # the rank it holds
     assert saved["model"].startswith("extractive")
+
+
+def test_answer_keeps_html_tags_written_as_inline_code(tmp_path: Path) -> None:
+    # Issue 37: the extractive answer showed "with the ` ` tag" for a README's `<br>`.
+    readme = tmp_path / "data" / "raw" / "proj" / "README.md"
+    readme.parent.mkdir(parents=True)
+    readme.write_text("# Formatting\n\nYou can insert a line break with the `<br>` tag, and "
+                      "fold a section with `<details>`.\n\n## Other\n\nNothing else.\n")
+    assert run_cli("index", "data/raw", "--db", "rag.db", cwd=tmp_path).returncode == 0
+    result = run_cli("answer", "How do I insert a line break?", "--k", "1", "--mode",
+                     "lexical", "--db", "rag.db", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "with the `<br>` tag, and fold a section with `<details>`. [1]" in result.stdout

@@ -472,6 +472,17 @@ def test_html_in_prose_shows_as_its_text_and_placeholders_stay() -> None:
     assert clean_markup("```html\n<p>as written</p>\n```") == "```html\n<p>as written</p>\n```"
 
 
+def test_html_inside_inline_code_is_code_and_stays() -> None:
+    # Issue 37: requests' docs wrote "with the `<br>` tag"; shown as "with the ` ` tag", the
+    # answer no longer matched its source. Tags in prose still go, tags in code stay.
+    raw = ("Insert a line break with the `<br>` tag, fold with ``<details>``, show\n"
+           'an image with `<img src="logo.png">`; a <b>buffer</b> is a `Vec<u8>`.')
+    assert clean_markup(raw) == (
+        "Insert a line break with the `<br>` tag, fold with `<details>`, show an image with "
+        '`<img src="logo.png">`; a buffer is a `Vec<u8>`.')
+    assert clean_markup("Write `[a](b)` for [a link](b).") == "Write `[a](b)` for a link."
+
+
 def test_a_blockquote_loses_its_markers_and_reads_as_prose() -> None:
     # Session 34: fastify's and ent's docs quote their warnings; joined as they were, a
     # quoted warning read "the first one takes >   precedence".

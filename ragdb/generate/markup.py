@@ -8,6 +8,7 @@ starts) and its display (`clean_markup`).
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 UNDERLINE = re.compile(r"^[ \t]*([=\-~^\"'`#*+])\1{2,}[ \t]*$")
@@ -122,25 +123,55 @@ def _yard_ref_text(match: re.Match[str]) -> str:
     return title or f"`{target}`"
 
 
+# Inline code: a run of backticks to the next run of the same length. What is inside is
+# shown as written ("the `<br>` tag" keeps its tag).
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def _outside_code(line: str, change: Callable[[str], str]) -> str:
+    """`change` applied to the prose of a line only, never to its inline code spans."""
+    if "`" not in line:
+        return change(line)
+    pieces: list[str] = []
+    position = 0
+    for code in _INLINE_CODE.finditer(line):
+        pieces += [change(line[position:code.start()]), code.group(0)]
+        position = code.end()
+    return "".join(pieces + [change(line[position:])])
+
+
+def _tags_out(prose: str) -> str:
+    plain = _HTML_CODE.sub(r"`\2`", _YARD_REF.sub(_yard_ref_text, prose))
+    return _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", plain))
+
+
+def _entities_out(prose: str) -> str:
+    plain = _HTML_ENTITY.sub(lambda m: _ENTITIES[m.group(1).lower()], prose)
+    return re.sub(r"[ \t]{2,}", " ", plain)
+
+
 def _without_html(line: str) -> str:
     """HTML tags out of a prose line, their text kept (_HTML_BLOCK, _HTML_INLINE); the
-    spaces they leave collapsed."""
+    spaces they leave collapsed. Inline code is code: its tags stay."""
     if "<" not in line and "{" not in line:
         return line
-    plain = _HTML_CODE.sub(r"`\2`", _YARD_REF.sub(_yard_ref_text, line))
-    plain = _HTML_BLOCK.sub(" ", _HTML_INLINE.sub("", plain))
+    plain = _outside_code(line, _tags_out)
     if plain == line:
         return line
-    plain = _HTML_ENTITY.sub(lambda m: _ENTITIES[m.group(1).lower()], plain)
-    return re.sub(r"[ \t]{2,}", " ", plain).strip()
+    return _outside_code(plain, _entities_out).strip()
+
+
+def _markdown_links_as_text(prose: str, targets: bool) -> str:
+    prose = _GH_LINK.sub(_gh_link_text, prose)
+    prose = _LINK_REF.sub(r"\1", prose)
+    return _LINK_URL.sub(_with_target if targets else r"\1", prose)
 
 
 def _links_as_text(line: str, targets: bool = False) -> str:
     """Links as their text; with `targets`, a link's target after it: `full example
-    (examples/online_serving/structured_outputs.md)`, what a "where" question asks for."""
-    line = _GH_LINK.sub(_gh_link_text, line)
-    line = _LINK_REF.sub(r"\1", line)
-    line = _LINK_URL.sub(_with_target if targets else r"\1", line)
+    (examples/online_serving/structured_outputs.md)`, what a "where" question asks for.
+    A Markdown link inside inline code is code, left as written."""
+    line = _outside_code(line, lambda prose: _markdown_links_as_text(prose, targets))
     line = _RST_LINK.sub(_with_target if targets else r"\1", line)
     return _RST_REFERENCE.sub(r"\1", line)
 
