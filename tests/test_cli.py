@@ -39,11 +39,41 @@ def test_index_reports_summary_and_stores_relative_paths(indexed: Path) -> None:
     assert "/v1/load_lora_adapter" in span
 
 
-def test_search_prints_ranked_paths_with_ranges(indexed: Path) -> None:
-    result = run_cli("search", "Gemma2DecoderLayer", "--k", "2", "--db", "rag.db", cwd=indexed)
+def test_search_prints_ranked_paths_with_line_ranges_and_best_lines(indexed: Path) -> None:
+    """`path:start-end` as `answer` and grep print places, then the chunk's lines that match
+    the question best, each with its line number in the file."""
+    result = run_cli("search", "trust remote code", "--k", "2", "--mode", "lexical",
+                     "--db", "rag.db", cwd=indexed)
     assert result.returncode == 0, result.stderr
-    first = result.stdout.splitlines()[0]
-    assert re.match(r"\s*1\. data/raw/proj/pkg/layers\.py \[\d+:\d+\]", first)
+    lines = result.stdout.splitlines()
+    head = re.fullmatch(r" 1\. data/raw/proj/pkg/layers\.py:(\d+)-(\d+)", lines[0])
+    assert head is not None, lines[0]
+    start, end = int(head.group(1)), int(head.group(2))
+    file_lines = (indexed / "data/raw/proj/pkg/layers.py").read_text().splitlines()
+    assert 1 <= start <= end <= len(file_lines)
+    snippet = [re.fullmatch(r"    (\d+): (.*)", line) for line in lines[1:4]]
+    assert all(snippet), lines
+    numbers = [int(m.group(1)) for m in snippet if m]
+    assert numbers == sorted(numbers) and all(start <= n <= end for n in numbers)
+    # The best lines, not the first: the definition and its comment (identifiers split).
+    assert [file_lines[n - 1].strip() for n in numbers] == [
+        "def trust_remote_code_default() -> bool:", "# Remote code is never trusted unless asked.",
+    ]
+    assert [m.group(2) for m in snippet if m] == [
+        "def trust_remote_code_default() -> bool:",
+        "    # Remote code is never trusted unless asked.",
+    ]
+    assert "[" not in lines[0]  # no character offsets in the listing
+    found = json.loads(run_cli("search", "trust remote code", "--k", "2", "--mode", "lexical",
+                               "--json", "--db", "rag.db", cwd=indexed).stdout)
+    first = found[0]
+    assert {"first_character_index", "last_character_index", "start_line", "end_line",
+            "file_path", "score", "kind", "language", "duplicates"} <= set(first)
+    assert [s["line"] for s in first["snippet"]] == numbers
+    text = (indexed / first["file_path"]).read_text()
+    span = text[first["first_character_index"]:first["last_character_index"]]
+    assert "def trust_remote_code_default" in span
+    assert text[:first["first_character_index"]].count("\n") + 1 == first["start_line"]
 
 
 def test_ragdb_db_environment_variable(indexed: Path) -> None:

@@ -28,6 +28,7 @@ from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k, check_question
 from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import Mode
+from ragdb.tokenize import analyse_terms, query_terms
 
 
 def search_command(
@@ -41,7 +42,8 @@ def search_command(
     with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
     db: Optional[str] = DbOption,
 ) -> None:
-    """Print the k most relevant places for a question: `path [first:last]` and a preview."""
+    """Print the k most relevant places for a question: `path:start-end` (lines, as `answer`
+    and grep print them) and the chunk's lines that match the question best."""
     from ragdb.retrieve import Filters
 
     check_k(k)
@@ -57,13 +59,17 @@ def search_command(
             err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
                 "incomplete and no index run is computing them; `ragdb index` completes them")
     if as_json:
-        typer.echo(json.dumps([_source(h, with_text) for h in hits], indent=2))
+        terms = query_terms(question)
+        typer.echo(json.dumps([_source(h, with_text, terms) for h in hits], indent=2))
         return
     if not hits:
         typer.echo("no sources found", err=True)
         return
+    terms = query_terms(question)
     for rank, hit in enumerate(hits, 1):
-        typer.echo(f"{rank:2}. {one_line(hit.file_path)} [{hit.first}:{hit.last}]  {hit.preview}")
+        typer.echo(f"{rank:2}. {one_line(hit.file_path)}:{hit.start_line}-{hit.end_line}")
+        for number, line in best_lines(hit.text, hit.start_line, terms):
+            typer.echo(f"    {number}: {one_line(line)}")
         if hit.duplicates:
             typer.echo(f"    also in {len(hit.duplicates)} identical "
                        f"file{'s' if len(hit.duplicates) > 1 else ''}: "
@@ -71,8 +77,43 @@ def search_command(
                        + (", ..." if len(hit.duplicates) > 3 else ""))
 
 
-def _source(hit: Any, with_text: bool) -> dict[str, Any]:
-    """A hit for `ragdb search --json`: enough for a program to show path:line."""
+#: Lines of a chunk `ragdb search` shows under its path, and the characters kept of each.
+SNIPPET_LINES = 3
+SNIPPET_WIDTH = 120
+
+
+def best_lines(text: str, start_line: int, terms: list[str],
+               n: int = SNIPPET_LINES) -> list[tuple[int, str]]:
+    """The n lines of a chunk holding most of the question's distinct terms, as (line number,
+    line) in file order: a listing shows where in the chunk the match is, as grep does.
+
+    Terms are matched as the index analyses text (identifiers split), so `load_lora_adapter`
+    matches a line that says loadLoraAdapter. A chunk no line of which matches (a dense hit)
+    shows its first non-blank lines. Lines lose their common indentation and are cut to
+    SNIPPET_WIDTH characters."""
+    wanted = set(terms)
+    lines = text.split("\n")  # as the index counts lines: start_line + i is line i's number
+    scored = [(len(wanted.intersection(analyse_terms(line))), i)
+              for i, line in enumerate(lines) if line.strip()]
+    if any(score for score, _ in scored):
+        scored = [(score, i) for score, i in scored if score]
+        chosen = sorted(i for _, i in sorted(scored, key=lambda s: (-s[0], s[1]))[:n])
+    else:
+        chosen = [i for _, i in scored[:n]]
+    shown = [lines[i].expandtabs(4).rstrip() for i in chosen]
+    indent = min((len(line) - len(line.lstrip()) for line in shown), default=0)
+    out = []
+    for i, line in zip(chosen, shown):
+        line = line[indent:]
+        if len(line) > SNIPPET_WIDTH:
+            line = line[:SNIPPET_WIDTH - 3] + "..."
+        out.append((start_line + i, line))
+    return out
+
+
+def _source(hit: Any, with_text: bool, terms: list[str]) -> dict[str, Any]:
+    """A hit for `ragdb search --json`: enough for a program to show path:line, and the lines
+    the listing shows (`snippet`)."""
     out = {
         "file_path": hit.file_path,
         "first_character_index": hit.first,
@@ -83,6 +124,8 @@ def _source(hit: Any, with_text: bool) -> dict[str, Any]:
         "kind": hit.kind,
         "score": hit.score,
         "duplicates": list(hit.duplicates),
+        "snippet": [{"line": number, "text": line}
+                    for number, line in best_lines(hit.text, hit.start_line, terms)],
     }
     if with_text:
         out["text"] = hit.text
