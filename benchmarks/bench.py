@@ -20,6 +20,7 @@ from benchmarks.common import (
     BENCH_DIR,
     CORPUS,
     SETS,
+    VLLM_DB,
     dataset,
     ensure_corpus,
     host_line,
@@ -195,10 +196,10 @@ def main() -> None:
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(f"{host_line()}; medians of {args.repeats} runs")
     if args.startup:
-        print_command_walls(BENCH_DIR / "rag.db", max(args.repeats, 5))
+        print_command_walls(VLLM_DB, max(args.repeats, 5))
         return
     print("\n| measure | lexical only | with vectors |\n|---|---|---|")
-    lexical_db, hybrid_db = BENCH_DIR / "lexical.db", BENCH_DIR / "rag.db"
+    lexical_db, hybrid_db = BENCH_DIR / "lexical.db", VLLM_DB
     lex_t = index_timings(lexical_db, args.repeats, vectors=False)
     vec_t = index_timings(hybrid_db, args.repeats, vectors=True)
     for key, label in (("full", "full index"),

@@ -8,23 +8,22 @@ answer, the text of every source it cites and the reference answer
 writes `verdicts_<style>*.json` beside them: a list of {"id", "exam" (true when at least two of
 addresses the question / relevant codebase facts / coherent hold), "satisfied" (yes, partly,
 no), "unsupported" (true when a claim is not in the cited source), "reason"}. `report` tallies
-them per style and set; a later file (in name order) holds the verdicts on answers that changed
-after the earlier ones were read, and its verdict stands for them.
+them per style and set; a later file (in the order of its number) holds the verdicts on answers
+that changed after the earlier ones were read, and its verdict stands for them.
 
-The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50); the
-public code questions 1, 3, 6, 8, 11, ... (every fifth from the first and from the third); the
-repos set's half B (benchmarks/bench_repos.py): 50 + 40 + 40. The first rounds read 25 + 20 +
-20 of them (docs every other one, code every fifth, repos every other one: `first_round`); the
-other 65 were added unread, so that what was built after reading the first rounds' verdicts is
-also reported on questions nobody has looked at. Since then the rejected answers of all 130
-have been read for patterns (issue 19's sixth round), so none of the 130 is unread any more:
-the 60 questions of benchmarks/repos2 (three codebases nobody tuned on, written from their
-sources alone) were added to the sample after that round, as its fresh part (`repos2`). Needs
-data/bench/rag.db (`make bench`), data/bench/repos.db and data/bench/repos2.db (`make
-bench-repos`, with `--unseen`). `sample --repos3` also answers the 60 questions of
-benchmarks/repos3 (set `repos3`, on data/bench/repos3.db, built by `bench_repos --unseen`),
-after the 190 above, which stay the same questions in the same order; `report` tallies `repos3`
-apart and leaves it out of "the 130".
+The sample: public docs questions 51-100 (the extractive settings were chosen on 1-50); the public
+code questions 1, 3, 6, 8, 11, ... (every fifth from the first and from the third); the repos set's
+half B (benchmarks/bench_repos.py): 50 + 40 + 40 (common.accept_sample). The first rounds read 25 +
+20 + 20 of them (docs every other one, code every fifth, repos every other one: `first_round`); the
+other 65 were added unread, so that what was built after reading the first rounds' verdicts is also
+reported on questions nobody has looked at. Since then the rejected answers of all 130 have been
+read for patterns (issue 19's sixth round), so none of the 130 is unread any more: the 60 questions
+of benchmarks/repos2 (three codebases nobody tuned on, written from their sources alone) were added
+to the sample after that round, as its fresh part (`repos2`). Needs data/bench/rag.db (`make
+bench`), data/bench/repos.db and data/bench/repos2.db (`make bench-repos`, with `--unseen`).
+`sample --repos3` also answers the 60 questions of benchmarks/repos3 (set `repos3`, on
+data/bench/repos3.db, built by `bench_repos --unseen`), after the 190 above, which stay the same
+questions in the same order; `report` tallies `repos3` apart and leaves it out of "the 130".
 
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
     uv run --frozen python -m benchmarks.bench_accept sample --style writer
@@ -47,41 +46,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_repos import (REPOS3, REPOS_DB, UNSEEN, UNSEEN_DB, UNSEEN_SET, VLLM_DB,
-                                    Question, repo_questions, vllm_questions)
-from benchmarks.common import BENCH_DIR, dataset, host_line
+from benchmarks.common import (ACCEPT_DIR, CONTEXT_DIR, REPOS2, REPOS3, accept_sample,
+                               answer_record, host_line, repo_questions, use_extractive_settings,
+                               vllm_questions)
 from ragdb import RagDB
 from ragdb.retrieve import Mode
-from ragdb.schemas import RagDataset
 
-ACCEPT_DIR = BENCH_DIR / "accept"
 #: style name -> (--style, --model) as `ragdb answer` takes them
 STYLES = {"extractive": ("extractive", None), "writer": ("generate", "writer")}
-
-
-def sample(repos3: bool = False) -> list[tuple[Question, str, Path]]:
-    """(question, reference answer, the index it is asked of), in a fixed order; `repos3` appends
-    the 60 questions of benchmarks/repos3 after the others."""
-    answers: dict[str, str] = {}
-    for kind in ("docs", "code"):
-        data = RagDataset.model_validate_json(dataset(kind).read_text())
-        answers.update({q.question_id: q.answer for q in data.rag_questions})
-    public = vllm_questions()
-    docs = [q for q in public if q.kind == "docs"][50:100]
-    code_questions = [q for q in public if q.kind == "code"]
-    code = [q for i, q in enumerate(code_questions) if i % 5 in (0, 2)]
-    repos_answers: dict[str, str] = {}
-    for folder in (Path("../shared/datasets/repos"), UNSEEN_SET, REPOS3.folder):
-        for path in (folder / "AnsweredQuestions").glob("dataset_*.json"):
-            for q in json.loads(path.read_text())["rag_questions"]:
-                repos_answers[q["question_id"]] = q["answer"]
-    repos = [q for q in repo_questions() if q.half == "B"]
-    fresh = repo_questions(UNSEEN_SET, UNSEEN)
-    third = repo_questions(REPOS3.folder, REPOS3.names) if repos3 else []
-    return ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
-            + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos]
-            + [(q, repos_answers[q.question_id], UNSEEN_DB) for q in fresh]
-            + [(q, repos_answers[q.question_id], REPOS3.db) for q in third])
 
 
 def first_round() -> set[str]:
@@ -91,30 +63,6 @@ def first_round() -> set[str]:
     code = [q for q in public if q.kind == "code"][::5]
     repos = [q for q in repo_questions() if q.half == "B"][::2]
     return {q.question_id for q in docs + code + repos}
-
-
-def answer_record(question: Question, reference: str, result: Any, seconds: float
-                  ) -> dict[str, Any]:
-    """One answer as the readers see it: with the text of the sources it cites."""
-    cited = [{"n": n, "file_path": result.prompt_sources[n - 1].file_path,
-              "text": result.prompt_sources[n - 1].text}
-             for n in result.cited if 0 < n <= len(result.prompt_sources)]
-    return {"id": question.question_id, "set": question.set_name, "kind": question.kind,
-            "question": question.question, "reference_answer": reference,
-            "answer": result.text, "style": result.style, "model": result.model,
-            "check": result.check, "cited_sources": cited, "seconds": round(seconds, 2),
-            "first_token_s": result.timings.get("first_token_s")}
-
-
-def use_extractive_settings(overrides: dict[str, Any]) -> None:
-    """Extractive answers in this process under DEFAULT_SETTINGS with `overrides` (fields of
-    passage_choice.Settings): a variant measured without editing the defaults."""
-    from dataclasses import replace
-
-    from ragdb.generate import styles
-    from ragdb.generate.passage_choice import DEFAULT_SETTINGS
-
-    styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **overrides),)
 
 
 def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, Any] | None = None,
@@ -135,7 +83,7 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
         use_extractive_settings(settings)
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
-    for question, reference, db in sample(repos3):
+    for question, reference, db in accept_sample(repos3):
         if only and question.question_id not in only:
             continue
         rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
@@ -148,8 +96,6 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
     for rag in rags.values():
         rag.close()
     if name:
-        from benchmarks.bench_writer import CONTEXT_DIR
-
         CONTEXT_DIR.mkdir(parents=True, exist_ok=True)
         path = CONTEXT_DIR / f"answers_held_{name}.json"
         path.write_text(json.dumps({"context": settings or {}, "answers": out}, indent=1))
@@ -171,7 +117,7 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
 
 
 #: The held-out sets the sample can hold, reported apart from the 130: set name -> packages.
-FRESH = {"repos2": UNSEEN, REPOS3.name: REPOS3.names}
+FRESH = {REPOS2.name: REPOS2.names, REPOS3.name: REPOS3.names}
 
 
 def _group(answer: dict[str, Any]) -> str:
@@ -187,16 +133,18 @@ def _round(path: Path) -> tuple[int, str]:
     return (int(number.group(1)) if number else 0, path.name)
 
 
-def report() -> None:
+def report(folder: Path = ACCEPT_DIR) -> None:
+    """The readers' verdicts on the saved sample, tallied per style and set: what `report`
+    reads is answers_<style>.json and every verdicts_<style>*.json of `folder`."""
     print("| style | set | n judged | exam rule | satisfied yes / partly / no "
           "| unsupported claim | s / answer p50 |\n|---|---|---|---|---|---|---|")
     for style in STYLES:
-        path = ACCEPT_DIR / f"answers_{style}.json"
+        path = folder / f"answers_{style}.json"
         if not path.exists():
             continue
         answers = {a["id"]: a for a in json.loads(path.read_text())}
         verdicts: dict[str, dict[str, Any]] = {}
-        for part in sorted(ACCEPT_DIR.glob(f"verdicts_{style}*.json"), key=_round):
+        for part in sorted(folder.glob(f"verdicts_{style}*.json"), key=_round):
             verdicts.update({v["id"]: v for v in json.loads(part.read_text())})
         groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
         seen = first_round()

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.common import BENCH_DIR, dataset, host_line, percentile
+from benchmarks.common import VLLM_DB, dataset, host_line, percentile
 from ragdb import RagDB, evaluate
 from ragdb.generate.extractive import clean_markup, is_label
 from ragdb.generate.style import Style
@@ -94,7 +94,7 @@ def verbatim_share(answer: str, sources: list[str]) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--db", type=Path, default=BENCH_DIR / "rag.db")
+    parser.add_argument("--db", type=Path, default=VLLM_DB)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--set", default="docs", choices=("docs", "code"))

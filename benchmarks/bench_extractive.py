@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.bench_answer import token_f1
+from benchmarks.common import (REPOS_DB, REPOS_SET, VLLM_DB, dataset, reference_answers,
+                               repo_questions)
 from ragdb import RagDB
 from ragdb.generate import extractive
 from ragdb.walking import language_of
@@ -34,8 +36,6 @@ from ragdb.retrieve import Hit, Mode
 from ragdb.schemas import RagDataset
 from ragdb.tokenize import STOPWORDS
 
-DATASETS = Path("../shared/datasets/public/AnsweredQuestions")
-DB = Path("data/bench/rag.db")
 K = 10
 _WORD = re.compile(r"\w+")
 _CITE = re.compile(r"\[(\d+)\]$")
@@ -120,7 +120,7 @@ def summary(rows: Sequence[Row]) -> dict[str, float]:
 
 
 def load_set(name: str) -> tuple[list[str], list[str]]:
-    data = RagDataset.model_validate_json((DATASETS / f"dataset_{name}_public.json").read_text())
+    data = RagDataset.model_validate_json(dataset(name).read_text())
     return [q.question for q in data.rag_questions], [q.answer for q in data.rag_questions]
 
 
@@ -185,8 +185,8 @@ def _row(label: str, got: dict[str, float], start_s: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, default=DB)
-    parser.add_argument("--repos", type=Path, default=Path("data/bench/repos.db"),
+    parser.add_argument("--db", type=Path, default=VLLM_DB)
+    parser.add_argument("--repos", type=Path, default=REPOS_DB,
                         help="the four-repository index (bench_repos.py); skipped if absent")
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--no-embed", action="store_true", help="BM25 alone")
@@ -237,14 +237,7 @@ def main() -> None:
 def repos(db: Path, run: Callable[[str, str, list[SourceText]], Row]) -> None:
     """The four other repositories' questions (benchmarks/bench_repos.py), by half: A is
     where settings were chosen, B is held out (bench_accept's sample)."""
-    import json
-
-    from benchmarks.bench_repos import REPOS_SET, repo_questions
-
-    answers: dict[str, str] = {}
-    for path in (REPOS_SET / "AnsweredQuestions").glob("dataset_*.json"):
-        answers.update({q["question_id"]: q["answer"]
-                        for q in json.loads(path.read_text())["rag_questions"]})
+    answers = reference_answers((REPOS_SET,))
     questions = repo_questions()
     with RagDB(db, use_cache=False) as rag:
         found = [sources_of(h) for h in rag.search_many([q.question for q in questions], K,

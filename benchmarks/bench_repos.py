@@ -25,103 +25,19 @@ written after repos2 had been read over many rounds). Nothing is chosen on them.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.common import BENCH_DIR, CORPUS, dataset, ensure_corpus, host_line
+from benchmarks.common import (BENCH_DIR, CORPUS, DIFFICULTIES, HELD_OUT, KINDS, REPOS, REPOS_DB,
+                               REPOS_ROOT, REPOS_SET, VLLM_DB, HeldOut, Question, cell,
+                               ensure_corpus, first_rank, host_line, repo_questions,
+                               vllm_questions)
 from ragdb import RagDB
-from ragdb.evaluate import IOU_THRESHOLD, iou
 from ragdb.retrieve import Hit, Mode, Searcher, SearchParams
-from ragdb.schemas import RagDataset
-
-REPOS_SET = Path("../shared/datasets/repos")
-REPOS_ROOT = Path("data/raw-repos")
-REPOS = ("click", "orjson", "psutil", "web-vitals")
-REPOS_DB = BENCH_DIR / "repos.db"
-
-
-@dataclass(frozen=True)
-class HeldOut:
-    """A held-out question set written from its sources alone: measured, never chosen on."""
-
-    name: str  # the set's name in reports: "repos2", "repos3"
-    folder: Path  # its fetch.sh, README and datasets
-    root: Path  # where its fetch.sh unpacks the corpora, one folder per package
-    names: tuple[str, ...]  # the packages, as the datasets are named (dataset_NAME.json)
-    db: Path  # its own rag.db, built with the defaults
-
-
-#: The held-out sets `--unseen` adds: repos2 written for issue 18 (benchmarks/repos2/README.md),
-#: repos3 written the same way once repos2 had been read over many rounds
-#: (benchmarks/repos3/README.md).
-REPOS2 = HeldOut("repos2", Path("benchmarks/repos2"), Path("data/raw-repos2"),
-                 ("fastify", "cryptography", "greenlet"), BENCH_DIR / "repos2.db")
-REPOS3 = HeldOut("repos3", Path("benchmarks/repos3"), Path("data/raw-repos3"),
-                 ("ent", "starlette", "yard"), BENCH_DIR / "repos3.db")
-HELD_OUT = (REPOS2, REPOS3)
-#: repos2 under its first names (bench_accept and earlier scripts use them).
-UNSEEN_SET, UNSEEN_ROOT, UNSEEN, UNSEEN_DB = REPOS2.folder, REPOS2.root, REPOS2.names, REPOS2.db
-VLLM_DB = BENCH_DIR / "rag.db"
-KINDS = ("docs", "code")
-DIFFICULTIES = ("identifier", "paraphrase", "conceptual")
-CUTS = (1, 5, 10)
-
-
-@dataclass(frozen=True)
-class Question:
-    """One benchmark question with what the split and the tables group it by."""
-
-    set_name: str  # a repository, or "vllm-docs" / "vllm-code"
-    kind: str
-    difficulty: str
-    question_id: str
-    question: str
-    sources: tuple[tuple[str, int, int], ...]
-    half: str = ""
-
-
-def repo_questions(folder: Path = REPOS_SET, names: Sequence[str] = REPOS) -> list[Question]:
-    """A set's questions, each in half A or B by the rank of its id (content is not looked at)."""
-    raw: list[Question] = []
-    for name in names:
-        path = folder / "AnsweredQuestions" / f"dataset_{name}.json"
-        for q in json.loads(path.read_text())["rag_questions"]:
-            raw.append(Question(name, q["kind"], q["difficulty"], q["question_id"], q["question"],
-                                tuple((s["file_path"], s["first_character_index"],
-                                       s["last_character_index"]) for s in q["sources"])))
-    halves: dict[str, str] = {}
-    for group in {(q.set_name, q.kind) for q in raw}:  # 5 + 5 of each repository's 10
-        ordered = sorted(q.question_id for q in raw if (q.set_name, q.kind) == group)
-        halves.update({qid: "AB"[i % 2] for i, qid in enumerate(ordered)})
-    return [Question(**{**q.__dict__, "half": halves[q.question_id]}) for q in raw]
-
-
-def vllm_questions() -> list[Question]:
-    out = []
-    for kind in KINDS:
-        data = RagDataset.model_validate_json(dataset(kind).read_text())
-        out += [Question(f"vllm-{kind}", kind, "synthetic", q.question_id, q.question,
-                         tuple((s.file_path, s.first_character_index, s.last_character_index)
-                               for s in q.sources))
-                for q in data.rag_questions]
-    return out
-
-
-def first_rank(question: Question, hits: Sequence[Hit]) -> int | None:
-    """The 1-based rank of the first hit matching a reference (graders' rule), or None."""
-    from ragdb.schemas import MinimalSource
-
-    refs = [MinimalSource(file_path=p, first_character_index=a, last_character_index=b)
-            for p, a, b in question.sources]
-    for rank, hit in enumerate(hits, 1):
-        if any(iou(ref, hit.source) > IOU_THRESHOLD for ref in refs):
-            return rank
-    return None
 
 
 def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: int = 10,
@@ -170,15 +86,6 @@ def variants_table(repos: RagDB, vllm: RagDB, questions: Sequence[Question],
         cells += [cell([r for q, r in zip(public, vranks) if q.kind == kind]) for kind in KINDS]
         print(f"| {label} | " + " | ".join(c.replace(" ", "") for c in cells) + " |",
               flush=True)
-
-
-def recall(ranks: Iterable[int | None], cut: int) -> float:
-    values = list(ranks)
-    return sum(1 for r in values if r is not None and r <= cut) / len(values) if values else 0.0
-
-
-def cell(ranks: Sequence[int | None]) -> str:
-    return " / ".join(f"{recall(ranks, c):.3f}" for c in CUTS)
 
 
 def table(questions: Sequence[Question], ranks: Sequence[int | None],

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import BENCH_DIR, SETS, dataset, host_line, percentile
+from benchmarks.common import BENCH_DIR, SETS, VLLM_DB, dataset, host_line, percentile
 from ragdb.copying import copy_index
 from ragdb.db import connect, read_transaction, scalar, write_transaction
 from ragdb.evaluate import found_share
@@ -53,7 +53,7 @@ from ragdb.resources import sql
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode, Searcher
 from ragdb.schemas import MinimalSource, RagDataset
 
-SOURCE = BENCH_DIR / "rag.db"
+SOURCE = VLLM_DB
 #: The root the concurrent section's index run adds (a copy of it, under a temporary folder).
 SOURCE_DOCS = Path("data/raw/vllm-0.10.1/docs/features")
 SCALE_SQL = Path(__file__).with_name("sql") / "scale_sqlite.sql"

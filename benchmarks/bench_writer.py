@@ -4,14 +4,15 @@ Issue 19 asks that a written answer hold no claim its cited source does not make
 (ragdb/generate/checking.py) is tuned here, on questions the accept sample never uses
 (benchmarks/bench_accept.py): public docs questions 1-50, the public code questions outside the
 sample (those whose position is not 0 or 2 modulo 5), and the repos set's half A; every other
-one of each, 65 in all. `draft` writes the writer's answers before the check
-(data/bench/writer/drafts.json: question, the sources it saw, what it wrote, timings); `check`
+one of each, 65 in all (common.tuning_questions). `draft` writes the writer's answers before the
+check (data/bench/writer/drafts.json: question, the sources it saw, what it wrote, timings); `check`
 re-runs the check on them, as often as the check changes, without the model, and prints each
 sentence kept or dropped, next to the tuner's own labels where data/bench/writer/labels.json
 has them (sentence text -> "ok" or "bad"; written by whoever tunes the check, never a reader).
 
     uv run --frozen python -m benchmarks.bench_writer draft      # needs the writer installed
     uv run --frozen python -m benchmarks.bench_writer check [--verbose]
+    uv run --frozen python -m benchmarks.bench_writer validate   # on judged_round1.json
 
 How much of the sources the writer is shown was chosen the same way, on the same tuning
 questions, with whole checked answers read by strict readers: `answers` writes them with the
@@ -36,18 +37,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_accept import answer_record, sample, use_extractive_settings
-from benchmarks.bench_repos import REPOS_DB, VLLM_DB, Question, repo_questions, vllm_questions
-from benchmarks.common import BENCH_DIR, dataset, host_line
+from benchmarks.common import (CONTEXT_DIR, WRITER_DIR, answer_record, host_line,
+                               tuning_questions, use_extractive_settings)
 from ragdb import RagDB
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.styles import CheckedAnswerer
 from ragdb.retrieve import Mode
-from ragdb.schemas import RagDataset
 
-WRITER_DIR = BENCH_DIR / "writer"
-CONTEXT_DIR = WRITER_DIR / "context"
 DRAFTS = WRITER_DIR / "drafts.json"
 LABELS = WRITER_DIR / "labels.json"
 #: The 65 writer answers strict readers judged in the first round (answers_writer.json and
@@ -57,32 +54,10 @@ LABELS = WRITER_DIR / "labels.json"
 JUDGED = WRITER_DIR / "judged_round1.json"
 
 
-def tuning() -> list[tuple[Question, str, Path]]:
-    """(question, reference answer, index): never a question of the accept sample."""
-    answers: dict[str, str] = {}
-    for kind in ("docs", "code"):
-        data = RagDataset.model_validate_json(dataset(kind).read_text())
-        answers.update({q.question_id: q.answer for q in data.rag_questions})
-    public = vllm_questions()
-    docs = [q for q in public if q.kind == "docs"][:50:2]
-    code_questions = [q for q in public if q.kind == "code"]
-    code = [q for i, q in enumerate(code_questions) if i % 5 not in (0, 2)][::3]
-    repos_answers: dict[str, str] = {}
-    for path in Path("../shared/datasets/repos/AnsweredQuestions").glob("dataset_*.json"):
-        for q in json.loads(path.read_text())["rag_questions"]:
-            repos_answers[q["question_id"]] = q["answer"]
-    repos = [q for q in repo_questions() if q.half == "A"][::2]
-    chosen = ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
-              + [(q, repos_answers[q.question_id], REPOS_DB) for q in repos])
-    held_out = {q.question_id for q, _, _ in sample()}
-    assert not held_out & {q.question_id for q, _, _ in chosen}
-    return chosen
-
-
 def draft(k: int, limit: int | None, only: str = "") -> None:
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
-    chosen = tuning()[:limit]
+    chosen = tuning_questions()[:limit]
     if only:
         chosen = [chosen[int(i)] for i in only.split(",")]
     for question, reference, db in chosen:
@@ -220,7 +195,7 @@ def answers(name: str, context: dict[str, Any], k: int, style: str = "generate")
         styles.CheckedAnswerer.__init__.__defaults__ = (settings,)
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
-    for question, reference, db in tuning():
+    for question, reference, db in tuning_questions():
         model = "writer" if style == "generate" else None
         rag = rags.setdefault(db, RagDB(db, model=model, use_cache=False))
         started = time.perf_counter()

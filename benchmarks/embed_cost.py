@@ -6,9 +6,9 @@ given (texts, and tokens after truncation, with the embedder's own tokenizer) an
 vectors by (max_length, text) so that policies sharing windows do not pay for them twice.
 Counts and recall are deterministic; `--time` builds full indexes side by side instead.
 
-    uv run --frozen python benchmarks/embed_cost.py                 # every policy in VARIANTS
-    uv run --frozen python benchmarks/embed_cost.py base short-head  # some of them
-    uv run --frozen python benchmarks/embed_cost.py --time base recommended
+    uv run --frozen python -m benchmarks.embed_cost                 # every policy in VARIANTS
+    uv run --frozen python -m benchmarks.embed_cost base tok64      # some of them
+    uv run --frozen python -m benchmarks.embed_cost --time base tok64-first3-min80-skip
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import dataset
 from ragdb import evaluate, vectors
 from ragdb.db import connect
 from ragdb.embedder import Embedder, load_embedder
@@ -34,12 +35,7 @@ from ragdb.schemas import RagDataset
 
 WORK = Path("data/embcost")
 ROOTS = [Path("data/raw")]
-PUBLIC = Path("../shared/datasets/public/AnsweredQuestions")
-SETS = {
-    "docs": PUBLIC / "dataset_docs_public.json",
-    "code": PUBLIC / "dataset_code_public.json",
-    "para": Path("data/datasets/paraphrased_vllm.json"),
-}
+SETS = {"docs": dataset("docs"), "code": dataset("code"), "para": dataset("paraphrased")}
 
 BASE = vectors.POLICIES["docs"]  # the policy before issue 8
 _SKIP = ("*/CHANGELOG*", "*/requirements/*", "*/docs/api/*")

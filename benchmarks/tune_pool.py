@@ -22,9 +22,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_repos import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
-                                    first_rank, recall, repo_questions, vllm_questions)
-from benchmarks.common import host_line
+from benchmarks.common import (DIFFICULTIES, KINDS, REPOS2, REPOS_DB, VLLM_DB, Question,
+                               first_rank, host_line, recall, repo_questions, vllm_questions)
 from ragdb import RagDB
 from ragdb.retrieve import Hit, Mode, Searcher, SearchParams
 

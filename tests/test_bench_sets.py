@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_accept
-from benchmarks.bench_repos import HELD_OUT, REPOS2, REPOS3, repo_questions
+from benchmarks.common import HELD_OUT, REPOS2, REPOS3, accept_sample, repo_questions
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -44,8 +44,8 @@ def test_held_out_sets_have_their_shape_and_own_ids() -> None:
 
 @needs_shared
 def test_accept_sample_appends_repos3_and_keeps_the_190() -> None:
-    before = bench_accept.sample()
-    with_repos3 = bench_accept.sample(repos3=True)
+    before = accept_sample()
+    with_repos3 = accept_sample(repos3=True)
     assert len(before) == 190
     assert with_repos3[:190] == before  # the existing sets hold the same questions, in order
     added = with_repos3[190:]
@@ -62,7 +62,7 @@ def test_accept_sample_appends_repos3_and_keeps_the_190() -> None:
 
 
 @needs_shared
-def test_accept_report_tallies_repos3_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_accept_report_tallies_repos3_apart(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     answers = [{"id": f"q{i}", "set": name, "seconds": 0.1}
                for i, name in enumerate(("click", "fastify", "ent", "starlette"))]
@@ -70,8 +70,7 @@ def test_accept_report_tallies_repos3_apart(tmp_path: Path, monkeypatch: pytest.
                 for a in answers]
     (tmp_path / "answers_extractive.json").write_text(json.dumps(answers))
     (tmp_path / "verdicts_extractive.json").write_text(json.dumps(verdicts))
-    monkeypatch.setattr(bench_accept, "ACCEPT_DIR", tmp_path)
-    bench_accept.report()
+    bench_accept.report(tmp_path)
     rows = {line.split(" | ")[1]: int(line.split(" | ")[2])
             for line in capsys.readouterr().out.splitlines() if line.startswith("| extractive")}
     assert rows == {"repos": 1, "the 130": 1, "later 65": 1, "repos2": 1, "repos3": 2,
