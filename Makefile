@@ -40,8 +40,8 @@ debug:
 	RAGDB_DEBUG=1 $(RUN) python -X dev -X faulthandler -m ragdb search "$(Q)" --k 5
 
 lint:
-	$(RUN) flake8 ragdb tests benchmarks
-	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests benchmarks
+	$(RUN) flake8 ragdb tests benchmarks training
+	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests benchmarks training
 
 test:
 	$(RUN) pytest -q

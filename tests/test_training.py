@@ -1,0 +1,111 @@
+"""The reranker's training corpora: pins that never name an evaluated package, safe unpacking."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from training import fetch
+
+
+def _tar_gz(path: Path, files: dict[str, bytes]) -> None:
+    """A gzipped tar with the given members, as a registry's archive would be."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _deb(path: Path, files: dict[str, bytes]) -> None:
+    """A minimal Debian binary package: an ar archive holding a data.tar.gz."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for name, blob in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    out = bytearray(b"!<arch>\n")
+    for name, body in (("debian-binary", b"2.0\n"), ("data.tar.gz", data.getvalue())):
+        out += f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{'100644':<8}{len(body):<10}`\n".encode()
+        out += body + (b"\n" if len(body) % 2 else b"")
+    path.write_bytes(bytes(out))
+
+
+def _pin(registry: str, archive: Path, name: str = "demo") -> fetch.Pin:
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    return fetch.Pin(name, registry, "1.0", archive.name, digest, "python")
+
+
+def test_pins_cover_five_languages_and_no_evaluated_package() -> None:
+    pins = fetch.read_pins()
+    assert len(pins) >= 60
+    languages = Counter(pin.language for pin in pins)
+    assert len(languages) >= 5, languages
+    assert not {pin.name for pin in pins} & fetch.EVALUATED
+    assert len({pin.name for pin in pins}) == len(pins), "a package pinned twice"
+
+
+def test_unpack_strips_the_top_folder_and_is_idempotent(tmp_path: Path) -> None:
+    target = tmp_path / "raw"
+    (target / ".archives").mkdir(parents=True)
+    archive = target / ".archives" / "demo-1.0.tar.gz"
+    _tar_gz(archive, {"demo-1.0/src/demo.py": b"def f():\n    return 1\n",
+                      "demo-1.0/README.md": b"# Demo\n"})
+    pin = _pin("pypi", archive)
+    assert fetch.fetch(pin, target) == "unpacked"
+    assert (target / "demo" / "src" / "demo.py").read_text() == "def f():\n    return 1\n"
+    assert fetch.fetch(pin, target) == "up to date"
+    assert [p.name for p in target.iterdir() if not p.name.startswith(".")] == ["demo"]
+
+
+def test_a_deb_gives_the_sources_it_installs(tmp_path: Path) -> None:
+    target = tmp_path / "raw"
+    (target / ".archives").mkdir(parents=True)
+    archive = target / ".archives" / "librust-demo-dev_1.0_all.deb"
+    _deb(archive, {"./usr/share/cargo/registry/demo-1.0/src/lib.rs": b"pub fn f() {}\n",
+                   "./usr/share/doc/librust-demo-dev/copyright": b"MIT\n"})
+    fetch.fetch(_pin("deb", archive, "librust-demo-dev"), target)
+    assert (target / "librust-demo-dev" / "demo-1.0" / "src" / "lib.rs").is_file()
+    assert not (target / "librust-demo-dev" / "usr").exists()
+
+
+def test_a_changed_archive_is_refused_and_kept_aside(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "raw"
+    (target / ".archives").mkdir(parents=True)
+    archive = target / ".archives" / "demo-1.0.tar.gz"
+    _tar_gz(archive, {"demo-1.0/a.py": b"x = 1\n"})
+    pin = _pin("pypi", archive)
+
+    def tampered_mirror(pin: fetch.Pin, archives: Path) -> Path:
+        _tar_gz(archives / pin.archive, {"demo-1.0/a.py": b"x = 2\n"})
+        return archives / pin.archive
+
+    _tar_gz(archive, {"demo-1.0/a.py": b"x = 3\n"})  # the kept archive no longer matches either
+    monkeypatch.setattr(fetch, "download", tampered_mirror)
+    with pytest.raises(fetch.FetchError, match="sha256"):
+        fetch.fetch(pin, target)
+    assert not (target / "demo").exists()
+    assert (target / ".archives" / "demo-1.0.tar.gz.bad").is_file()
+
+
+def test_an_archive_escaping_its_folder_is_not_unpacked(tmp_path: Path) -> None:
+    target = tmp_path / "raw"
+    (target / ".archives").mkdir(parents=True)
+    archive = target / ".archives" / "demo-1.0.tar.gz"
+    _tar_gz(archive, {"demo-1.0/../../evil.py": b"x = 1\n", "demo-1.0/ok.py": b"y = 1\n"})
+    with pytest.raises((fetch.FetchError, tarfile.TarError)):
+        fetch.fetch(_pin("pypi", archive), target)
+    assert not (tmp_path / "evil.py").exists()
+
+
+def test_an_evaluated_package_is_refused(tmp_path: Path) -> None:
+    pin = fetch.Pin("click", "pypi", "8.1.7", "click-8.1.7.tar.gz", "0" * 64, "python")
+    with pytest.raises(fetch.FetchError, match="evaluation set"):
+        fetch.fetch(pin, tmp_path)
