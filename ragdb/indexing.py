@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ragdb.chunking import (
     CHUNKER_VERSION, HEADING_KINDS, PROSE_FILE_KINDS, chunk_cap, chunk_text, is_mdx,
@@ -22,23 +23,27 @@ from ragdb.db import (
     full_text_done,
     get_setting,
     index_lock,
+    index_lock_path,
     scalar,
     set_setting,
     write_full_text,
     write_transaction,
 )
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
-from ragdb.errors import RagdbError
+from ragdb.errors import DiskFullError, RagdbError
 from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_or_minified
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
-from ragdb.resources import sql
+from ragdb.postgres import PostgresConnection
+from ragdb.resources import models_dir, sql
 from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 from ragdb.walking import (
     WalkOptions,
+    below_root,
     distinct_roots,
     file_language,
+    holds,
     name_ok,
     relative,
     scan_also,
@@ -47,6 +52,9 @@ from ragdb.walking import (
 )
 
 MAX_CHUNK_SIZE = 2000
+#: Where `ragdb search_dataset` and `answer_dataset` save results by default (relative to the
+#: folder they run in): ragdb's output, never its input.
+RESULT_DIRS = (Path("data/outputs/answers"), Path("data/outputs/search_results"))
 
 
 @dataclass
@@ -72,6 +80,9 @@ class IndexStats:
     fallback_paths: list[str] = field(default_factory=list)
     #: Files indexed or unchanged, by language (files.kind).
     languages: dict[str, int] = field(default_factory=dict)
+    #: Stored paths in skipped_paths that an earlier run over the same root, with the same
+    #: walk options, skipped too, unchanged since: the CLI names them only with --verbose.
+    skipped_before: list[str] = field(default_factory=list)
 
     def skip(self, path: str, reason: str, named: bool = True) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -103,7 +114,7 @@ def check_working_folder(conn: Connection, roots: Sequence[Path]) -> None:
     refuse = f"this index was built from {built}, and its paths are relative to that folder"
     hint = f"run `ragdb index` from {built}, or use another --db"
     there = {str(r): os.path.normpath(os.path.join(built, str(r)))
-             for r, _walk_options in conn.execute(sql("index_roots_known"))}
+             for r, _walk_options, _last in conn.execute(sql("index_roots_known"))}
     there = {r: path for r, path in there.items() if os.path.exists(path)}  # gone: no double
     for root in roots:
         mine = Path(os.path.realpath(root))
@@ -140,18 +151,21 @@ def index_paths(
     started = time.perf_counter()
     started_at = _now()
     roots = distinct_roots(roots)
-    scan = scan_roots(roots, options)
+    own = ragdb_files(conn)
+    scan = scan_roots(roots, options, own)
     mine = [relative(root) for root in roots]
     with write_transaction(conn):
         check_working_folder(conn, roots)
-        recorded = {str(path): str(walk) for path, walk in conn.execute(sql("index_roots_known"))}
+        known_roots = list(conn.execute(sql("index_roots_known")))
+        recorded = {str(path): str(walk) for path, walk, _last in known_roots}
+        seen_before = _seen_before(known_roots, options, mine)
         others = [path for path in recorded if path not in mine]
         full_rebuild = _needs_rebuild(conn, max_chunk_size)
         rebuilt = others if full_rebuild else []
         if rebuilt:
             # A rebuild clears every row: the other recorded roots are walked again too, each
             # with the options of its last run, or their rows would be gone.
-            scan_also(scan, rebuilt, recorded)
+            scan_also(scan, rebuilt, recorded, own)
             mine, others = mine + rebuilt, []
         files = scan.files
         if on_files:
@@ -160,6 +174,8 @@ def index_paths(
                            full_rebuild=full_rebuild)
         for path, reason in scan.skipped:
             stats.skip(relative(path), reason)
+            if seen_before(path, relative(path)):
+                stats.skipped_before.append(relative(path))
         for path, reason in scan.left_out:
             stats.skip(relative(path), reason, named=False)
         languages = stats.languages
@@ -190,6 +206,8 @@ def index_paths(
                 if rel in known and reason != UNREADABLE:  # unreadable: keep what it had
                     conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
                     stats.files_removed += 1
+                elif seen_before(path, rel):
+                    stats.skipped_before.append(rel)
             else:
                 kind = file_language(path.name, text)
                 languages[kind] = languages.get(kind, 0) + 1
@@ -199,7 +217,8 @@ def index_paths(
                     if old is not None:
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
                     written, fell_back = _write_file(
-                        conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind
+                        conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind,
+                        below_root(rel, [*mine, *others]),
                     )
                     stats.chunks_written += written
                     if fell_back:
@@ -223,12 +242,12 @@ def index_paths(
         set_setting(conn, Setting.CHUNKER, CHUNKER_VERSION)
         if name_ok(os.getcwd()):
             set_setting(conn, Setting.BASE_DIR, os.getcwd())  # check_working_folder
-        now = _now()
+        # A root's last run is when its walk began: a file changed after that is new to it.
         for root in roots:
-            conn.execute(sql("roots_touch"), {"path": relative(root), "now": now,
+            conn.execute(sql("roots_touch"), {"path": relative(root), "now": started_at,
                                               "options": options.to_json()})
         for other in rebuilt:
-            conn.execute(sql("roots_touch"), {"path": other, "now": now,
+            conn.execute(sql("roots_touch"), {"path": other, "now": started_at,
                                               "options": recorded[other]})
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             full_text_done(conn)
@@ -258,6 +277,43 @@ def index_paths(
     return stats
 
 
+def ragdb_files(conn: Connection) -> frozenset[str]:
+    """ragdb's own files and folders, by real path, which no walk reads wherever they lie (a
+    root of `.` holds data/processed/rag.db, its -wal and its lock): the database with its
+    sidecars and index lock, the models folder and the folders results are saved in."""
+    paths = [models_dir(), *RESULT_DIRS]
+    if not isinstance(conn, PostgresConnection) and conn.filename:
+        for db in (conn.filename, os.path.realpath(conn.filename)):
+            paths += [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+        paths.append(index_lock_path(conn.filename))
+    return frozenset(os.path.realpath(path) for path in paths)
+
+
+def _seen_before(known_roots: Sequence[tuple[Any, ...]], options: WalkOptions,
+                 mine: Sequence[str]) -> Callable[[Path, str], bool]:
+    """Whether an earlier run skipped a file already (and said so): a root of this run it lies
+    under was walked before with these options, and the file has not changed since that walk
+    began (its ctime: written, renamed, chmod-ed or linked afresh is new). A `ragdb index`
+    that changed nothing, or a `--watch` batch, then names only what is new."""
+    since: dict[str, float] = {}
+    for path, walk, last in known_roots:
+        if str(path) in mine and WalkOptions.from_json(str(walk)) == options:
+            try:
+                since[str(path)] = datetime.fromisoformat(str(last)).timestamp()
+            except ValueError:
+                continue
+    if not since:
+        return lambda _path, _rel: False
+
+    def seen(path: Path, rel: str) -> bool:
+        try:
+            changed = os.lstat(path).st_ctime
+        except (OSError, ValueError):
+            return False
+        return any(holds(root, rel) and changed < start for root, start in since.items())
+    return seen
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -281,8 +337,10 @@ def _write_file(
     max_chunk_size: int,
     fts: "_FullText",
     kind: str,
+    indexed_path: str,
 ) -> tuple[int, bool]:
     """Write one file's rows; (chunks written, whether its parse failed so it was cut as text).
+    The full-text path column holds `indexed_path`, the path below its root (below_root).
 
     files.kind is the file's language (file_language): Python and prose are cut by
     ragdb.chunking, the rest by ragdb.syntax_chunking (whole code cap for languages with a
@@ -308,7 +366,7 @@ def _write_file(
     if not chunks:
         return 0, fell_back
     analyse = fts.analyse
-    path_terms = analyse(rel)
+    path_terms = analyse(indexed_path)
     rows = []
     line, at = 1, 0  # line number of offset `at`
     count = text.count
@@ -429,6 +487,24 @@ def _update_index(
                         progress=progress, on_files=on_files)
     if not vectors:
         return stats, None
+    try:
+        return stats, _update_vectors(conn, embedder_name, embedder, on_embedded)
+    except DiskFullError:
+        # The rows were committed before the vectors began: say so, not "nothing was kept".
+        try:
+            embedded = f", {vector_count(conn)} of them with vectors so far"
+        except Exception:  # the count is a courtesy: the message must still come out
+            embedded = ""
+        raise DiskFullError(
+            f"the disk is full while embedding: this run's files and chunks were kept in "
+            f"{conn.filename} ({stats.files_indexed} files indexed, {stats.chunks_total} "
+            f"chunks in the index{embedded}); lexical search works, and once some space is "
+            "free `ragdb index` finishes the vectors") from None
+
+
+def _update_vectors(conn: Connection, embedder_name: str | None, embedder: Embedder | None,
+                    on_embedded: Callable[[int, int], None] | None) -> VectorStats:
+    """The vectors brought in step with the committed chunks, batch by batch."""
     name = embedder_name or get_setting(conn, Setting.EMBEDDER_NAME) or DEFAULT_MODEL
     if embedder is None:
         identity = embedder_identity(name)
@@ -449,4 +525,4 @@ def _update_index(
             set_setting(conn, Setting.EMBEDDER_NAME, name)
             if vstats.embedded or vstats.removed:
                 bump_generation(conn)
-    return stats, vstats
+    return vstats

@@ -83,6 +83,9 @@ EXCLUDED = "excluded"
 BINARY = "binary"
 IGNORE_RULES = "ignore rules"  # a .gitignore: read as the walk's rules, not indexed as text
 SECRETS = "may hold secrets"  # _SECRETS
+#: A symlink whose target lies in a folder the walk does not enter (.hidden/token.txt): a
+#: harmless link name must not let it in (nor one into .git, even with --hidden).
+HIDDEN_TARGET = "symlink into a hidden folder"
 INCLUDED = "included"  # WalkOptions.verdict: an --include names the file
 
 
@@ -140,6 +143,25 @@ class WalkOptions:
         if name == ".gitignore":
             return IGNORE_RULES
         if _SECRETS.fullmatch(name):
+            return SECRETS
+        return ""
+
+    def skips_folder(self, name: str) -> bool:
+        """Whether the walk never enters a folder of this name (hidden, or .git and the like)."""
+        return name in _SKIP_DIRS or (name.startswith(".") and not self.hidden)
+
+    def link_verdict(self, target: Path, top: Path, is_dir: bool) -> str:
+        """The reason a symlink is left out by what it leads to, else "": the credential and
+        hidden-folder rules judge the resolved target as the walk would judge it there (its
+        folders under the root; outside the root, which only --follow-symlinks reaches, its
+        own name), so `settings.txt -> .env` is left out as .env is. An --include naming the
+        target's name lets it in, as it does the target."""
+        parts = target.relative_to(top).parts if inside(target, top) else (target.name,)
+        folders = parts if is_dir else parts[:-1]
+        if any(d.startswith(".") and self.skips_folder(d) for d in folders):
+            return HIDDEN_TARGET
+        named = bool(self.include) and _matchers(self.include)(target.name, "/".join(parts))
+        if not is_dir and not named and _SECRETS.fullmatch(target.name):
             return SECRETS
         return ""
 
@@ -217,9 +239,11 @@ def _entries(folder: str) -> tuple[list[str], list[str]]:
     return sorted(dirs), sorted(files)
 
 
-def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
+def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = frozenset()
+          ) -> None:
     """Files under a root (or the root itself when it is a file), in a stable order: ignore
-    rules, vendored and hidden folders, and symlinks that leave the root are left out.
+    rules, vendored and hidden folders, symlinks that leave the root or lead where the rules
+    leave out, and ragdb's own files (`own`: real paths, ragdb_files) are left out.
 
     Depth first with a stack of its own (os.walk recurses, and a tree about 990 folders deep
     ended the run in a RecursionError)."""
@@ -230,16 +254,19 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
     top = root.resolve()
     visited = {top}
     use_paths = any("/" in g for g in options.include + options.exclude)
+    named: set[Path] = set()  # ignore files the rules skipped and named: counted once
 
     def skip(path: Path, reason: str) -> None:
+        named.add(path)
         scan.skipped.append((path, reason))
 
     inherited = ancestor_rules(base, skip) if options.ignore else []
-    # (folder, the folder as the root spells it, the rules above it); a child is made with
-    # `/`, which parses only its name: deep trees cost no more per folder than shallow ones
-    stack: list[tuple[Path, Path, Rules]] = [(base, root, inherited)]
+    # (folder, the folder as the root spells it, its real path, the rules above it); a child
+    # is made with `/`, which parses only its name: deep trees cost no more per folder than
+    # shallow ones (its real path too: only a followed link is resolved)
+    stack: list[tuple[Path, Path, str, Rules]] = [(base, root, str(top), inherited)]
     while stack:
-        folder, out, rules = stack.pop()
+        folder, out, real, rules = stack.pop()
         dirpath = str(folder)
         try:
             dirnames, filenames = _entries(dirpath)
@@ -251,7 +278,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
             rules = rules + folder_rules(folder, out, (folder / ".git").is_dir(), top, skip)
         kept = []
         for d in sorted(dirnames):
-            if d in _SKIP_DIRS or (d.startswith(".") and not options.hidden):
+            if options.skips_folder(d):
                 continue
             full = os.path.join(dirpath, d)
             if is_vendored_dir(d) and not _is_package(full):
@@ -261,6 +288,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
             if not name_ok(d):
                 scan.skipped.append((_escaped(out / d), "name not UTF-8"))
                 continue
+            real_d = os.path.join(real, d)
             if os.path.islink(full):
                 target = link_target(Path(full))
                 if target is None:
@@ -270,11 +298,18 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
                     if not inside(target, top):
                         scan.skipped.append((out / d, "symlink outside the root"))
                     continue  # a link inside the root: its files are indexed where they are
-                if target in visited:
+                if target in visited or str(target) in own:
                     continue  # a loop, or a folder reached twice
+                why = options.link_verdict(target, top, is_dir=True)
+                if why:
+                    scan.left_out.append((out / d, why))
+                    continue
                 visited.add(target)
-            kept.append(d)
-        stack.extend((folder / d, out / d, rules) for d in reversed(kept))
+                real_d = str(target)
+            elif real_d in own:
+                continue
+            kept.append((d, real_d))
+        stack.extend((folder / d, out / d, real_d, rules) for d, real_d in reversed(kept))
         for name in sorted(filenames):
             full = os.path.join(dirpath, name)
             if rules and ignored(rules, full, is_dir=False):
@@ -282,19 +317,29 @@ def _walk(root: Path, options: WalkOptions, scan: Scan) -> None:
             if not name_ok(name):
                 scan.skipped.append((_escaped(out / name), "name not UTF-8"))
                 continue
+            if own and os.path.join(real, name) in own:
+                continue  # rag.db, its -wal and lock: never its own input
             verdict = options.verdict(name, full[len(str(base)) + 1:] if use_paths else "")
             if verdict == INCLUDED:
                 scan.included.add(out / name)
+            elif verdict == IGNORE_RULES and out / name in named:
+                continue  # skipped as a rules file already (a FIFO, a link out of the root)
             elif verdict:
                 scan.left_out.append((out / name, verdict))
                 continue
-            if os.path.islink(full) and not options.follow_symlinks:
+            if os.path.islink(full):
                 target = link_target(Path(full))
                 if target is None:
                     scan.skipped.append((out / name, "broken symlink"))
                     continue
-                if not inside(target, top):
+                if not options.follow_symlinks and not inside(target, top):
                     scan.skipped.append((out / name, "symlink outside the root"))
+                    continue
+                if str(target) in own:
+                    continue
+                why = "" if verdict == INCLUDED else options.link_verdict(target, top, False)
+                if why:
+                    scan.left_out.append((out / name, why))
                     continue
             scan.files.append(out / name)
 
@@ -312,27 +357,28 @@ def stored_path(path: Path) -> str:
 
 
 def distinct_roots(roots: Sequence[Path]) -> list[Path]:
-    """The roots once each: `a`, `$PWD/a` and `a/../a` are one root (stored as `a`), spelled
-    as it was first given."""
+    """The roots once each: `a`, `$PWD/a`, `a/../a` and a symlink to `a` are one root (by its
+    real path), spelled as it was first given."""
     unique: dict[str, Path] = {}
     for root in roots:
-        unique.setdefault(relative(root), root)
+        unique.setdefault(os.path.realpath(root), root)
     return list(unique.values())
 
 
-def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> Scan:
+def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions(),
+               own: frozenset[str] = frozenset()) -> Scan:
     """Every file to consider, checked up front so a bad root fails before anything changes.
 
     Symlinks whose target lies outside their root are skipped unless options.follow_symlinks.
-    A file reached through two roots (a folder and a subfolder of it, spelled differently)
-    is listed once.
+    A file reached through two roots (a folder and a subfolder of it, spelled differently or
+    through a symlinked folder) is listed once. `own`: ragdb's own files, never listed.
     """
     roots = distinct_roots(roots)
     check_roots(roots)
     scan = Scan()
     for root in roots:
         found, left_out = len(scan.files), len(scan.left_out)
-        _walk(root, options, scan)
+        _walk(root, options, scan, own)
         excluded = sum(1 for _, why in scan.left_out[left_out:] if why == EXCLUDED)
         if excluded and len(scan.files) == found:
             # Its rows would all be deleted: refused before anything is written.
@@ -344,14 +390,20 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions()) -> S
 
 
 def _unique_files(files: Sequence[Path]) -> list[Path]:
-    """Each stored path once (`a/x.md` and `$PWD/a/x.md` are one file), sorted."""
-    unique: dict[str, Path] = {}
+    """Each file once, by the real path of its folder (`a/x.md`, `$PWD/a/x.md` and
+    `link-to-a/x.md` are one file; a symlinked file is a file of its own), sorted."""
+    unique: dict[tuple[str, str], Path] = {}
+    folders: dict[Path, str] = {}
     for path in files:
-        unique.setdefault(relative(path), path)
+        folder = folders.get(path.parent)
+        if folder is None:
+            folder = folders[path.parent] = os.path.realpath(path.parent)
+        unique.setdefault((folder, path.name), path)
     return sorted(unique.values())
 
 
-def scan_also(scan: Scan, paths: Sequence[str], recorded: dict[str, str]) -> None:
+def scan_also(scan: Scan, paths: Sequence[str], recorded: dict[str, str],
+              own: frozenset[str] = frozenset()) -> None:
     """Add recorded roots to a scan, each walked with the options of its last run."""
     for path in paths:
         if not os.path.exists(path):
@@ -360,7 +412,7 @@ def scan_also(scan: Scan, paths: Sequence[str], recorded: dict[str, str]) -> Non
                 f"and the recorded root {path} is gone (no such file or directory): "
                 f"`ragdb roots --remove {shlex.quote(path)}` forgets it and its rows")
         check_roots([Path(path)])
-        _walk(Path(path), WalkOptions.from_json(recorded[path]), scan)
+        _walk(Path(path), WalkOptions.from_json(recorded[path]), scan, own)
     scan.files = _unique_files(scan.files)
 
 
@@ -395,3 +447,19 @@ def holds(root: str, path: str) -> bool:
 def under(path: str, roots: Sequence[str]) -> bool:
     """Whether a stored path lies under one of these stored roots."""
     return any(holds(root, path) for root in roots)
+
+
+def below_root(path: str, roots: Sequence[str]) -> str:
+    """A stored path as seen from the outermost of these stored roots that holds it (a root
+    that is the file itself: its name): what the full-text index reads as the path.
+
+    The root's own folders are in every path under it; indexed, they would make their words
+    (`requests-2.32.3`: 2, 32, 3) common to every chunk, and a question naming them would find
+    nothing."""
+    for root in sorted(roots, key=len):
+        if holds(root, path):
+            if path == root:
+                return path.rsplit("/", 1)[-1]
+            # `.` holds paths as they are; `..` holds `x` (the current folder) too
+            return path[len(root) + 1:] if path.startswith(root + "/") else path
+    return path

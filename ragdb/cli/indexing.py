@@ -1,18 +1,21 @@
 """`ragdb index`: its options, one run (with progress bars on a terminal) and its summary line.
 
 The summary says what the run did in one line on stdout; the files it skipped or cut as text
-are named on stderr, at most MAX_SKIPPED_SHOWN of each, so a log stays readable.
+are named on stderr, at most MAX_SKIPPED_SHOWN of each, so a log stays readable. A skip an
+earlier run named already (the file unchanged since) is only counted, unless --verbose.
 """
 
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from ragdb.cli.shared import DbOption, Progress, err, one_line, open_rag
+from ragdb.cli.shared import DbOption, Progress, err, from_project_folder, one_line, open_rag
+from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
 from ragdb.indexing import MAX_CHUNK_SIZE
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
@@ -79,10 +82,19 @@ def index(
         help="Follow symlinks (files and folders) whose target lies outside the indexed root "
         "[default: skip them and count them as skipped].",
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v",
+        help="Name every skipped file [default: only those no earlier run of the same root "
+        "named; the others are counted].",
+    ),
 ) -> None:
     """Index files into rag.db: only new or changed files are re-chunked."""
-    rag = open_rag(db)
-    roots: list[Path] = list(paths or [])
+    where = location(db)
+    if found_in_parent(db, where):
+        err(f"indexing into {one_line(str(where))}, the index of a parent folder")
+    where, given = from_project_folder(where, paths or [])
+    rag = open_rag(where)
+    roots: list[Path] = given
     walk_given = bool(include) or bool(exclude) or no_ignore or hidden or follow_symlinks
     recorded: list[Path] = []
     if not roots:
@@ -99,15 +111,16 @@ def index(
     )
     # Every recorded root, each walked as its own last run was, unless told otherwise.
     own_options = bool(recorded) and not walk_given
-    _index_once(rag, [] if own_options else roots, options, wait=wait)
+    _index_once(rag, [] if own_options else roots, options, wait=wait, verbose=verbose)
     if watch:
         from ragdb.watch import watch_roots
 
-        watch_roots(rag, roots, options, report=_index_summary, recorded=own_options)
+        watch_roots(rag, roots, options, report=partial(_index_summary, verbose=verbose),
+                    recorded=own_options)
 
 
 def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any],
-                wait: bool = False) -> None:
+                wait: bool = False, verbose: bool = False) -> None:
     show_bar = sys.stderr.isatty()
 
     def waiting() -> None:  # said once, before the bars: a CI job's log shows why it paused
@@ -126,11 +139,12 @@ def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any],
             roots, progress=files_bar.step, on_files=files_bar.total, on_embedded=on_embedded,
             wait=wait, on_wait=waiting, **options,
         )
-    typer.echo(_index_summary(result))
+    typer.echo(_index_summary(result, verbose=verbose))
 
 
-def _index_summary(result: Any) -> str:
-    """One line: what an index run did."""
+def _index_summary(result: Any, verbose: bool = False) -> str:
+    """One line: what an index run did (and on stderr the files it skipped that no earlier run
+    named, or with `verbose` every one: a no-op re-index or a --watch batch repeats none)."""
     stats, vstats = result.stats, result.vectors
     vector_note = ""
     if vstats is not None:
@@ -142,10 +156,12 @@ def _index_summary(result: Any) -> str:
             + ")"
         )
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
-    for path, why in stats.skipped_paths[:MAX_SKIPPED_SHOWN]:
+    before = set() if verbose else set(stats.skipped_before)
+    named = [(path, why) for path, why in stats.skipped_paths if path not in before]
+    for path, why in named[:MAX_SKIPPED_SHOWN]:
         err(f"skipped {one_line(path)}: {why}")
-    if len(stats.skipped_paths) > MAX_SKIPPED_SHOWN:
-        err(f"... and {len(stats.skipped_paths) - MAX_SKIPPED_SHOWN} more skipped")
+    if len(named) > MAX_SKIPPED_SHOWN:
+        err(f"... and {len(named) - MAX_SKIPPED_SHOWN} more skipped")
     for path in stats.fallback_paths[:MAX_SKIPPED_SHOWN]:
         err(f"parse fallback {one_line(path)}: its syntax tree was mostly errors, cut as text")
     if len(stats.fallback_paths) > MAX_SKIPPED_SHOWN:
