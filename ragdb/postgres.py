@@ -34,6 +34,7 @@ from ragdb.errors import (
     IndexRunningError,
     MissingIndexError,
     RagdbError,
+    UnavailableError,
 )
 from ragdb.resources import SqlText, resource_dir
 
@@ -44,9 +45,11 @@ if TYPE_CHECKING:
 
 SCHEMES = ("postgresql://", "postgres://")
 #: Advisory lock keys (database-wide): "RAGD", as rag.db's application_id, for the index run;
-#: the next number for migrations.
+#: the next number for migrations; the one after, held shared by each write of an index run
+#: (index_lock_held.sql), for a run that takes the index lock to wait for the last one's write.
 INDEX_LOCK_KEY = 0x52414744
 MIGRATE_LOCK_KEY = INDEX_LOCK_KEY + 1
+WRITE_LOCK_KEY = INDEX_LOCK_KEY + 2
 CONNECT_TIMEOUT_S = 10
 #: How long a run that is refused retries first (as ragdb.db's flock: a probe must not make a
 #: run that starts at that moment fail).
@@ -240,6 +243,11 @@ class ConnectionLostError(PostgresError):
     transaction, if any, was rolled back by the server."""
 
 
+class IndexLockLostError(UnavailableError):
+    """The index run's lock session ended mid-run: the run stops before its next commit, so
+    a run that took the lock since never sees its writes interleaved with this one's."""
+
+
 # --- the connection ----------------------------------------------------------------------------
 
 class PostgresConnection:
@@ -253,6 +261,9 @@ class PostgresConnection:
         self._pg = pg
         self._application_name = application_name
         self._postings: Postings | None = None
+        #: The backend pid of the session holding the index lock for a run of this connection
+        #: (index_lock), which each write of the run checks; None outside a run.
+        self._lock_pid: int | None = None
         self._sqlite: Any = None  # an in-memory apsw connection, for FTS5's tokenizer
         #: GLOB patterns compiled by the server (ragdb.pg_search.compiled_globs), by their
         #: JSON text: they depend on nothing but the patterns and the schema's functions.
@@ -407,7 +418,9 @@ class PostgresConnection:
         it means for the index (the server rolled the transaction back)."""
         self.execute("BEGIN")
         try:
+            self._check_index_lock()
             yield
+            self._check_index_lock()
         except ConnectionLostError as exc:
             raise ConnectionLostError(f"{exc}: nothing of this write was kept and the "
                                       "database holds its last complete index",
@@ -439,6 +452,19 @@ class PostgresConnection:
                 except Exception:
                     pass
 
+    def _check_index_lock(self) -> None:
+        """Inside an index run's write: stop unless the run's lock session still holds the
+        index lock (pg_terminate_backend, a restart or a network cut may have ended it, and
+        another run may hold it now). The write holds WRITE_LOCK_KEY shared till it ends."""
+        if self._lock_pid is None:
+            return
+        if not self.run("index_lock_held", {"key": INDEX_LOCK_KEY, "write_key": WRITE_LOCK_KEY,
+                                            "pid": self._lock_pid})[0][0]:
+            raise IndexLockLostError(
+                f"this index run lost its lock on {self.shown} (the lock's session was ended: "
+                "pg_terminate_backend, a restart or a network cut): it stopped, nothing of its "
+                "last write was kept; run `ragdb index` again")
+
     def write_if_free(self, statement: str, params: Params) -> bool:
         """One short write (the query cache) that never waits on an index run for long:
         skipped when locks are held. False when this database cannot be written here."""
@@ -458,25 +484,37 @@ class PostgresConnection:
     def index_lock(self, *, wait: bool = False,
                    on_wait: Callable[[], None] | None = None) -> Iterator[None]:
         """Hold the database's index lock for one run: pg_advisory_lock on a session of its
-        own, which the server releases when that session ends, even when its process is
-        killed. A second run is refused with IndexRunningError, or with `wait` waits."""
+        own (kept from idling out), which the server releases when that session ends, even
+        when its process is killed. A second run is refused with IndexRunningError, or with
+        `wait` waits. Should the session end mid-run, the run's next write or commit stops
+        it (_check_index_lock), and a run that takes the lock meanwhile is refused while a
+        write of the first is still open (index_lock_barrier)."""
         session = _connect(self.url, application_name="ragdb index lock")
         held = False
+        outer = self._lock_pid
         try:
+            pid = int(session.run("index_lock_session")[0][0])
+            refused = IndexRunningError(f"another index run is in progress on {self.shown}; "
+                                        "try again when it ends")
             deadline = time.monotonic() + _LOCK_RETRY_S
             while not session.run("index_lock_try", {"key": INDEX_LOCK_KEY})[0][0]:
                 if time.monotonic() >= deadline:
                     if not wait:
-                        raise IndexRunningError(f"another index run is in progress on "
-                                                f"{self.shown}; try again when it ends")
+                        raise refused
                     if on_wait is not None:
                         on_wait()
                     session.run("index_lock_wait", {"key": INDEX_LOCK_KEY})
                     break
                 time.sleep(0.05)
             held = True
+            if wait:
+                session.run("index_lock_barrier_wait", {"write_key": WRITE_LOCK_KEY})
+            elif not session.run("index_lock_barrier", {"write_key": WRITE_LOCK_KEY})[0][0]:
+                raise refused
+            self._lock_pid = pid
             yield
         finally:
+            self._lock_pid = outer
             if held:
                 try:
                     session.run("index_unlock", {"key": INDEX_LOCK_KEY})

@@ -21,7 +21,7 @@ import pytest
 from psycopg import sql
 
 from ragdb import RagDB
-from ragdb.errors import IndexRunningError
+from ragdb.errors import IndexRunningError, RagdbError
 from ragdb.postgres import INDEX_LOCK_KEY
 from tests.conftest import (
     SMALL_CORPUS,
@@ -341,3 +341,77 @@ def test_a_role_that_may_only_read_searches_uncached(project: Path, pg_url: str,
             owner.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         with pg_admin(pg_server) as admin:
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+# -- the index lock's own session ends mid-run ----------------------------------------------
+
+def _end_lock_session(server: Any, url: str) -> None:
+    """pg_terminate_backend on the index run's lock session, and wait till its lock is gone."""
+    with pg_admin(server) as admin:
+        ended = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+            "AND application_name = 'ragdb index lock'", [_dbname(url)]).fetchall()
+        assert ended == [(True,)]
+        deadline = time.monotonic() + 10
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND "
+                            "application_name = 'ragdb index lock'", [_dbname(url)]
+                            ).fetchone() != (0,):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+
+def test_a_run_that_loses_its_lock_stops_and_a_second_run_meanwhile_is_refused(
+        big_project: Path, pg_url: str, pg_server: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock's session ends while the run's transaction is open: a second run started
+    then is refused in one line, and the first stops at its commit, keeping nothing."""
+    before, counts = _ranked(pg_url, big_project), _counts(pg_url)
+    monkeypatch.chdir(big_project)
+    second: list[subprocess.CompletedProcess[str]] = []
+
+    def lose_the_lock(_files: int) -> None:  # called inside the run's transaction
+        _end_lock_session(pg_server, pg_url)
+        second.append(run_cli("index", "data/raw/proj", "--no-vectors", "--db", pg_url,
+                              cwd=big_project))
+
+    with RagDB(pg_url) as rag:
+        with pytest.raises(RagdbError, match="this index run lost its lock on postgresql://"):
+            rag.index(["data/raw"], vectors=False, on_files=lose_the_lock)
+    line = one_line_error(second[0])
+    assert line.startswith("ragdb: another index run is in progress on postgresql://"), line
+    assert _counts(pg_url) == counts
+    assert _ranked(pg_url, big_project) == before
+    again = run_cli("index", "data/raw", "--no-vectors", "--db", pg_url, cwd=big_project)
+    assert again.returncode == 0, again.stderr
+    assert _counts(pg_url)[0] > len(SMALL_CORPUS)
+
+
+def test_a_cli_run_whose_lock_session_is_terminated_stops_in_one_line(
+        big_project: Path, pg_url: str, pg_server: Any) -> None:
+    before, counts = _ranked(pg_url, big_project), _counts(pg_url)
+    proc = _start_index(big_project, pg_url)
+    _writing_backend(pg_server, pg_url, proc)
+    _end_lock_session(pg_server, pg_url)
+    stdout, stderr = proc.communicate(timeout=120)
+    line = one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, stdout,
+                                                      stderr))
+    assert "this index run lost its lock" in line and "run `ragdb index` again" in line, line
+    assert _counts(pg_url) == counts
+    assert _ranked(pg_url, big_project) == before
+
+
+def test_the_lock_session_does_not_idle_out(big_project: Path, pg_url: str,
+                                            pg_server: Any) -> None:
+    """idle_session_timeout ends idle sessions, and the lock's is idle for the whole run."""
+    with pg_admin(pg_server) as admin:
+        admin.execute(sql.SQL("ALTER DATABASE {} SET idle_session_timeout = '300ms'").format(
+            sql.Identifier(_dbname(pg_url))))
+    proc = _start_index(big_project, pg_url)
+    _writing_backend(pg_server, pg_url, proc)
+    time.sleep(1.0)
+    with pg_admin(pg_server) as admin:
+        assert admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND "
+                             "application_name = 'ragdb index lock'", [_dbname(pg_url)]
+                             ).fetchone() == (1,)
+    assert proc.wait(timeout=120) == 0, proc.communicate()
+    assert _counts(pg_url)[0] > len(SMALL_CORPUS)
