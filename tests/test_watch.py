@@ -32,7 +32,10 @@ def _lines(stream: IO[str]) -> "queue.Queue[str]":
 
 
 def test_watch_indexes_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """And a batch names no skipped file again (issue 37: every batch repeated the generated
+    and other skipped files the first run had named): it counts them."""
     write_repo(tmp_path / "repo")
+    time.sleep(1.1)  # runs are recorded to the second: the files are older than the first
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", "repo", "--no-vectors", "--watch",
          "--db", "rag.db"],
@@ -56,6 +59,12 @@ def test_watch_indexes_changes_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         while "1 removed" not in summary:
             summary += out.get(timeout=max(0.1, deadline - time.monotonic()))
         assert "1 indexed" in summary and "1 removed" in summary, summary
+        assert "1 generated" in summary, summary
+        time.sleep(0.5)  # what the batch said on stderr has come through the pipe
+        said = ""
+        while not err.empty():
+            said += err.get()
+        assert "skipped" not in said, said
         paths = {str(r[0]) for r in RagDB(tmp_path / "rag.db").conn.execute(
             "SELECT path FROM files")}
         assert "repo/server/metrics.go" in paths and "repo/native/ring.c" not in paths
