@@ -49,7 +49,7 @@ def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: 
 
 
 #: The ranking rules of issue 18, each turned off in turn, and the option left off turned on
-#: (`--variants`; README, "Any codebase").
+#: (`--variants`; benchmarks/README.md, "Which ranking rules").
 DEFAULTS = SearchParams()
 VARIANTS = {
     "defaults": DEFAULTS,

@@ -92,7 +92,7 @@ def parse(spec: str) -> tuple[str, SearchParams]:
 
 #: The ninth round's coordinate search: each global knob one or two steps either way over the
 #: defaults, and the bridge weight for questions that name code, the one it chose (0.4) and then
-#: left off after the report sets (README, "Ninth round").
+#: left off after the report sets (benchmarks/README.md, "Which ranking rules").
 CANDIDATES = [
     "defaults:",
     "w_bridge_named 0.3: w_bridge_named=0.3", "w_bridge_named 0.4: w_bridge_named=0.4",
