@@ -362,6 +362,7 @@ class RagDB:
         check_k(k)
         mode = _mode(mode)
         check_question(question)
+        self._check_langs(filters)
         return self.searcher.search(question, k, mode, filters)
 
     def search_many(self, questions: Sequence[str], k: int,
@@ -373,7 +374,21 @@ class RagDB:
         mode = _mode(mode)
         for number, question in enumerate(questions, 1):
             check_question(question, what=f"question {number}", empty_ok=True)
+        self._check_langs(filters)
         return self.searcher.search_many(questions, k, mode, filters)
+
+    def _check_langs(self, filters: Filters) -> None:
+        """A language filter the index holds no file of (a typo, `pyhton`) is refused in one
+        line naming the ones it holds, rather than answered with "no sources found"."""
+        if not filters.langs:
+            return
+        held = [str(row[0]) for row in self.conn.execute(sql("files_languages"))]
+        unknown = [lang for lang in filters.langs if lang not in held]
+        if unknown:
+            named = ("language " if len(unknown) == 1 else "languages ") + ", ".join(
+                repr(lang) for lang in unknown)
+            raise RagdbError(f"{named} not in this index; its languages: "
+                             f"{', '.join(held) or 'none (no files)'}"[:1000])
 
     def search_dataset(self, dataset: RagDataset, k: int = 10,
                        mode: Mode | str = Mode.hybrid,
@@ -479,6 +494,8 @@ class RagDB:
         if not check_question(question, empty_ok=True).strip():
             raise RagdbError("the question is empty: nothing to answer")
         self.conn  # a missing or foreign database is refused even when k = 0 retrieves nothing
+        if k:
+            self._check_langs(filters)
         started = time.perf_counter()
         hits = self.searcher.search(question, k, mode, filters) if k else []
         search_ms = (time.perf_counter() - started) * 1000
@@ -557,6 +574,7 @@ def _add_stats(a: IndexStats, b: IndexStats) -> IndexStats:
         chunks_written=a.chunks_written + b.chunks_written, chunks_total=b.chunks_total,
         seconds=a.seconds + b.seconds, full_rebuild=a.full_rebuild or b.full_rebuild,
         skipped=skipped, skipped_paths=a.skipped_paths + b.skipped_paths,
+        skipped_before=a.skipped_before + b.skipped_before,
         parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks,
         fallback_paths=a.fallback_paths + b.fallback_paths, languages=languages)
 

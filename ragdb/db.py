@@ -35,9 +35,11 @@ from ragdb.errors import (
     IndexRunningError,
     MissingIndexError,
     RagdbError,
+    locked_error,
+    read_only_error,
 )
 from ragdb.postgres import PostgresConnection, is_url
-from ragdb.resources import resource_dir, sql
+from ragdb.resources import cache_dir, resource_dir, sql
 
 DEFAULT_DB = Path("data/processed/rag.db")
 #: An open index: rag.db through apsw, or a PostgreSQL database (ragdb/postgres.py).
@@ -82,17 +84,72 @@ def _check_allowed(path: Path) -> None:
                          "runs in its worker processes")
 
 
-def default_db_path() -> Path:
-    """`RAGDB_DB` wins over the default so scripts and tests can point elsewhere."""
-    return Path(os.environ.get("RAGDB_DB") or DEFAULT_DB)
+def default_db_path() -> Path | str:
+    """The index a command without --db uses, found the way git finds its repository:
+    `RAGDB_DB`; else the nearest of the current folder and its parents that holds
+    data/processed/rag.db (commands work from any subfolder of an indexed project; a parent's
+    is named by its absolute path); else data/processed/rag.db here, where `ragdb index`
+    creates it. Only that layout is looked for: an index under another name is named by
+    --db or RAGDB_DB."""
+    given = os.environ.get("RAGDB_DB")
+    if given:
+        return given
+    try:
+        here = Path(os.getcwd())
+    except OSError:  # the current folder was deleted: nothing above it to look in
+        return DEFAULT_DB
+    if (here / DEFAULT_DB).is_file():
+        return DEFAULT_DB
+    for parent in here.parents:
+        if (parent / DEFAULT_DB).is_file():
+            return parent / DEFAULT_DB
+    return DEFAULT_DB
 
 
 def location(value: Path | str | None = None) -> Location:
-    """A --db value (or, when None, `RAGDB_DB`, else the default): a postgresql:// URL stays
-    text, anything else is a rag.db path."""
+    """A --db value (or, when None, default_db_path()): a postgresql:// URL stays text,
+    anything else is a rag.db path."""
     if value is None:
-        value = os.environ.get("RAGDB_DB") or DEFAULT_DB
+        value = default_db_path()
     return value if is_url(value) else Path(value)
+
+
+def found_in_parent(value: Path | str | None, where: Location) -> bool:
+    """Whether `where` is an index that default_db_path() found in a parent folder (not named
+    by --db or RAGDB_DB): `ragdb index` says which one it writes."""
+    return (value is None and not os.environ.get("RAGDB_DB") and isinstance(where, Path)
+            and where.is_absolute())
+
+
+def built_from(path: Path) -> Path | None:
+    """The folder rag.db's index runs ran in (its stored paths are relative to it), read
+    without writing anything; None where there is no such file or it does not say."""
+    if not path.is_file():
+        return None
+    _check_allowed(path)
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            value = get_setting(conn, Setting.BASE_DIR)
+        finally:
+            conn.close()
+    except apsw.Error:  # not a database, no settings table, locked: nothing to go by
+        return None
+    return Path(value) if value else None
+
+
+def answers_dir(where: Location) -> Path:
+    """Where `ragdb answer` saves its record without --save_directory: outputs/answers beside
+    rag.db, never the folder the command runs from; the user's cache folder for a PostgreSQL
+    index or a rag.db in a folder that cannot be written (a shared, read-only index)."""
+    if isinstance(where, Path):
+        folder = where.parent / "outputs" / "answers"
+        probe = folder
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK):
+            return folder
+    return cache_dir() / "outputs" / "answers"
 
 
 def shown(where: Location) -> str:
@@ -273,7 +330,13 @@ def connect(path: Path | str, *, create: bool = False,
     except apsw.CorruptError as exc:
         raise RagdbError(f"{path} is corrupted ({exc}); delete it and run `ragdb index`") from None
     except apsw.CantOpenError as exc:
+        if not read_only and not writable(path):
+            raise read_only_error(path) from None
         raise RagdbError(f"cannot open {path} ({exc})") from None
+    except apsw.ReadOnlyError:
+        raise read_only_error(path) from None
+    except apsw.BusyError:
+        raise locked_error(path) from None
     return conn
 
 
@@ -351,7 +414,10 @@ def write_transaction(conn: Connection) -> Iterator[None]:
         with conn.write_transaction():
             yield
         return
-    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.BusyError:  # another connection kept the write lock past the busy timeout
+        raise locked_error(conn.filename) from None
     try:
         yield
         conn.execute("COMMIT")
@@ -368,7 +434,9 @@ def write_transaction(conn: Connection) -> Iterator[None]:
                 "holds its last complete index; free some space and run `ragdb index` again"
             ) from None
         if isinstance(exc, apsw.ReadOnlyError):
-            raise RagdbError(f"{conn.filename} is read-only here: ragdb cannot write it") from None
+            raise read_only_error(Path(conn.filename)) from None
+        if isinstance(exc, apsw.BusyError):
+            raise locked_error(conn.filename) from None
         raise
 
 
@@ -553,7 +621,9 @@ def index_lock(db_path: Path | str | Connection, *, wait: bool = False,
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            raise RagdbError(f"cannot index into {db_path}: cannot write {path} "
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise read_only_error(Path(db_path)) from None
+            raise RagdbError(f"cannot write {path}, the lock file beside {db_path} "
                              f"({exc.strerror or exc})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

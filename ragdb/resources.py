@@ -1,5 +1,6 @@
 """Where ragdb's files live: SQL beside the package in a wheel (or at the repository root in a
-checkout), and model weights under one models folder."""
+checkout), model weights under one models folder, and what ragdb writes for itself in the
+user's cache folder, never in the folder it runs from."""
 
 from __future__ import annotations
 
@@ -37,7 +38,33 @@ def sql(name: str) -> SqlText:
     return SqlText((resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8"), name)
 
 
+def cache_dir() -> Path:
+    """ragdb's folder in the user's cache: `$XDG_CACHE_HOME/ragdb`, else `~/.cache/ragdb`.
+
+    Never the current folder: under MCP that is the user's project, and a compiled model or an
+    answer written there lands in their repository. (A relative XDG_CACHE_HOME is ignored, as
+    the XDG spec says.)"""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "ragdb"
+
+
+def checkout_models_dir() -> Path | None:
+    """`data/models` of the ragdb checkout this package runs from, where it exists: where
+    `make install-writer` installs the writer and where models were kept before they moved to
+    the cache folder (a wheel has no such folder)."""
+    checkout = _PACKAGE.parent
+    folder = checkout / "data" / "models"
+    if (checkout / "pyproject.toml").is_file() and folder.is_dir():
+        return folder
+    return None
+
+
 def models_dir() -> Path:
-    """Where model weights and compiled-model caches live: `RAGDB_MODELS_DIR`, else data/models
-    (relative to the current folder). The embedder and the answer model share it."""
-    return Path(os.environ.get("RAGDB_MODELS_DIR") or "data/models")
+    """Where model weights and compiled-model caches live: `RAGDB_MODELS_DIR`; else the ragdb
+    checkout's data/models where it holds them; else `models` in the cache folder (never the
+    current folder). The embedder and the answer model share it."""
+    given = os.environ.get("RAGDB_MODELS_DIR")
+    if given:
+        return Path(given).expanduser()
+    return checkout_models_dir() or cache_dir() / "models"

@@ -110,6 +110,33 @@ def test_bad_k(indexed: Path, k: str) -> None:
     _one_line_error(result, r"k")
 
 
+def test_unknown_language_lists_the_index_languages(indexed: Path) -> None:
+    """Issue 37, item 15: `--lang pyhton` said "no sources found" and exited 0."""
+    for command in ("search", "answer"):
+        result = run_cli(command, "lora", "--lang", "pyhton", "--mode", "lexical",
+                         "--db", "rag.db", cwd=indexed)
+        _one_line_error(result, r"^ragdb: language 'pyhton' not in this index; its languages: "
+                                r"markdown, python, text$")
+    two = run_cli("search", "lora", "--lang", "rust", "--lang", "Python", "--lang", "gO",
+                  "--db", "rag.db", cwd=indexed)
+    _one_line_error(two, "languages 'go', 'rust' not in this index")
+    found = run_cli("search", "decoder layer", "--lang", "Python", "--mode", "lexical",
+                    "--json", "--db", "rag.db", cwd=indexed)
+    assert found.returncode == 0, found.stderr
+    assert {s["language"] for s in json.loads(found.stdout)} == {"python"}
+
+
+def test_a_mistyped_command_is_suggested_once(tmp_path: Path) -> None:
+    """Issue 37, item 15: Typer and click both added "Did you mean 'search'?"."""
+    for typo, suggested in (("serach", "'search'"), ("idnex", "'index'"),
+                            ("models lsit", "'list'")):
+        result = run_cli(*typo.split(), cwd=tmp_path)
+        assert result.returncode == 2
+        _one_line_error(result, f"No such command '{typo.split()[-1]}'")
+        assert result.stderr.count("Did you mean") == 1, result.stderr
+        assert result.stderr.count(suggested) == 1, result.stderr
+
+
 def test_missing_index(project: Path) -> None:
     result = run_cli("search", "lora", "--db", "nowhere/rag.db", cwd=project)
     _one_line_error(result, "run `ragdb index` first")

@@ -13,7 +13,9 @@ import pytest
 from ragdb.errors import RagdbError
 from ragdb.generate.models import OFFLINE_GGUF, _folder_name, resolve_model
 from ragdb.generate import models
+from ragdb import resources
 from ragdb.resources import models_dir
+from tests.conftest import MODELS, models_dir_without_writer
 
 
 # ------------------------------------------------------------------------------------------
@@ -132,9 +134,28 @@ def test_conversion_without_optimum_says_what_to_install(tmp_path: Path) -> None
         resolve_model("convert:Qwen/Qwen3-0.6B", tmp_path, warn=pytest.fail)
 
 
-def test_environment_variable_sets_the_models_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_variable_sets_the_models_dir(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """RAGDB_MODELS_DIR wins; else the checkout's data/models where it exists (make
+    install-writer's); else the user's cache folder: never a folder relative to where ragdb
+    runs (it was data/models of the current folder)."""
     monkeypatch.setenv("RAGDB_MODELS_DIR", "/somewhere/models")
     assert models_dir() == Path("/somewhere/models")
     monkeypatch.delenv("RAGDB_MODELS_DIR")
-    assert models_dir() == Path("data/models")
+    monkeypatch.setattr(resources, "checkout_models_dir", lambda: None)  # as from a wheel
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert models_dir() == tmp_path / "cache" / "ragdb" / "models"
+    for ignored in ("", "relative/cache"):  # the XDG spec: a relative value is ignored
+        monkeypatch.setenv("XDG_CACHE_HOME", ignored)
+        assert models_dir() == Path.home() / ".cache" / "ragdb" / "models"
     assert os.sep not in _folder_name("OpenVINO/Qwen3-0.6B-int4-ov")
+
+
+def test_the_checkout_data_models_is_still_found(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """`make install-writer` installs into the checkout's data/models, and tests find it
+    there: ragdb run from this checkout, from any folder, looks there first."""
+    models_dir_without_writer()  # makes data/models, as the tests' and CI's install does
+    monkeypatch.delenv("RAGDB_MODELS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert models_dir() == MODELS

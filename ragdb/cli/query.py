@@ -24,6 +24,7 @@ from ragdb.cli.shared import (
     one_line,
     open_rag,
 )
+from ragdb.db import answers_dir
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k, check_question
 from ragdb.jsonfiles import check_writable, write_json_atomic
@@ -141,9 +142,11 @@ def answer_command(
     exclude: Optional[list[str]] = ExcludeOption,
     model: Optional[str] = ModelOption,
     style: Style = StyleOption,
-    save_directory: Path = typer.Option(
-        Path("data/outputs/answers"), "--save_directory", "--save-directory",
-        help="Where the StudentSearchResultsAndAnswer JSON is written.",
+    save_directory: Optional[Path] = typer.Option(
+        None, "--save_directory", "--save-directory",
+        help="Where the StudentSearchResultsAndAnswer JSON is written [default: outputs/answers "
+        "beside rag.db; ~/.cache/ragdb/outputs/answers where that cannot be written].",
+        show_default=False,
     ),
     db: Optional[str] = DbOption,
 ) -> None:
@@ -153,7 +156,9 @@ def answer_command(
 
     check_k(k, low=0)
     check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
-    out = save_directory / f"answer-{question_id(question)}.json"
+    rag = open_rag(db, model)
+    folder = save_directory if save_directory is not None else answers_dir(rag.path)
+    out = folder / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
     stream = sys.stdout.isatty()
     streamed: list[str] = []
@@ -163,7 +168,6 @@ def answer_command(
         typer.echo(piece, nl=False)
 
     filters = Filters.of(path, lang, exclude)
-    rag = open_rag(db, model)
     answer = rag.answer(
         question, k, mode, on_token=on_token if stream else None, style=style,
         filters=filters,

