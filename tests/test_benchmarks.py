@@ -149,7 +149,8 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
     read |= {str(p.relative_to(REPO)) for style in bench_accept.STYLES
              for p in (REPO / ACCEPT_DIR).glob(f"verdicts_{style}*.json")}
     read |= {str(path) for path in (bench_writer.DRAFTS, bench_writer.LABELS, bench_writer.JUDGED)}
-    assert tracked == read
+    assert tracked == read, ("a tracked file no benchmark command reads (a past reading: git "
+                             "keeps it), or one a command reads that is not tracked")
 
 
 def test_the_accept_report_tallies_the_saved_sample(monkeypatch: pytest.MonkeyPatch,
