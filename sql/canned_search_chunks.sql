@@ -2,6 +2,7 @@
 -- description: BM25 search over the chunks with ragdb's identifier splitting applied to the query (trust_remote_code finds "trust remote code"), as `ragdb search --mode lexical` ranks them. Lower scores are better.
 SELECT c.id AS chunk_id,
        f.path,
+       c.file_id,
        c.start_line,
        c.end_line,
        c.kind,

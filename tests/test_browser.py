@@ -205,6 +205,8 @@ PAGE_STATE = """JSON.stringify({
         text: li.querySelector('code').textContent})),
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
+    codeCut: Array.from(document.querySelectorAll('#ragdb-sources pre')).filter(
+        p => p.scrollWidth > p.clientWidth).length,
 })"""
 
 
@@ -244,6 +246,7 @@ def test_question_page_streams_an_answer_with_working_citations(
     assert page["answer"].strip()
     assert page["citations"], page["answer"]
     assert page["scrollWidth"] <= page["innerWidth"], "the page scrolls sideways on a phone"
+    assert page["codeCut"] == 0, "a source's lines run past its box (they wrap)"
     citation = page["citations"][0]
     number = int(citation["label"].strip("[]"))
     source = page["sources"][number - 1]
@@ -255,6 +258,116 @@ def test_question_page_streams_an_answer_with_working_citations(
     assert cited_line in html.unescape(chunk_page)
     lines = re.search(r":(\d+)-(\d+)$", source["label"])
     assert lines is not None and int(lines.group(1)) <= int(lines.group(2))
+
+
+DESKTOP_WIDTH = 1024
+
+LAYOUT = """JSON.stringify({
+    scrollWidth: document.documentElement.scrollWidth,
+    clientWidth: document.documentElement.clientWidth,
+    height: window.innerHeight,
+    wrappers: Array.from(document.querySelectorAll('.table-wrapper')).map(
+        w => ({scrollWidth: w.scrollWidth, clientWidth: w.clientWidth})),
+    code: Array.from(document.querySelectorAll('pre.ragdb-code')).map(p => ({
+        right: p.getBoundingClientRect().right, scrollWidth: p.scrollWidth,
+        clientWidth: p.clientWidth, text: p.textContent})),
+    sqlShown: !!document.querySelector('#sql-query, #sql-editor'),
+    hiddenShown: Array.from(document.querySelectorAll('[hidden]')).filter(
+        e => e.getClientRects().length > 0).map(e => e.id || e.tagName),
+    sqlEditor: document.querySelector('#sql-editor') && document.querySelector('#sql-editor').value,
+    tableTop: document.querySelector('table.rows-and-columns') &&
+        document.querySelector('table.rows-and-columns').getBoundingClientRect().top,
+    fileCell: document.querySelector('td.col-file_id') &&
+        document.querySelector('td.col-file_id').textContent.trim(),
+    paths: Array.from(document.querySelectorAll('td.col-path')).map(td => td.textContent.trim()),
+    links: Array.from(document.querySelectorAll('a')).map(a => ({
+        text: a.textContent.trim(), href: a.href, className: a.className,
+        top: a.getBoundingClientRect().top, width: a.getBoundingClientRect().width})),
+})"""
+
+
+def _visit(tools: DevTools, session: str, url: str) -> dict[str, Any]:
+    """Open a page, wait until the new document has loaded, and read its layout."""
+    tools.evaluate(session, "window.__ragdbLeaving = true")
+    tools.call("Page.navigate", {"url": url}, session)
+    tools.wait_for(session, "!window.__ragdbLeaving && document.readyState === 'complete'",
+                   timeout=30)
+    return dict(json.loads(tools.evaluate(session, LAYOUT)))
+
+
+def test_browsing_pages_name_files_wrap_code_and_fold_sql(
+    served: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The pages a user browses, on a laptop and a phone, in a real Chromium (screenshots in
+    tmp_path): nothing runs off the right edge (chunk text wraps inside its box), a chunk's
+    page names its file, canned queries start with their results, not their SQL, and the
+    home page shows the question page."""
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    base, root = served
+    found = json.loads(_get(base + "/rag/search_chunks.json?q=load_lora_adapter&_shape=array")[1])
+    lora = "data/raw/proj/docs/features/lora.md"
+    chunk_id, file_id = found[0]["chunk_id"], found[0]["file_id"]
+    assert found[0]["path"] == lora
+    longest = max((root / lora).read_text().splitlines(), key=len)
+    assert len(longest) > 120  # wider than the text column: it must wrap, not run off
+    pages = {
+        "home": "/", "database": "/rag", "chunk": f"/rag/chunks/{chunk_id}",
+        "file-chunks": f"/rag/chunks_of_file?file_id={file_id}",
+        "canned-search": "/rag/search_chunks?q=load+lora+adapter", "chunks": "/rag/chunks",
+        "question": "/-/ragdb/ask",
+    }
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    tools = DevTools(binary, tmp_path / "profile", tmp_path / "chromium.log")
+    try:
+        target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = tools.call("Target.attachToTarget",
+                             {"targetId": target, "flatten": True})["sessionId"]
+        for width, height in ((DESKTOP_WIDTH, 768), (PHONE_WIDTH, 844)):
+            tools.call("Emulation.setDeviceMetricsOverride",
+                       {"width": width, "height": height, "deviceScaleFactor": 1,
+                        "mobile": width < 600}, session)
+            for name, path in pages.items():
+                seen[name, width] = _visit(tools, session, base + path)
+                shot = tools.call("Page.captureScreenshot",
+                                  {"format": "png", "captureBeyondViewport": True}, session)
+                (tmp_path / f"{name}-{width}.png").write_bytes(base64.b64decode(shot["data"]))
+    finally:
+        tools.close()
+
+    for (name, width), page in seen.items():
+        assert (tmp_path / f"{name}-{width}.png").stat().st_size > 1000
+        where = f"{name} at {width} px"
+        assert page["scrollWidth"] <= page["clientWidth"], f"{where} scrolls sideways"
+        for wrapper in page["wrappers"]:
+            assert wrapper["scrollWidth"] <= wrapper["clientWidth"], f"{where}: table clipped"
+        for code in page["code"]:
+            assert code["right"] <= page["clientWidth"], f"{where}: code runs off the page"
+            assert code["scrollWidth"] <= code["clientWidth"], f"{where}: code lines cut"
+    for width in (DESKTOP_WIDTH, PHONE_WIDTH):
+        home = seen["home", width]
+        ask = [a for a in home["links"] if a["href"] == base + "/-/ragdb/ask"
+               and a["text"] == "Ask a question" and "ragdb-ask-link" in a["className"]]
+        assert ask and 0 <= ask[0]["top"] < home["height"] and ask[0]["width"] > 0
+        assert {base + p for p in ("/rag/search_chunks", "/rag/largest_files")} <= {
+            a["href"] for a in home["links"]}
+        assert seen["database", width]["sqlEditor"] == "select * from chunks"
+        chunk = seen["chunk", width]
+        assert chunk["fileCell"] == f"{lora} · all chunks"
+        assert {"text": "all chunks", "href": f"{base}/rag/chunks_of_file?file_id={file_id}"} in [
+            {"text": a["text"], "href": a["href"]} for a in chunk["links"]]
+        assert any(longest in code["text"] for code in chunk["code"])
+        for name in ("file-chunks", "canned-search"):
+            page = seen[name, width]
+            assert not page["sqlShown"], f"{name}: the SQL is not folded"
+            assert page["paths"] and set(page["paths"]) == {lora}, name
+        assert seen["question", width]["hiddenShown"] == []  # no empty Answer, Sources
+        listing = seen["chunks", width]
+        assert listing["fileCell"] and listing["fileCell"].endswith(" · all chunks")
+    for name in ("file-chunks", "canned-search"):  # results in the first screen, not SQL
+        page = seen[name, DESKTOP_WIDTH]
+        assert page["tableTop"] is not None and page["tableTop"] < 0.7 * page["height"], name
 
 
 def test_load_test_during_an_index_run_has_no_errors(served: tuple[str, Path]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from ragdb.embedder import DEFAULT_MODEL, load_embedder
 from ragdb.indexing import index_paths
 from ragdb.vectors import sync_vectors
 from ragdb import worker
-from ragdb.datasette_plugin.metadata import code_html, ragdb_fts_query
+from ragdb.datasette_plugin.metadata import code_html, path_html, ragdb_fts_query
 from ragdb.datasette_plugin.serve import make_datasette
 from ragdb.datasette_plugin.service import MAX_BODY_BYTES, PluginConfig, service_for
 from ragdb.errors import RagdbError
@@ -268,6 +269,56 @@ async def test_canned_queries_run(ds: Any) -> None:
     assert page.status_code == 200 and "ragdb-code" in page.text
 
 
+async def test_canned_queries_fold_their_sql_and_link_paths_to_the_file_chunks(ds: Any) -> None:
+    """A canned query's page starts with its parameters and results: its SQL is folded
+    (`show` opens it); a result's path links to the file's chunk list."""
+    rows = await _get_json(ds, "/rag/search_chunks.json?q=trust_remote_code&_shape=array")
+    file_id = rows[0]["file_id"]
+    assert rows[0]["path"] == "data/raw/proj/pkg/layers.py"
+    for path in ("/rag/search_chunks?q=trust_remote_code", f"/rag/chunks_of_file?file_id={file_id}",
+                 "/rag/largest_files", "/rag/directories", "/rag/index_runs"):
+        page = (await ds.client.get(path)).text
+        assert 'id="sql-query"' not in page and 'id="sql-editor"' not in page, path
+        assert "_show_sql=1" in page, path
+    page = (await ds.client.get("/rag/search_chunks?q=trust_remote_code")).text
+    assert (f'<a href="/rag/chunks_of_file?file_id={file_id}" title="chunks of this file">'
+            "data/<wbr>raw/<wbr>proj/<wbr>pkg/<wbr>layers.py</a>") in page
+    shown = (await ds.client.get(f"/rag/chunks_of_file?file_id={file_id}&_show_sql=1")).text
+    assert "WHERE c.file_id = :file_id" in shown
+
+
+async def test_home_and_database_pages_lead_to_the_question_page(ds: Any) -> None:
+    """The question page is a visible link on the home and database pages, with the canned
+    queries worth browsing; the database page's SQL box starts on the chunks, not on the
+    embeddings (chunk_vectors is hidden)."""
+    home = (await ds.client.get("/")).text
+    assert '<a class="ragdb-ask-link" href="/-/ragdb/ask">Ask a question</a>' in home
+    for href in ("/rag/search_chunks", "/rag/files", "/rag/chunks", "/rag/largest_files",
+                 "/rag/directories", "/rag/index_runs"):
+        assert f'href="{href}"' in home, href
+    database = (await ds.client.get("/rag")).text
+    assert 'class="ragdb-ask-link" href="/-/ragdb/ask"' in database
+    assert "select * from chunk_vectors" not in database
+    assert "select * from chunks</textarea>" in database
+    tables = {t["name"]: t for t in (await _get_json(ds, "/rag.json"))["tables"]}
+    assert tables["chunk_vectors"]["hidden"] and not tables["chunks"]["hidden"]
+
+
+async def test_pages_load_ragdb_css(ds: Any) -> None:
+    """static/ragdb.css, which wraps chunk text in its box, is linked from every page and
+    served."""
+    hrefs = set()
+    for path in ("/", "/rag", "/rag/chunks", "/rag/chunks/1", "/rag/largest_files"):
+        page = (await ds.client.get(path)).text
+        found = re.findall(r'<link rel="stylesheet" href="([^"]*ragdb\.css)">', page)
+        assert found, path
+        hrefs.update(found)
+    for href in hrefs:
+        css = await ds.client.get(href)
+        assert css.status_code == 200 and "pre.ragdb-code" in css.text
+        assert "white-space: pre-wrap" in css.text
+
+
 async def test_fts_query_function_splits_identifiers() -> None:
     expected = '"trust" OR "remote" OR "code" OR "trustremotecode"'
     assert ragdb_fts_query("trust_remote_code") == expected
@@ -282,16 +333,27 @@ async def test_chunk_text_is_rendered_as_escaped_code(ds: Any) -> None:
     assert '<pre class="ragdb-code"' in page
     assert "&lt;script&gt;alert(&#34;ragdb&#34;)&lt;/script&gt;" in page
     assert '<script>alert("ragdb")' not in page and "<b>bold</b>" not in page
-    assert "all chunks" in page  # the file_id cell links to the file's other chunks
-    assert str(code_html("<i>&")) == (
-        '<pre class="ragdb-code" style="max-height:28em;overflow:auto;white-space:pre;'
-        'margin:0"><code>&lt;i&gt;&amp;</code></pre>'
-    )
+    assert str(code_html("<i>&")) == '<pre class="ragdb-code"><code>&lt;i&gt;&amp;</code></pre>'
+
+
+async def test_a_chunk_page_names_its_file_and_links_its_chunks(ds: Any) -> None:
+    """Datasette gives a foreign key its label on table pages only: a chunk's own page
+    showed `file_id` as a bare number."""
+    rows = await _get_json(ds, "/rag/search_chunks.json?q=escaping+alert&_shape=array")
+    chunk_id, file_id = rows[0]["chunk_id"], rows[0]["file_id"]
+    page = (await ds.client.get(f"/rag/chunks/{chunk_id}")).text
+    assert (f'<a href="/rag/files/{file_id}">data/<wbr>raw/<wbr>proj/<wbr>docs/<wbr>escaping.md'
+            f'</a> &middot; <a href="/rag/chunks_of_file?file_id={file_id}">all chunks</a>'
+            ) in page
+    listing = (await ds.client.get("/rag/chunks?_search=escaping")).text  # labels expanded
+    assert "docs/<wbr>escaping.md</a> &middot;" in listing
+    assert str(path_html("a/<b>/c")) == "a/<wbr>&lt;b&gt;/<wbr>c"
 
 
 async def test_internal_tables_are_hidden_and_tables_described(ds: Any) -> None:
     tables = {t["name"]: t for t in (await _get_json(ds, "/rag.json"))["tables"]}
-    for name in ("query_cache", "chunks_fts_data", "chunk_vectors_rowids", "fts_common_terms"):
+    for name in ("query_cache", "chunks_fts_data", "chunk_vectors_rowids", "fts_common_terms",
+                 "chunk_vectors"):
         assert tables[name]["hidden"], name
     for name in ("files", "chunks", "index_runs", "settings"):
         assert not tables[name]["hidden"], name

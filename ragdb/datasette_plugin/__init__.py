@@ -10,6 +10,7 @@ SQLite) and `serve` (`ragdb serve`).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from datasette import Response, hookimpl
@@ -21,8 +22,9 @@ from ragdb.datasette_plugin.api import ROUTES
 from ragdb.datasette_plugin.metadata import (
     canned_queries_from_files,
     cell_html,
+    file_path,
+    instance_metadata,
     ragdb_fts_query,
-    table_metadata,
 )
 from ragdb.datasette_plugin.service import (
     API_PREFIX,
@@ -77,24 +79,49 @@ def startup(datasette: Any) -> Callable[[], Awaitable[None]]:
 @hookimpl
 def get_metadata(datasette: Any, key: str, database: str | None,
                  table: str | None) -> dict[str, Any]:
-    """Table descriptions, facets and hidden tables for ragdb's database only."""
+    """Table descriptions, facets and hidden tables for ragdb's database only, and the
+    question page and canned queries linked from the home page."""
     service = existing_service(datasette)
     if service is None or service.db_name is None or not service.is_ragdb:
         return {}
-    return {"databases": {service.db_name: table_metadata(service.ask_url(),
-                                                          service.hidden_tables)}}
+    return instance_metadata(service.ask_url(), datasette.urls, service.db_name,
+                             service.hidden_tables)
 
 
 @hookimpl
 def canned_queries(datasette: Any, database: str) -> dict[str, Any] | None:
-    """The sql/canned_*.sql files, on ragdb's database only."""
+    """The sql/canned_*.sql files, on ragdb's database only; their SQL folded (`show` opens
+    it), so a page starts with its parameters and results."""
     service = existing_service(datasette)
     if service is None or database != service.db_name or not service.is_ragdb:
         return None
     return {
-        q.name: {"sql": q.sql, "title": q.title, "description": q.description}
+        q.name: {"sql": q.sql, "title": q.title, "description": q.description,
+                 "hide_sql": True}
         for q in canned_queries_from_files()
     }
+
+
+@hookimpl
+def extra_css_urls(datasette: Any) -> list[str]:
+    """static/ragdb.css (chunk text wrapped in its box, the question link) on every page
+    while ragdb's database is served."""
+    service = existing_service(datasette)
+    if service is None or not service.is_ragdb:
+        return []
+    return [datasette.urls.static_plugins(_static_name(), "ragdb.css")]
+
+
+def _static_name() -> str:
+    """The name Datasette serves static/ under: the distribution's (`ragdb`) when the entry
+    point registered the plugin, the module's when serve.ensure_registered() did."""
+    from datasette.plugins import get_plugins
+
+    ours = Path(__file__).with_name("static")
+    for plugin in get_plugins():
+        if plugin["static_path"] and Path(plugin["static_path"]) == ours:
+            return str(plugin["name"])
+    return PLUGIN
 
 
 @hookimpl
@@ -107,11 +134,18 @@ def menu_links(datasette: Any) -> list[dict[str, str]]:
 
 @hookimpl
 def render_cell(row: Any, value: Any, column: str, table: str | None, database: str,
-                datasette: Any) -> Markup | None:
-    """Only ragdb's database is touched."""
+                datasette: Any) -> Markup | Awaitable[Markup | None] | None:
+    """Only ragdb's database is touched. A chunk's file_id on its own page (where Datasette
+    gives no label) is looked up, so the page names the file."""
     service = existing_service(datasette)
     if service is None or database != service.db_name or not service.is_ragdb:
         return None
+    if table == "chunks" and column == "file_id" and isinstance(value, int):
+        async def labelled() -> Markup | None:
+            path = await file_path(datasette.get_database(database), value)
+            return cell_html(row, {"value": value, "label": path}, column, table, database,
+                             datasette.urls)
+        return labelled()  # Datasette awaits it
     return cell_html(row, value, column, table, database, datasette.urls)
 
 

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from markupsafe import Markup
 
-from ragdb.resources import resource_dir
+from ragdb.resources import resource_dir, sql
 from ragdb.input_rules import MAX_QUESTION_CHARS
 from ragdb.tokenize import fts_query, query_terms
 
@@ -61,8 +61,39 @@ def canned_queries_from_files() -> tuple[CannedQuery, ...]:
     return tuple(found)
 
 
-def table_metadata(ask_url: str, hidden: Iterable[str]) -> dict[str, Any]:
-    """Labels, descriptions and facets of ragdb's tables, as Datasette metadata."""
+def intro_html(ask_url: str, urls: Any, database: str) -> Markup:
+    """The question page as the first thing to see, then the pages worth browsing: the home
+    and database pages of Datasette otherwise list tables and a SQL box only."""
+    links = [(urls.query(database, "search_chunks"), "Full-text search"),
+             (urls.table(database, "files"), "Files"),
+             (urls.table(database, "chunks"), "Chunks")]
+    links += [(urls.query(database, q.name), q.title) for q in canned_queries_from_files()
+              if q.name not in ("search_chunks", "chunks_of_file")]
+    items = Markup(" &middot; ").join(
+        Markup('<a href="{}">{}</a>').format(href, label) for href, label in links
+    )
+    return Markup(
+        '<p class="ragdb-intro"><a class="ragdb-ask-link" href="{}">Ask a question</a> '
+        "about the indexed code: an answer that cites its sources.</p>"
+        '<p class="ragdb-browse">Browse: {}</p>'
+    ).format(ask_url, items)
+
+
+def instance_metadata(ask_url: str, urls: Any, database: str,
+                      hidden: Iterable[str]) -> dict[str, Any]:
+    """Datasette metadata for ragdb's database and for the home page."""
+    intro = intro_html(ask_url, urls, database)
+    return {
+        "description_html": str(intro),
+        "databases": {database: table_metadata(str(intro), hidden)},
+    }
+
+
+def table_metadata(intro: str, hidden: Iterable[str]) -> dict[str, Any]:
+    """Labels, descriptions and facets of ragdb's tables, as Datasette metadata.
+
+    chunk_vectors is hidden: its rows are embeddings, and the database page's SQL box starts
+    on the first table shown (`select * from chunks`, not the vectors)."""
     tables: dict[str, Any] = {
         "files": {
             "description": (
@@ -99,27 +130,30 @@ def table_metadata(ask_url: str, hidden: Iterable[str]) -> dict[str, Any]:
                 "int8 all-MiniLM-L6-v2 embeddings of the chunks (sqlite-vec vec0), one or more "
                 "per chunk (chunk_id links to it); used by dense and hybrid search."
             ),
+            "hidden": True,
         },
     }
     for name in hidden:
         tables.setdefault(name, {})["hidden"] = True
     return {
         "description_html": (
-            "ragdb's index of a codebase: files, their chunks, the full-text index and the "
-            f'embeddings. <a href="{ask_url}">Ask a question</a> about it.'
+            "<p>ragdb's index of a codebase: files, their chunks, the full-text index and the "
+            "embeddings.</p>" + intro
         ),
         "tables": tables,
     }
 
 
-_CODE_STYLE = "max-height:28em;overflow:auto;white-space:pre;margin:0"
-
-
 def code_html(text: str) -> Markup:
-    """Chunk text as an escaped <pre><code> block (Markup.format escapes its arguments)."""
-    return Markup('<pre class="ragdb-code" style="{}"><code>{}</code></pre>').format(
-        _CODE_STYLE, text
-    )
+    """Chunk text as an escaped <pre><code> block (Markup.format escapes its arguments);
+    static/ragdb.css wraps its lines inside the box."""
+    return Markup('<pre class="ragdb-code"><code>{}</code></pre>').format(text)
+
+
+def path_html(path: str) -> Markup:
+    """A path that may wrap after each `/` (escaped): a long path otherwise sets the width of
+    its column, and the chunk text beside it ran off the page."""
+    return Markup("/<wbr>").join(path.split("/"))
 
 
 def _row_value(row: Any, name: str) -> Any:
@@ -142,14 +176,16 @@ def cell_html(row: Any, value: Any, column: str, table: str | None, database: st
         file_link = urls.row(database, "files", str(file_id))
         others = urls.query(database, "chunks_of_file") + f"?file_id={file_id}"
         return Markup('<a href="{}">{}</a> &middot; <a href="{}">all chunks</a>').format(
-            file_link, label or file_id, others
+            file_link, path_html(label) if isinstance(label, str) else file_id, others
         )
-    if table == "files" and column == "path" and isinstance(value, str):
-        file_id = _row_value(row, "id")
+    if column == "path" and isinstance(value, str) and table in ("files", None):
+        file_id = _row_value(row, "id" if table == "files" else "file_id")
         if not isinstance(file_id, int):
-            return None
+            return path_html(value)
         others = urls.query(database, "chunks_of_file") + f"?file_id={file_id}"
-        return Markup('<a href="{}" title="chunks of this file">{}</a>').format(others, value)
+        return Markup('<a href="{}" title="chunks of this file">{}</a>').format(
+            others, path_html(value)
+        )
     if table in (None, "chunk_vectors") and column == "chunk_id" and isinstance(value, int):
         return Markup('<a href="{}">{}</a>').format(
             urls.row(database, "chunks", str(value)), value
@@ -163,3 +199,10 @@ def cell_html(row: Any, value: Any, column: str, table: str | None, database: st
         href = urls.table(database, "files") + "?path__startswith=" + quote(value, safe="")
         return Markup('<a href="{}">{}</a>').format(href, value or "(top level)")
     return None
+
+
+async def file_path(db: Any, file_id: int) -> str | None:
+    """A file's path, for a chunk's page: Datasette expands a foreign key to its label on
+    table pages only, and the row page showed the bare file id."""
+    rows = (await db.execute(sql("browse_file_path"), {"file_id": file_id})).rows
+    return str(rows[0][0]) if rows else None
