@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,30 @@ def test_index_and_search_through_ragdb_and_the_cli(project: Path, pg_url: str) 
         shown = pg_url.replace("postgres:@", "postgres@")
         assert status["files"] == 4 and status["db_path"] == shown
         assert not status["index_running"]
+
+
+def test_the_walk_judges_links_and_names_skips_once_over_postgresql(project: Path,
+                                                                    pg_url: str) -> None:
+    """Issue 37 over PostgreSQL, which shares the walk: a link with a harmless name to a
+    credential is left out, the models folder inside a root is not read, and a second run
+    names no skip the first one named (the recorded root's last run is read back)."""
+    proj = project / "data" / "raw" / "proj"
+    (proj / ".env").write_text("API_KEY=supersecretvalue123\n", "utf-8")
+    (proj / "settings.txt").symlink_to(".env")
+    write_corpus(proj, {"models/README.md": "# Model\n\nsupersecretvalue123 weights\n"})
+    (proj / "bad.txt").write_bytes(b"\xff\xfe")
+    time.sleep(1.1)  # runs are recorded to the second: the files are older than the first
+    env = {"RAGDB_MODELS_DIR": str(proj / "models")}
+    first = run_cli("index", "data/raw", "--no-vectors", "--db", pg_url, cwd=project, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "4 indexed" in first.stdout and "2 may hold secrets, 1 not UTF-8" in first.stdout
+    assert "skipped data/raw/proj/bad.txt: not UTF-8" in first.stderr, first.stderr
+    found = run_cli("search", "supersecretvalue123", "--db", pg_url, "--mode", "lexical",
+                    cwd=project)
+    assert found.returncode == 0 and "supersecretvalue123" not in found.stdout, found.stdout
+    again = run_cli("index", "data/raw", "--no-vectors", "--db", pg_url, cwd=project, env=env)
+    assert again.returncode == 0 and "4 unchanged" in again.stdout, again.stderr
+    assert again.stderr == "", again.stderr
 
 
 def test_incremental_reindex_by_sha256(project: Path, pg_url: str) -> None:
