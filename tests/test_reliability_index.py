@@ -442,7 +442,7 @@ def test_a_newline_in_a_file_name_stays_on_one_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "ragdb: skipped data/raw/proj/evil\\nname.md: binary" in done.stderr.splitlines()
     found = run_cli("search", "zebra crossing", "--db", "rag.db", cwd=tmp_path)
-    assert found.stdout.splitlines()[0].startswith(" 1. data/raw/proj/odd\\nname.md [")
+    assert found.stdout.splitlines()[0] == " 1. data/raw/proj/odd\\nname.md:1-3"
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"k": 10, "search_results": [{
         "question_id": "q1", "question": "zebra", "retrieved_sources": [

@@ -50,4 +50,4 @@ def test_installed_wheel_indexes_and_searches(tmp_path: Path) -> None:
                             "rag.db"], cwd=empty, capture_output=True, text=True, timeout=300,
                            env=clean_env)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.splitlines()[0].split()[1] == "proj/docs/features/lora.md"
+    assert found.stdout.splitlines()[0].split()[1].startswith("proj/docs/features/lora.md:1-")
