@@ -39,6 +39,7 @@ from ragdb.postings import Postings
 from ragdb.resources import sql
 from ragdb.tokenize import analyse, analyse_names, defined_names
 from ragdb.vectors import VECTOR_DIM
+from ragdb.walking import below_root
 
 if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a copy needs it
     import apsw
@@ -328,6 +329,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
     progress(f"files: {stats.files}")
     chunk_rows: list[tuple[Any, ...]] = []
     fts_rows: list[tuple[int, str, str, str]] = []
+    roots = [str(row[0]) for row in rows("copy_read_roots")]  # the path column is below them
 
     def flush() -> None:
         lite.executemany(sql("copy_write_chunks"), chunk_rows)
@@ -340,7 +342,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
         chunk_rows.append(tuple(row[:9]))
         if row[9] is None:  # no analysed text stored: made again from the chunk
             stats.rebuilt_fts += 1
-            fts_rows.append((chunk_id, analyse(str(row[12])),
+            fts_rows.append((chunk_id, analyse(below_root(str(row[12]), roots)),
                              f"{analyse(context)} "
                              f"{analyse_names(defined_names(text, kind))}".strip(),
                              analyse(text)))

@@ -33,7 +33,8 @@ from ragdb.result_order import (callee_first, definition_over_docs, names_code,
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (
-    STOPWORDS, analyse_terms, fts_query, joined_words, named_identifiers, query_terms,
+    STOPWORDS, analyse_terms, fts_query, identifier_runs, joined_words, named_identifiers,
+    query_terms,
 )
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
@@ -135,6 +136,10 @@ class SearchParams:
     # and strong), and the report sets read once after gained one question at rank 1 and lost
     # one at rank 10; 1 cost vLLM public docs R@5 0.94 -> 0.86. Measured: README, "Eleventh round".
     join_words: int = 0
+    # Runs of three to five words that spell an identifier (tokenize.identifier_runs): "should
+    # strip auth" also queries `shouldstripauth`, stop words included. Issue 37: the function
+    # a question names in plain words ranked below the `.strip()` calls.
+    identifier_runs: bool = True
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters as one question runs them: w_dense_plain as w_dense when it is in
@@ -380,7 +385,9 @@ class Searcher:
         return self._embedder
 
     def informative_terms(self, question: str) -> list[str]:
-        """Query terms minus those in over half the chunks: same ranking, far fewer rows scored.
+        """Query terms minus those in over half the chunks: same ranking, far fewer rows scored;
+        all of them when every one is common (nothing to search for would answer nothing).
+        Then the runs of words that may spell an identifier (SearchParams.identifier_runs).
 
         Uses the common terms as of the last _refresh() (search_many does one per call).
         """
@@ -388,7 +395,12 @@ class Searcher:
         if self.params.join_words == 1 or (self.params.join_words == 2 and names_code(question)):
             own = set(terms)
             terms += [term for term in joined_words(question) if term not in own]
-        return self._informative(terms)
+        terms = self._informative(terms) or terms
+        if self.params.identifier_runs:
+            own = set(terms)
+            terms += self._informative([run for run in identifier_runs(question)
+                                        if run not in own])
+        return terms
 
     def _informative(self, terms: Sequence[str]) -> list[str]:
         """Terms with a stem outside the index's common terms (see informative_terms)."""

@@ -18,7 +18,9 @@ import re
 # split-5: and a prose chunk's context the titles of every section it holds, not only the first.
 # split-6: a word mixing letters and digits also gives its letter and digit runs (p98: p, 98),
 # and a placeholder inside an identifier is read as part of it (`_{FOO_BAR}_COMPLETE`).
-TOKENIZER_VERSION = "ragdb-split-6"
+# split-7: the path column holds the path below its root (walking.below_root): the root's own
+# folders (`requests-2.32.3`) made their words common to every chunk.
+TOKENIZER_VERSION = "ragdb-split-7"
 
 _TOKEN = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+")
@@ -179,16 +181,10 @@ _PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
 _WORD_EDGE = "'\"`()[]{},.;:!?"
 
 
-def joined_words(question: str) -> list[str]:
-    """Each pair of neighbouring plain words of a question written as one word, once each
-    (`static files` -> `staticfiles`, `keep-alive` -> `keepalive`, `time out` -> `timeout`).
-
-    Code runs two words together (`staticfiles`, `hostname`, `readonly`) where a question
-    writes them apart; the index holds every identifier's joined form too (`file_name`,
-    `fileName` -> `filename`), so the pair finds either. Only words apart by spaces or one
-    hyphen, with no punctuation between; not a flag's words; nor a join that starts with a
-    stopword or is under five letters. A join the index does not hold matches nothing."""
-    slots: list[str | None] = []  # the plain words in order, None where a join may not span
+def _word_slots(question: str) -> list[str | None]:
+    """The plain words of a question in order, lower-cased, None where a join may not span:
+    words apart by spaces or one hyphen, with no punctuation between; not a flag's words."""
+    slots: list[str | None] = []
     for chunk in question.split():
         pieces = [None] if chunk.startswith("-") else chunk.split("-")
         for piece in pieces:
@@ -201,6 +197,19 @@ def joined_words(question: str) -> list[str]:
             slots.append(word.lower())
             if piece[-1] in _WORD_EDGE:
                 slots.append(None)
+    return slots
+
+
+def joined_words(question: str) -> list[str]:
+    """Each pair of neighbouring plain words of a question written as one word, once each
+    (`static files` -> `staticfiles`, `keep-alive` -> `keepalive`, `time out` -> `timeout`).
+
+    Code runs two words together (`staticfiles`, `hostname`, `readonly`) where a question
+    writes them apart; the index holds every identifier's joined form too (`file_name`,
+    `fileName` -> `filename`), so the pair finds either. Only words apart by spaces or one
+    hyphen, with no punctuation between; not a flag's words; nor a join that starts with a
+    stopword or is under five letters. A join the index does not hold matches nothing."""
+    slots = _word_slots(question)
     joined: dict[str, None] = {}
     for first, second in zip(slots, slots[1:]):
         if first is None or second is None or first in STOPWORDS:
@@ -208,6 +217,31 @@ def joined_words(question: str) -> list[str]:
         if len(first) + len(second) >= 5:
             joined[first + second] = None
     return list(joined)
+
+
+#: The shortest and longest runs of words identifier_runs joins.
+RUN_WORDS = (3, 5)
+
+
+def identifier_runs(question: str) -> list[str]:
+    """Each run of three to five neighbouring plain words of a question written as one word,
+    stop words included, once each: "should strip auth" -> `shouldstripauth`.
+
+    The index holds every identifier's joined form (`should_strip_auth`, `shouldStripAuth`);
+    a question that spells one in plain words matches it as that identifier, where its
+    parts alone (a stop word dropped) match every `.strip()` call. A run the index does not
+    hold matches nothing. Pairs are joined_words' (an option, off: measured a loss); three
+    words or more rarely spell an identifier by chance."""
+    slots = _word_slots(question)
+    runs: dict[str, None] = {}
+    shortest, longest = RUN_WORDS
+    for start in range(len(slots)):
+        for size in range(shortest, longest + 1):
+            words = slots[start:start + size]
+            if len(words) < size or None in words:
+                break
+            runs["".join(w for w in words if w)] = None
+    return list(runs)
 
 
 # An identifier as prose writes it: in backticks on one line, or snake_case, camelCase or

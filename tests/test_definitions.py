@@ -73,7 +73,7 @@ CASES = [
      "function check{n}(v: string): boolean {\n  return regexes.e164.test(v);\n}\n"),
     ("typescript", "export let", "retryBudget",
      "export let retryBudget = 3;\n",
-     "function retry{n}(): number {\n  return config.retryBudget + 1;\n}\n"),
+     "function attempt{n}(): number {\n  return config.retryBudget + 1;\n}\n"),
     ("typescript", "arrow function", "formatLabel",
      "const formatLabel = (x: string): string => x.trim().toLowerCase();\n",
      "function show{n}(a: string): string {\n  return formatLabel(a);\n}\n"),

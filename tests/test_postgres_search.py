@@ -651,6 +651,38 @@ def test_an_index_run_into_postgresql_keeps_the_analysed_text_as_rag_db(
     assert json.loads(found["back.db"].stdout) == json.loads(found["rag.db"].stdout) != []
 
 
+def test_a_version_in_the_root_name_and_all_common_terms_search_the_same_on_both(
+        tmp_path: Path, pg_url: str) -> None:
+    """Issue 37 on both engines: the path column below the root (no common 2, 32, 3 from
+    `requests-2.32.3`), a question of common terms only still searched, and a run of words
+    spelling an identifier: the same hits, the same scores."""
+    from tests.test_ranking import AUTH_FILES, VERSIONED
+
+    root = tmp_path / "requests-2.32.3"
+    for rel, text in {**VERSIONED, **AUTH_FILES}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for db in (pg_url, "rag.db"):
+        done = run_cli("index", "requests-2.32.3", "--no-vectors", "--db", db, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    for question in ("2.32.3", "value", "should strip auth"):
+        found = [run_cli("search", question, "--mode", "lexical", "--json", "--db", db,
+                         cwd=tmp_path) for db in (pg_url, "rag.db")]
+        assert all(done.returncode == 0 for done in found), found
+        post, lite = (json.loads(done.stdout) for done in found)
+        assert [h["file_path"] for h in post] == [h["file_path"] for h in lite] != []
+        assert [h["score"] for h in post] == pytest.approx([h["score"] for h in lite])
+    assert "requests-2.32.3/src/web/sessions.py" in [h["file_path"] for h in lite[:5]]
+    # A copy back that must analyse the chunks again (no analysed text stored) writes the
+    # path column below the roots too.
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        pg.execute("DELETE FROM chunks_fts")
+    done = run_cli("copy", pg_url, "back.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ([row[:3] for row in _fts_rows(tmp_path / "back.db")]
+            == [row[:3] for row in _fts_rows(tmp_path / "rag.db")])
+
+
 def test_a_copy_waits_for_no_index_run_it_is_refused_while_one_holds_the_lock(
         slice_index: Path, pg_db: str, tmp_path: Path) -> None:
     """Index runs and copies take the one index lock of a database (ragdb.postgres's key):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -822,3 +824,125 @@ def test_joined_words_find_an_identifier_written_in_parts(tmp_path: Path) -> Non
     searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(join_words=2), use_cache=False)
     assert "routehandler" in searcher.informative_terms(named)
     assert "routehandler" not in searcher.informative_terms(question)
+
+
+# -- issue 37: a version in the root's name, a function named in plain words ----------------------
+
+def _two_letters(i: int) -> str:
+    return chr(97 + i // 26) + chr(97 + i % 26)
+
+
+VERSIONED = {
+    "HISTORY.md": "Release History\n===============\n\n2.32.3 (2024-05-29)\n-------------------\n\n"
+                  "- Fixed custom SSL contexts in adapter subclasses.\n\n2.31.0 (2023-05-22)\n"
+                  "-------------------\n\n- Proxy credentials no longer leak on redirects.\n",
+    # Enough chunks for common terms (sql/index_common_terms.sql), none with a digit.
+    **{f"src/pkg/part_{_two_letters(i)}.py": f"def helper_{_two_letters(i)}(value):\n"
+                                             "    return value\n" for i in range(70)},
+}
+
+
+@pytest.fixture(scope="module")
+def versioned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose root folder names its version, indexed lexical-only by the real CLI."""
+    work = tmp_path_factory.mktemp("versioned")
+    write_corpus(work / "requests-2.32.3", VERSIONED)
+    done = run_cli("index", "requests-2.32.3", "--no-vectors", "--db", "rag.db", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work
+
+
+def test_words_of_the_root_folder_name_are_not_common_terms(versioned: Path) -> None:
+    """Issue 37: every stored path holds `requests-2.32.3`, which made 2, 32 and 3 terms of
+    every chunk: common, dropped, and "2.32.3" found nothing. The full-text path is the path
+    below its root (tokenizer ragdb-split-7), so only the changelog holds them."""
+    common = {str(row[0]) for row in
+              connect(versioned / "rag.db").execute(sql("common_terms")).fetchall()}
+    assert not {"2", "32", "3", "request"} & common and {"pkg", "helper"} <= common
+    for question in ("2.32.3", "32", "What changed in 2.32.3?"):
+        hits, _ = _search_json(versioned, question, "--mode", "lexical", "--k", "3")
+        assert hits and hits[0]["file_path"] == "requests-2.32.3/HISTORY.md", question
+    indexed = connect(versioned / "rag.db").execute(
+        "SELECT t.path FROM chunks_fts AS t JOIN chunks AS c ON c.id = t.rowid "
+        "JOIN files AS f ON f.id = c.file_id WHERE f.path LIKE '%part_aa.py'").fetchall()
+    assert [row[0] for row in indexed] == ["src pkg part aa partaa py"]
+
+
+def test_a_question_of_common_terms_only_still_searches(versioned: Path) -> None:
+    """Every term of "value" is in over half the chunks: it is searched with all the same."""
+    hits, _ = _search_json(versioned, "value", "--mode", "lexical", "--k", "5")
+    assert len(hits) == 5 and all(hit["file_path"].endswith(".py") for hit in hits)
+
+
+AUTH_FILES = {
+    "src/web/sessions.py": (
+        "class Session:\n"
+        "    def should_strip_auth(self, old_url, new_url):\n"
+        '        """Whether a redirect drops the Authorization header."""\n'
+        "        return urlparse(old_url).hostname != urlparse(new_url).hostname\n"),
+    "src/web/headers.py": (
+        "def parse_auth(header):\n"
+        '    """The scheme and credentials of an auth header, stripped."""\n'
+        '    scheme, _, value = header.strip().partition(" ")\n'
+        "    return scheme.strip().lower(), value.strip()\n"),
+    "src/web/proxies.py": (
+        "def proxy_auth(url):\n"
+        "    user, _, password = url.strip().partition(':')\n"
+        "    return user.strip(), password.strip()  # auth from the proxy URL\n"),
+    **{f"src/web/other_{_two_letters(i)}.py": f"def other_{_two_letters(i)}(text):\n"
+                                              "    return text.upper()\n" for i in range(8)},
+}
+
+
+def test_a_function_named_in_plain_words_is_found_as_that_identifier(tmp_path: Path) -> None:
+    """Issue 37: "should strip auth" lost its stop word and matched every `.strip()` call;
+    the run of words also queries `shouldstripauth`, the joined form the index holds for
+    `should_strip_auth`, and its definition comes first (in rag.db's SQL and by the CLI)."""
+    write_corpus(tmp_path / "proj", AUTH_FILES)
+    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+    def files(runs: bool) -> list[str]:
+        searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(identifier_runs=runs),
+                            use_cache=False)
+        return [h.file_path.rsplit("/", 1)[-1]
+                for h in searcher.search("should strip auth", 3, "lexical")]
+
+    assert files(False)[0] != "sessions.py"  # the calls of .strip() outrank it without
+    assert files(True)[0] == "sessions.py"
+    hits, _ = _search_json(tmp_path, "should strip auth", "--k", "5")
+    assert hits[0]["file_path"] == "proj/src/web/sessions.py"
+
+
+def test_identifier_runs_are_three_to_five_neighbouring_words() -> None:
+    from ragdb.tokenize import identifier_runs
+
+    assert identifier_runs("should strip auth") == ["shouldstripauth"]
+    assert identifier_runs("should strip, auth") == []  # punctuation breaks a run
+    assert identifier_runs("a b c d e f") == ["abc", "abcd", "abcde", "bcd", "bcde", "bcdef",
+                                              "cde", "cdef", "def"]
+
+
+def test_an_index_of_the_previous_analysis_is_rebuilt_below_its_roots(tmp_path: Path) -> None:
+    """A rag.db made before ragdb-split-7 holds the root in its path column: the next
+    `ragdb index` rebuilds it whole, after which the version in the root's name is no
+    common term."""
+    write_corpus(tmp_path / "requests-2.32.3", VERSIONED)
+    done = run_cli("index", "requests-2.32.3", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with closing(sqlite3.connect(tmp_path / "rag.db")) as old:  # as ragdb-split-6 wrote it
+        old.execute("UPDATE settings SET value = 'ragdb-split-6' WHERE key = 'tokenizer'")
+        old.execute("UPDATE chunks_fts SET path = 'requests 2 32 3 ' || path")
+        old.execute("DELETE FROM fts_common_terms")
+        old.execute("INSERT INTO fts_common_terms (term) VALUES ('2'), ('32'), ('3')")
+        old.commit()
+    done = run_cli("index", "requests-2.32.3", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "(full rebuild)" in done.stdout
+    with closing(sqlite3.connect(tmp_path / "rag.db")) as new:
+        assert new.execute("SELECT count(*) FROM chunks_fts WHERE path LIKE 'requests%'"
+                           ).fetchone() == (0,)
+        assert new.execute("SELECT value FROM settings WHERE key = 'tokenizer'").fetchone() == (
+            "ragdb-split-7",)
+    hits, _ = _search_json(tmp_path, "2.32.3", "--mode", "lexical", "--k", "1")
+    assert hits[0]["file_path"] == "requests-2.32.3/HISTORY.md"
