@@ -19,6 +19,7 @@ from ragdb.chunking import (
 from ragdb.db import (
     Connection,
     Setting,
+    answers_dir,
     bump_generation,
     full_text_done,
     get_setting,
@@ -34,7 +35,7 @@ from ragdb.errors import DiskFullError, RagdbError
 from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_or_minified
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.postgres import PostgresConnection
-from ragdb.resources import models_dir, sql
+from ragdb.resources import cache_dir, models_dir, sql
 from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
@@ -280,12 +281,13 @@ def index_paths(
 def ragdb_files(conn: Connection) -> frozenset[str]:
     """ragdb's own files and folders, by real path, which no walk reads wherever they lie (a
     root of `.` holds data/processed/rag.db, its -wal and its lock): the database with its
-    sidecars and index lock, the models folder and the folders results are saved in."""
-    paths = [models_dir(), *RESULT_DIRS]
+    sidecars and index lock, the models folder, ragdb's cache folder and the folders results
+    are saved in (`ragdb answer`'s beside rag.db, the dataset commands' defaults)."""
+    paths = [models_dir(), cache_dir(), *RESULT_DIRS]
     if not isinstance(conn, PostgresConnection) and conn.filename:
         for db in (conn.filename, os.path.realpath(conn.filename)):
             paths += [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
-        paths.append(index_lock_path(conn.filename))
+        paths += [index_lock_path(conn.filename), answers_dir(Path(conn.filename))]
     return frozenset(os.path.realpath(path) for path in paths)
 
 

@@ -110,15 +110,19 @@ def test_a_folder_given_again_through_a_symlink_is_indexed_once(tmp_path: Path) 
 
 def test_ragdb_never_indexes_its_own_files(tmp_path: Path) -> None:
     """`cd repo && ragdb index . && ragdb index .` indexed data/processed/rag.db-wal and
-    rag.db.lock (skipped as binary on every later run); the models folder and saved results
-    are ragdb's too, wherever they lie and by whatever name they are reached."""
+    rag.db.lock (skipped as binary on every later run); the models and cache folders and
+    saved answers and results are ragdb's too, wherever they lie and by whatever name they
+    are reached."""
     repo = tmp_path / "repo"
     files = {"src/a.md": DOC_A, "docs/b.md": DOC_B}
     write_corpus(repo, files)
     write_corpus(repo, {"models/all-MiniLM/README.md": DOC_C,
-                        "data/outputs/answers/answer-1.json": '{"answer": "Gamma rays"}\n'})
+                        "cache/ragdb/notes.md": DOC_C,
+                        "data/processed/outputs/answers/answer-1.json": '{"answer": "Gamma"}\n',
+                        "data/outputs/answers/answer-2.json": '{"answer": "Gamma rays"}\n'})
     (repo / "src" / "index.txt").symlink_to("../data/processed/rag.db")
-    env = {"RAGDB_MODELS_DIR": str(repo / "models"), "RAGDB_DB": ""}
+    env = {"RAGDB_MODELS_DIR": str(repo / "models"), "XDG_CACHE_HOME": str(repo / "cache"),
+           "RAGDB_DB": ""}
     for run in range(2):
         done = run_cli("index", ".", "--no-vectors", cwd=repo, env=env)
         assert done.returncode == 0, done.stderr
