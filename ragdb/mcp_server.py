@@ -28,14 +28,15 @@ from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k
 from ragdb.retrieve import Filters, Hit, Mode
-from ragdb.schemas import describe
+from ragdb.schemas import FilterValue, describe
 
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "
     "`search` returns the places (file_path:start_line-end_line with their text), `answer` "
     "a cited answer from a local model, `status` what is indexed, `index` re-indexes it."
 )
-FilterArg = list[str] | str | None
+#: path, lang, exclude: a string or a list of strings, as on HTTP (schemas.filter_value).
+FilterArg = FilterValue
 #: k is checked by ragdb's one k rule (`check_k`), as HTTP checks it: pydantic would take
 #: `true` as 1. The schema still tells clients it is an integer.
 KArg = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_K})]
@@ -303,15 +304,22 @@ def parse_line(line: bytes) -> types.JSONRPCMessage | types.JSONRPCError | None:
     if not line.strip():
         return None
     try:
+        data = json.loads(line.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return _error(None, types.PARSE_ERROR, "Parse error: the line is not a JSON text")
+    if isinstance(data, dict) and "method" in data and "id" in data:
+        # The SDK reads a request whose id it cannot take (an array, an object, a float,
+        # null) as a notification, which is never answered (the client waited for ever), and
+        # takes 2.0 as 2: the JSON text says what was sent.
+        if isinstance(data["id"], bool) or not isinstance(data["id"], (int, str)):
+            return _error(None, types.INVALID_REQUEST,
+                          "Invalid Request: the id must be a string or an integer")
+    try:
         message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
             line, by_name=False)
         return message
     except ValidationError:
         pass
-    try:
-        data = json.loads(line.decode("utf-8", "surrogateescape"))
-    except (ValueError, RecursionError):
-        return _error(None, types.PARSE_ERROR, "Parse error: the line is not a JSON text")
     request_id = data.get("id") if isinstance(data, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         request_id = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import models_dir_without_writer, run_cli
+from tests.conftest import REPO, models_dir_without_writer, run_cli
 from tests.polyglot import DESCRIBED, write_repo
 
 
@@ -136,3 +137,120 @@ def test_answer_tool_cites_passages_of_the_filtered_sources(indexed: Path) -> No
     assert {s["file_path"] for s in body["sources"]} == {f"repo/{rel}"}
     assert f"[{body['cited'][0]}]" in body["answer"]
     assert bad.is_error and "style must be one of" in bad.content[0].text
+
+
+def test_filters_that_are_not_text_are_tool_errors_naming_the_field(indexed: Path) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "ring buffer", "mode": "lexical", "path": 5}),
+        ("search", {"query": "ring buffer", "mode": "lexical", "lang": True}),
+        ("search", {"query": "ring buffer", "mode": "lexical", "exclude": {"a": 1}}),
+        ("answer", {"query": "ring buffer", "mode": "lexical", "path": ["repo/*", 2]}),
+        ("search", {"query": "ring buffer", "mode": "lexical", "path": ["repo/*"],
+                    "exclude": "repo/server/*"}),
+    ]
+    _tools, *results = _call(indexed, calls)
+    for result, field in zip(results[:4], ["path", "lang", "exclude", "path"]):
+        assert result.is_error, field
+        message = result.content[0].text
+        assert f"{field}: must be a string or a list of strings, got " in message, message
+        assert "\n" not in message
+    assert not results[4].is_error, results[4].content
+
+
+def _replies(work: Path, lines: list[bytes]) -> list[dict[str, Any] | None]:
+    """Each line sent to a real `ragdb mcp` after initializing, and the reply it got within
+    10 s (None: no reply)."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "ragdb", "mcp", "--db", "rag.db"],
+                            cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    replies: list[dict[str, Any] | None] = []
+    try:
+        for line in [json.dumps(hello).encode(), *lines]:
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 10)
+            replies.append(json.loads(proc.stdout.readline()) if ready else None)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=20)
+    assert replies[0] is not None and replies[0]["id"] == 0
+    return replies[1:]
+
+
+def test_requests_whose_id_is_not_a_string_or_an_integer_are_invalid(indexed: Path) -> None:
+    """JSON-RPC ids are strings or integers (MCP: never null): any other id used to make the
+    request a notification, which gets no reply, and the client waited for ever."""
+    ids: list[Any] = [[1], {"a": 1}, 1.5, 2.0, None, True]
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/list"}).encode()
+             for i in ids]
+    lines.append(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
+    replies = _replies(indexed, lines)
+    for sent, reply in zip(ids, replies):
+        assert reply is not None, f"no reply to id {sent!r}"
+        assert reply["id"] is None and reply["error"]["code"] == -32600, (sent, reply)
+    assert replies[-1] is not None and replies[-1]["id"] == 7 and "tools" in replies[-1]["result"]
+
+
+#: An MCP client in a process of its own, as an agent is: it starts the server with the command
+#: and arguments given (from its own folder), calls three tools and prints what they gave.
+_CLIENT = """
+import json, os, sys, anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for name, args in [("search", {"query": "ring buffer", "mode": "lexical"}),
+                               ("index", {}), ("status", {})]:
+                got = await session.call_tool(name, args)
+                print(json.dumps([got.is_error, got.structured_content, got.content[0].text]))
+
+anyio.run(main)
+"""
+
+
+def _documented(how: str, db: Path) -> list[str]:
+    """The client configurations the docs give, with their placeholders filled in."""
+    if how == "uv":  # Claude Code's .mcp.json, Claude Desktop, Cursor
+        uv = shutil.which("uv")
+        if uv is None:
+            pytest.skip("uv is not on PATH")
+        return [uv, "run", "--frozen", "--project", str(REPO), "ragdb", "mcp", "--db", str(db)]
+    # VS Code's .vscode/mcp.json: the ragdb executable of ragdb's environment
+    return [str(Path(sys.executable).parent / "ragdb"), "mcp", "--db", str(db)]
+
+
+@pytest.mark.parametrize("how", ["uv", "executable"])
+def test_the_documented_client_configuration_works_from_any_folder(
+        tmp_path: Path, how: str) -> None:
+    """An agent starts the server in a folder of its own choosing: search, index and status
+    work there, and nothing is written in that folder or the project's (no .venv, no
+    uv.lock: `uv run --directory <project>` made both, and then found no ragdb to run)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    write_repo(project / "repo")
+    done = run_cli("index", "repo", "--no-vectors", cwd=project)
+    assert done.returncode == 0, done.stderr
+    db = project / "data" / "processed" / "rag.db"
+    elsewhere.mkdir()
+    before = sorted(p.name for p in project.iterdir())
+    env = {**os.environ, "RAGDB_MODELS_DIR": str(models_dir_without_writer())}
+    client = subprocess.run([sys.executable, "-c", _CLIENT, *_documented(how, db)],
+                            cwd=elsewhere, env=env, capture_output=True, text=True,
+                            timeout=180)
+    assert client.returncode == 0, client.stderr
+    (search_error, search, _), (index_error, index, text), (status_error, status, _) = [
+        json.loads(line) for line in client.stdout.splitlines()]
+    assert not search_error and search["sources"][0]["file_path"].startswith("repo/")
+    assert not index_error and index["roots"] == ["repo"] and index["files_unchanged"] == 6, text
+    assert not status_error and status["db_path"] == str(db) and status["files"] == 6
+    assert not any(elsewhere.iterdir())
+    assert sorted(p.name for p in project.iterdir()) == before == ["data", "repo"]

@@ -57,7 +57,7 @@ def mcp_command(
     """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
     from ragdb.mcp_server import run_stdio
 
-    run_stdio(from_project_folder(location(db))[0], model=model)
+    run_stdio(from_project_folder(location(db), anywhere=True)[0], model=model)
 
 
 app.command("index")(index)

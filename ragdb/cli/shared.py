@@ -37,12 +37,15 @@ def open_rag(db: Optional[str] | Location, model: Optional[str] = None) -> "RagD
     return RagDB(location(db), model=model, warn=err)
 
 
-def from_project_folder(where: Location, paths: Sequence[Path] = ()
-                        ) -> tuple[Location, list[Path]]:
+def from_project_folder(where: Location, paths: Sequence[Path] = (), *,
+                        anywhere: bool = False) -> tuple[Location, list[Path]]:
     """Work from the folder the index was built from when run from a folder below it, as git
     works from its top folder: stored paths are relative to that folder, so `ragdb index`
     (and the index tools of `ragdb mcp` and `ragdb serve`) from a subfolder re-index the same
-    files under the same names. Returns the index and `paths` as seen from there."""
+    files under the same names. Returns the index and `paths` as seen from there.
+
+    `anywhere`: from any other folder too (`ragdb mcp`, which takes no paths: an MCP client
+    starts it in a folder of its own choosing, often not the project's)."""
     top = built_from(where) if isinstance(where, Path) else None
     if top is None:
         return where, list(paths)
@@ -51,7 +54,8 @@ def from_project_folder(where: Location, paths: Sequence[Path] = ()
         top_real = os.path.realpath(top)
     except OSError:
         return where, list(paths)
-    if here == top_real or not here.startswith(top_real.rstrip(os.sep) + os.sep):
+    below = here.startswith(top_real.rstrip(os.sep) + os.sep)
+    if here == top_real or not (below or (anywhere and os.path.isdir(top_real))):
         return where, list(paths)
     absolute = [Path(os.path.abspath(p)) for p in paths]
     where = Path(os.path.abspath(where))
