@@ -73,6 +73,9 @@ def test_serve_answers_the_api_and_the_question_page(project: Path, pg_url: str)
         status, info = _get(base + "/-/ragdb/status")
         assert status == 200 and info["has_chunks"] and info["db_path"].startswith(
             "postgresql://postgres@/"), info
+        status, typo = _get(base + "/-/ragdb/search?q=lora&lang=pyhton")  # issue 37, item 15
+        assert status == 400 and typo["error"] == (
+            "language 'pyhton' not in this index; its languages: markdown, python, text"), typo
         status, page = _get(base + "/-/ragdb/ask")
         assert status == 200 and "<form" in page
         with psycopg.connect(pg_url, autocommit=True) as holder:  # a run elsewhere
