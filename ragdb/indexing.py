@@ -151,7 +151,7 @@ def index_paths(
         raise RagdbError(f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}")
     started = time.perf_counter()
     started_at = _now()
-    roots = distinct_roots(roots)
+    roots = distinct_roots(_as_recorded(conn, roots))
     own = ragdb_files(conn)
     scan = scan_roots(roots, options, own)
     mine = [relative(root) for root in roots]
@@ -276,6 +276,29 @@ def index_paths(
             },
         )
     return stats
+
+
+def _as_recorded(conn: Connection, roots: Sequence[Path]) -> list[Path]:
+    """Each root, spelled from the recorded root that holds its folder under another name (a
+    symlink to it, `../proj` from inside proj): its files keep the names rag.db stores them
+    under instead of being stored a second time. Only where the index was built from this
+    folder (elsewhere, recorded paths name other places; check_working_folder)."""
+    built = get_setting(conn, Setting.BASE_DIR)
+    if built and built != os.getcwd():
+        return list(roots)
+    recorded = {os.path.realpath(str(path)): str(path)
+                for path, _walk, _last in conn.execute(sql("index_roots_known"))
+                if os.path.exists(str(path))}
+    spelled = []
+    for root in roots:
+        real = os.path.realpath(root)
+        holders = [top for top in recorded if inside(Path(real), Path(top))]
+        if not holders or relative(root) in recorded.values():
+            spelled.append(root)
+            continue
+        top = max(holders, key=len)  # the deepest: its own rows and options
+        spelled.append(Path(recorded[top]) / os.path.relpath(real, top))
+    return spelled
 
 
 def ragdb_files(conn: Connection) -> frozenset[str]:
