@@ -334,9 +334,11 @@ def test_search_from_a_read_only_folder(tmp_path: Path, leftover_wal: bool) -> N
         assert conn.execute("SELECT count(*) FROM query_cache").fetchone()[0] == 0
 
 
-def _ragdb_without_dac(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _ragdb_without_dac(folder: Path, *args: str,
+                       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*NO_DAC, sys.executable, "-m", "ragdb", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.mark.parametrize("read_only", ["file", "folder", "both", "new file"])
@@ -358,6 +360,12 @@ def test_a_read_only_index_or_folder_is_named_as_such(tmp_path: Path, read_only:
         lines = [one_line_error(_ragdb_without_dac(tmp_path, *args)) for args in (
             ("index", "data/raw", "--db", db, "--no-vectors"),
             ("roots", "--remove", "data/raw", "--db", db))]
+        # `ragdb answer` saves beside rag.db, or in the cache folder where that is read-only.
+        cache = tmp_path.parent / f"{tmp_path.name}-cache"
+        answered = _ragdb_without_dac(
+            tmp_path, "answer", "load a LoRA adapter", "--mode", "lexical", "--db", "rag.db",
+            env={"XDG_CACHE_HOME": str(cache), "HF_HUB_OFFLINE": "1",
+                 "RAGDB_MODELS_DIR": str(tmp_path.parent / "no-models")})
     finally:
         tmp_path.chmod(0o755)
         (tmp_path / "rag.db").chmod(0o644)
@@ -373,6 +381,12 @@ def test_a_read_only_index_or_folder_is_named_as_such(tmp_path: Path, read_only:
         assert "rag.db is read-only (-r--r--r--)" in lines[0]
     elif read_only == "folder":
         assert f"rag.db is in a read-only folder ({tmp_path})" in lines[0]
+    assert answered.returncode == 0, answered.stderr
+    saved = Path(answered.stderr.strip().splitlines()[-1].removeprefix("saved "))
+    beside = read_only == "file"  # its folder can be written
+    assert saved.parent == (Path("outputs/answers") if beside
+                            else cache / "ragdb" / "outputs" / "answers"), saved
+    assert (tmp_path / saved if beside else saved).is_file()
     assert not (tmp_path / "new.db").exists()
     assert index_rows(tmp_path / "rag.db") == before
 
