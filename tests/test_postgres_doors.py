@@ -44,8 +44,8 @@ def _get(url: str) -> tuple[int, Any]:
         return exc.code, json.loads(exc.read().decode())
 
 
-def _post(url: str) -> tuple[int, Any]:
-    request = Request(url, data=b"{}", headers={"content-type": "application/json"},
+def _post(url: str, body: bytes = b"{}") -> tuple[int, Any]:
+    request = Request(url, data=body, headers={"content-type": "application/json"},
                       method="POST")
     try:
         with urlopen(request, timeout=120) as response:
@@ -76,6 +76,10 @@ def test_serve_answers_the_api_and_the_question_page(project: Path, pg_url: str)
         status, typo = _get(base + "/-/ragdb/search?q=lora&lang=pyhton")  # issue 37, item 15
         assert status == 400 and typo["error"] == (
             "language 'pyhton' not in this index; its languages: markdown, python, text"), typo
+        for route in ("search", "answer"):  # issue 37, item 8
+            status, bad = _post(f"{base}/-/ragdb/{route}", b'{"q": "lora", "path": 5}')
+            assert status == 400 and bad["error"] == (
+                "path must be a string or a list of strings, got 5"), bad
         status, page = _get(base + "/-/ragdb/ask")
         assert status == 200 and "<form" in page
         with psycopg.connect(pg_url, autocommit=True) as holder:  # a run elsewhere

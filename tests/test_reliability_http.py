@@ -21,6 +21,7 @@ import pytest
 from tests.conftest import free_port, run_cli, wait_until_serving, write_corpus
 
 TIMEOUT_S = 1.5  # header and body timeouts of the server under test (shortened for speed)
+BODY_DEADLINE_S = 3.0  # the whole body's deadline there (serve.BODY_DEADLINE_S, shortened)
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
         "from pathlib import Path\n"
         "import ragdb.datasette_plugin.api as api, ragdb.datasette_plugin.serve as serve\n"
         f"api.BODY_TIMEOUT_S = serve.HEADER_TIMEOUT_S = {TIMEOUT_S}\n"
+        f"serve.BODY_DEADLINE_S = {BODY_DEADLINE_S}\n"
         f"serve.serve(Path('rag.db'), host='127.0.0.1', port={port}, "
         "corpus_roots=[Path('data/raw')])\n"
     )
@@ -131,7 +133,7 @@ def test_head_mirrors_get(server: tuple[str, int, Path]) -> None:
 @pytest.mark.parametrize("route", ["/-/ragdb/index", "/-/ragdb/answer", "/-/ragdb/search"])
 @pytest.mark.parametrize("body, headers, status", [
     (b'{"q": "lora"}', {"Content-Type": "text/plain"}, 415),
-    (b'{"q": "lora"}', {}, 415),
+    (b'{"q": "lora"}', {"Origin": "http://evil.example"}, 415),  # a page's POST, no type
     (b"q=lora", {"Content-Type": "application/x-www-form-urlencoded"}, 403),
     (b"q=lora", {"Content-Type": "multipart/form-data; boundary=x"}, 415),
 ])
@@ -150,6 +152,45 @@ def test_json_posts_still_work(server: tuple[str, int, Path]) -> None:
     status, answer, _ = call(base, "/-/ragdb/search", b'{"q": "Gemma2DecoderLayer", "k": 1, '
                              b'"mode": "lexical"}', "POST", JSON)
     assert status == 200 and answer["sources"][0]["file_path"].endswith("layers.py")
+
+
+def test_index_takes_a_post_without_content_type_from_a_client_that_is_no_browser(
+        server: tuple[str, int, Path]) -> None:
+    """`curl -s -X POST .../-/ragdb/index` sends no Content-Type: a run, not 415. A browser
+    names its page's Origin (the case above), and search and answer still want JSON."""
+    base, _port, _root = server
+    for body in (b"", b"{}"):
+        status, answer, _ = call(base, "/-/ragdb/index", body, "POST")
+        assert status == 200 and answer["roots"] == ["data/raw"], answer
+    status, answer, _ = call(base, "/-/ragdb/index", b"roots=/etc", "POST")
+    assert status == 400 and "not valid JSON" in answer["error"], answer
+    for route in ("/-/ragdb/search", "/-/ragdb/answer"):
+        status, answer, _ = call(base, route, b'{"q": "lora"}', "POST")
+        assert status == 415 and "no Content-Type" in answer["error"], answer
+
+
+@pytest.mark.parametrize("route", ["/-/ragdb/search", "/-/ragdb/answer"])
+@pytest.mark.parametrize("field, value", [
+    ("path", 5), ("lang", True), ("exclude", 1.5), ("path", {"a": 1}), ("lang", ["go", 3]),
+])
+def test_a_filter_that_is_not_text_is_400_naming_it(
+        server: tuple[str, int, Path], route: str, field: str, value: Any) -> None:
+    """A number or a boolean was a 500 (TypeError); an object was read as its keys."""
+    base, _port, _root = server
+    body = json.dumps({"q": "lora", "mode": "lexical", field: value}).encode()
+    status, answer, _ = call(base, route, body, "POST", JSON)
+    assert status == 400, answer
+    assert answer["error"].startswith(f"{field} must be a string or a list of strings, got "
+                                      f"{json.dumps(value)}"), answer
+
+
+def test_filters_as_strings_lists_and_repeats_still_work(server: tuple[str, int, Path]) -> None:
+    base, _port, _root = server
+    body = b'{"q": "lora", "mode": "lexical", "path": ["docs/*", "*.md"], "lang": "markdown"}'
+    status, answer, _ = call(base, "/-/ragdb/search", body, "POST", JSON)
+    assert status == 200 and answer["path"] == ["*.md", "docs/*"], answer
+    status, answer, _ = call(base, "/-/ragdb/search?q=lora&mode=lexical&lang=markdown&lang=text")
+    assert status == 200 and answer["lang"] == ["markdown", "text"], answer
 
 
 # -- 9. the Host header ---------------------------------------------------------------------
@@ -188,6 +229,68 @@ def test_stalled_headers_and_bodies_are_timed_out(server: tuple[str, int, Path])
             reply += piece
         assert reply.startswith(b"HTTP/1.1 408"), reply
         assert time.monotonic() - started < TIMEOUT_S + 5
+
+
+def test_a_body_trickled_a_byte_at_a_time_is_timed_out(server: tuple[str, int, Path]) -> None:
+    """Each byte comes well within the pause allowed (TIMEOUT_S), so only a deadline for the
+    whole body ends it: three such clients each get a 408 once it has passed."""
+    _base, port, _root = server
+    clients = []
+    for _ in range(3):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        sock.sendall(b"POST /-/ragdb/search HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+        sock.setblocking(False)
+        clients.append(sock)
+    started = time.monotonic()
+    replies = [b""] * len(clients)
+    try:
+        while (not all(b"\r\n\r\n" in r for r in replies)
+               and time.monotonic() - started < BODY_DEADLINE_S + 10):
+            for n, sock in enumerate(clients):
+                try:
+                    replies[n] += sock.recv(4096)
+                except BlockingIOError:
+                    pass
+                if not replies[n]:
+                    try:
+                        sock.send(b" ")
+                    except OSError:
+                        pass
+            time.sleep(TIMEOUT_S / 3)
+        took = time.monotonic() - started
+    finally:
+        for sock in clients:
+            sock.close()
+    for reply in replies:
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+        assert b"did not arrive within" in reply and b"connection: close" in reply.lower()
+    assert BODY_DEADLINE_S - 0.5 < took < BODY_DEADLINE_S + 5
+
+
+def test_an_unknown_sort_column_is_400_and_one_log_line(server: tuple[str, int, Path]) -> None:
+    """Datasette's 500 printed a traceback with local variables per request: any client could
+    fill the server's log."""
+    base, _port, root = server
+    log = root / "server.log"
+    for path, message in [
+        ("/rag/files.json?_sort=nosuch", "Cannot sort table by nosuch"),
+        ("/rag/files.json?_sort_desc=nosuch", "Cannot sort table by nosuch"),
+        ("/rag/files.json?_sort=path&_sort_desc=path", "Cannot use _sort and _sort_desc"),
+        ("/rag/files?_sort=nosuch", "Cannot sort table by nosuch"),
+    ]:
+        before = log.stat().st_size
+        status, answer, _ = call(base, path)
+        assert status == 400, answer
+        if path.split("?")[0].endswith(".json"):
+            assert answer["error"].startswith(message) and answer["status"] == 400, answer
+        else:
+            assert message in answer, answer
+        time.sleep(0.2)  # the access log line
+        with log.open("rb") as written:
+            written.seek(before)
+            added = written.read().decode("utf-8", "replace").splitlines()
+        assert len(added) == 1 and " 400" in added[0], added
 
 
 # -- 1. (part) Datasette's SQL cannot damage the index --------------------------------------

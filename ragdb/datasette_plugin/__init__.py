@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 from datasette import Response, hookimpl
 from datasette.utils import add_cors_headers
 from datasette.utils.asgi import Base400
+from datasette.views.base import DatasetteError
 from markupsafe import Markup
 
 from ragdb.datasette_plugin.api import ROUTES
@@ -217,9 +218,13 @@ def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
     does, minus its rich traceback with locals: outside an `except` block (a path no route
     matches, `/rag//x`) that print itself raised, and the request got a plain-text 500.
 
+    A DatasetteError is Datasette refusing the request's parameters (`?_sort=nosuch`,
+    `_sort` with `_sort_desc`, a bad `_through`): its default status, 500, becomes 400, and any
+    client could otherwise fill the log with a traceback per request.
+
     A wrapper, because Datasette awaits every handler's result, the default's too."""
     results = yield
-    if not isinstance(exception, Base400):
+    if not isinstance(exception, (Base400, DatasetteError)):
         return results
     return [_client_error(datasette, request, exception)]
 
@@ -228,8 +233,13 @@ def _client_error(datasette: Any, request: Any,
                   exception: Exception) -> Callable[[], Awaitable[Any]]:
     async def inner() -> Any:
         status = int(getattr(exception, "status", 400))
-        message = exception.args[0] if exception.args else f"Error {status}"
-        info = {"ok": False, "error": message, "status": status, "title": None}
+        status = status if status < 500 else 400
+        message: Any = exception.args[0] if exception.args else f"Error {status}"
+        info: dict[str, Any] = {"ok": False, "error": message, "status": status, "title": None}
+        if isinstance(exception, DatasetteError):
+            info.update(exception.error_dict, error=Markup(exception.message)
+                        if exception.message_is_html else exception.message,
+                        status=status, title=exception.title)
         headers: dict[str, str] = {}
         if datasette.cors:
             add_cors_headers(headers)

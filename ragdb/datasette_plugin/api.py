@@ -39,7 +39,7 @@ from ragdb.retrieve import (
     search_results,
     source_json,
 )
-from ragdb.schemas import RagDataset, describe
+from ragdb.schemas import RagDataset, SearchFilters, describe, first_problem
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -52,16 +52,22 @@ def content_type(request: Any) -> str:
     return str(request.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
 
 
-def check_post(request: Any) -> None:
+def check_post(request: Any, bare: bool = False) -> None:
     """State-changing requests come as JSON, or as a form with Datasette's CSRF token.
 
     A cross-site page can send a form or text/plain body without a CORS preflight, and
     Datasette's CSRF check only runs for requests that carry cookies; application/json needs a
     preflight that is never granted. A form is accepted only with the `csrftoken` cookie, which
     Datasette's check then matched against the form's token.
+
+    `bare`: a POST without Content-Type (`curl -X POST`) is accepted too where no browser sent
+    it: every browser names the page's Origin on a POST, and a page could send such a POST
+    without a preflight.
     """
     kind = content_type(request)
     if kind == "application/json":
+        return
+    if bare and not kind and "origin" not in request.headers:
         return
     if kind == "application/x-www-form-urlencoded":
         if "ds_csrftoken" in request.cookies:
@@ -168,9 +174,13 @@ LIST_PARAMS = ("path", "lang", "exclude")
 
 def parse_filters(params: dict[str, Any]) -> Filters:
     """`path` and `exclude` (GLOBs) and `lang` (languages): a string, a list of strings, or
-    repeated."""
+    repeated; anything else is a 400 that names the field (schemas.SearchFilters)."""
     try:
-        return Filters.of(params.get("path"), params.get("lang"), params.get("exclude"))
+        given = SearchFilters.model_validate({key: params.get(key) for key in LIST_PARAMS})
+    except ValidationError as exc:
+        raise ApiError(400, first_problem(exc)) from None
+    try:
+        return Filters.of(given.path, given.lang, given.exclude)
     except RagdbError as exc:
         raise ApiError(400, f"path, lang and exclude must be strings or lists of strings "
                             f"({exc})") from None
@@ -218,9 +228,10 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 View = Callable[..., Awaitable[Any]]
 
 
-def api_view(methods: Sequence[str]) -> Callable[[View], View]:
+def api_view(methods: Sequence[str], bare_post: bool = False) -> Callable[[View], View]:
     """Turn every failure of a handler into JSON: 4xx for the client's mistakes, 503 when there
-    is no index, 500 (logged, without a traceback in the response) for anything else."""
+    is no index, 500 (logged, without a traceback in the response) for anything else.
+    `bare_post`: a POST may come without Content-Type (check_post)."""
     def decorate(handler: View) -> View:
         async def view(datasette: Any, request: Any, send: Any) -> Any:
             if request.method not in methods:
@@ -230,7 +241,7 @@ def api_view(methods: Sequence[str]) -> Callable[[View], View]:
                 )
             try:
                 if request.method == "POST":
-                    check_post(request)
+                    check_post(request, bare_post)
                 return await handler(service_for(datasette), request, send)
             except ApiError as exc:
                 return error_response(exc.status, exc.message, exc.headers)
@@ -309,9 +320,11 @@ async def search_dataset_view(service: RagdbService, request: Any, send: Any) ->
     return Response.json(search_results(questions, found, k).model_dump())
 
 
-@api_view(["POST"])
+@api_view(["POST"], bare_post=True)
 async def index_view(service: RagdbService, request: Any, send: Any) -> Any:
-    await read_body(request, service.config.max_body_bytes)  # nothing in it is used
+    body = await read_body(request, service.config.max_body_bytes)  # nothing in it is used
+    if body.strip() and not content_type(request):
+        parse_json(body)  # without Content-Type: empty, or JSON
     try:
         outcome = await service.run_index()
     except MissingIndexError:

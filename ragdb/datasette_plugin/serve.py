@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import socket
@@ -94,6 +95,60 @@ def _timed_h11() -> type:
     return TimedH11Protocol
 
 
+#: Seconds a client may take to send a whole request body: api.BODY_TIMEOUT_S bounds each
+#: pause, and a body trickled a byte at a time would otherwise hold its connection for ever.
+BODY_DEADLINE_S = 60.0
+
+
+def body_deadline(app: Any, seconds: float) -> Any:
+    """ASGI middleware: a request whose body has not all arrived `seconds` after its headers
+    is answered 408 and its connection closed; the app, waiting on the body, is told the
+    client went away (http.disconnect) and what it sends after is dropped."""
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        body_done = started = timed_out = False
+
+        async def timed_receive() -> dict[str, Any]:
+            nonlocal body_done, timed_out
+            if timed_out:
+                return {"type": "http.disconnect"}
+            if body_done:
+                return dict(await receive())
+            try:
+                left = max(deadline - loop.time(), 0.0)
+                message = dict(await asyncio.wait_for(receive(), left))
+            except asyncio.TimeoutError:
+                timed_out = True
+                if not started:
+                    await _send_408(send, seconds)
+                return {"type": "http.disconnect"}
+            body_done = message["type"] != "http.request" or not message.get("more_body")
+            return message
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if timed_out and not started:
+                return  # the 408 was the answer
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await app(scope, timed_receive, tracked_send)
+    return guarded
+
+
+async def _send_408(send: Any, seconds: float) -> None:
+    body = json.dumps({"error": f"the request body did not arrive within {seconds:g} s"}
+                      ).encode()
+    await send({"type": "http.response.start", "status": 408, "headers": [
+        (b"content-type", b"application/json; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def _check_port(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -137,7 +192,9 @@ def serve(db_path: Location, *, host: str = "127.0.0.1", port: int = 8001,
           f"(questions: http://{host}:{port}{service_for(datasette).ask_url()})",
           file=sys.stderr, flush=True)
     # Stalled clients are dropped: headers not in within HEADER_TIMEOUT_S, idle keep-alive
-    # connections after 5 s, headers over 64 KiB; bodies have their own timeout (api.read_body).
-    uvicorn.run(datasette.app(), host=host, port=port, log_level="info", lifespan="on",
+    # connections after 5 s, headers over 64 KiB; a body must arrive whole within
+    # BODY_DEADLINE_S, and without a pause of api.BODY_TIMEOUT_S.
+    app = body_deadline(datasette.app(), BODY_DEADLINE_S)
+    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on",
                 workers=1, http=_timed_h11(), timeout_keep_alive=5,
                 h11_max_incomplete_event_size=64 * 1024, limit_concurrency=256)
