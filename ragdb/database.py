@@ -457,15 +457,13 @@ class RagDB:
                  ) -> Generator | ExtractiveAnswerer | CheckedAnswerer:
         """Who answers: passages of the sources when asked, or when the model that would
         answer is the small offline one (`auto`); otherwise the model, generating then
-        checking (the offline SmolLM2, asked to write, writes unchecked: see README)."""
+        checking, the offline SmolLM2 too: an answer that fails the check is never shown,
+        the extractive one is (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
         if self._extractive is None:
             self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
         if extractive_wanted(Style(style), self.resolved_model):
             return self._extractive
-        generator = self.generator()
-        if generator.resolved.offline_fallback:
-            return generator
-        return CheckedAnswerer(generator, self._extractive)
+        return CheckedAnswerer(self.generator(), self._extractive)
 
     def _language_of(self, path: str) -> str:
         """A source's language: by its name, else as indexed (an extension-less script is

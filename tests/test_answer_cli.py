@@ -85,3 +85,23 @@ def test_answer_keeps_html_tags_written_as_inline_code(tmp_path: Path) -> None:
                      "lexical", "--db", "rag.db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "with the `<br>` tag, and fold a section with `<details>`. [1]" in result.stdout
+
+
+def test_a_written_answer_of_the_offline_model_is_checked_before_it_is_shown(
+        indexed: Path) -> None:
+    # Issue 37: `--style generate` with only SmolLM2 printed its answer unchecked ("According
+    # to [1], [2] and [3],,,,,,"). It is checked like any writer's: shown only where it passed,
+    # else the passages of the sources, and one line on stderr says why.
+    from ragdb.generate.checking import degenerate
+
+    result = run_cli("answer", "How do I load a LoRA adapter at run time?", "--k", "3",
+                     "--style", "generate", "--model", "offline", "--db", "rag.db",
+                     cwd=indexed, timeout=300)
+    assert result.returncode == 0, result.stderr
+    answer = result.stdout.partition("\nSources:\n")[0].strip()
+    summary = [line for line in result.stderr.splitlines() if "written sentences" in line]
+    assert len(summary) == 1, result.stderr
+    assert degenerate(answer) is None and "According to" not in answer, answer
+    if "the written answer was not shown (" in summary[0]:
+        assert "/v1/load_lora_adapter" in answer and answer.endswith("]"), answer
+        assert _saved(indexed, result.stderr)["model"].startswith("extractive")

@@ -411,3 +411,45 @@ def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
     assert _check_summary(report) == (
         "checked 1 written sentences against their sources: 1 kept, 0 dropped; 1 cited to the "
         "given source that says it; followed by the passages it was written from")
+
+
+# What SmolLM2-135M printed for `--style generate` (issue 37): no answer at all.
+DEGENERATE = {
+    "According to [1], [2] and [3],,,,,,,,,,,,,,,": "mostly punctuation and citation marks",
+    "\n".join(["```", "```"] * 11) + "\n[1]": "11 empty code blocks",
+    "```python\n\n```\n```python\n```\n[2]": "2 empty code blocks",
+    "[1] [2], [3].": "empty: no words, no code",
+    "See [1], [2], [3], [4].": "mostly punctuation and citation marks",
+}
+
+
+@pytest.mark.parametrize("written", list(DEGENERATE))
+def test_a_degenerate_answer_fails_the_check_and_says_why(written: str) -> None:
+    from ragdb.cli.query import _check_summary
+    from ragdb.generate.checking import degenerate
+
+    assert degenerate(written) == DEGENERATE[written]
+    checked = check_answer(written, [LORA, STACK, REQUEST, ZMQ],
+                           question="How do I serve LoRA adapters?")
+    assert checked.too_little and checked.report.degenerate == DEGENERATE[written]
+    assert checked.why_not_shown == f"it is {DEGENERATE[written]}"
+    report = checked.report.as_json()
+    report.update(fallback="extractive", fallback_reason=checked.why_not_shown)
+    line = _check_summary(report)
+    assert "\n" not in line and line.endswith(
+        f"the written answer was not shown (it is {DEGENERATE[written]}): passages of the "
+        "sources instead")
+
+
+def test_short_and_code_answers_are_not_degenerate() -> None:
+    from ragdb.generate.checking import degenerate
+
+    for written in ("Yes [1].", "The default is 8000 [2].", "Use `--enable-lora` [1].",
+                    "- `--max-loras` [1]\n- `--max-lora-rank` [1]",
+                    "Run:\n```bash\nvllm serve x --enable-lora\n```\n[1]",
+                    "Forward the port:\n```bash\nsudo kubectl port-forward svc/vllm-router-"
+                    "service 30080:80\n```\n[2]"):
+        assert degenerate(written) is None, written
+    kept = check_answer("To serve adapters, start the server with `--enable-lora` [1].",
+                        [LORA], question="How do I serve LoRA adapters?")
+    assert kept.report.degenerate is None

@@ -405,6 +405,28 @@ def test_the_passages_a_written_answer_came_from_follow_it_once() -> None:
     assert " ".join(again.text.split()).count(" ".join(quoted.split())) <= 1
 
 
+@pytest.mark.parametrize("written", [
+    "According to [1], [2] and [3],,,,,,,,,,,,,,,",
+    "Use `--lora-modules {name}={path}` to specify each LoRA module [1].\n\n"
+    + "\n".join(["```", "```"] * 11),
+])
+def test_a_degenerate_written_answer_is_never_shown(written: str) -> None:
+    """Issue 37: what SmolLM2 printed for `--style generate` (commas after its citations,
+    eleven empty code blocks) fails the check: the reader gets the extractive answer, and
+    the check says why."""
+    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+    sources = [_as_prompt(LORA)]
+    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
+    pieces: list[str] = []
+    result = CheckedAnswerer(_GivenWriter(written), extractive).answer(  # type: ignore[arg-type]
+        question, sources, on_token=pieces.append)
+    assert result.model == EXTRACTIVE_NAME and result.check is not None
+    assert result.check["fallback"] == "extractive"
+    assert result.check["fallback_reason"] == f"it is {result.check['degenerate']}"
+    assert result.text == compose(extractive.passages(question, sources), labels=False)[0]
+    assert "".join(pieces) == result.text and ",," not in result.text
+
+
 def test_the_repository_ignores_the_models_folder() -> None:
     ignored = subprocess.run(["git", "check-ignore", "-q", str(MODELS / WRITER_FILE)],
                              cwd=REPO)

@@ -212,5 +212,6 @@ def _check_summary(check: dict[str, Any]) -> str:
     if check.get("stopped_at_time_limit"):
         line += "; the writer was stopped at its time limit"
     if check.get("fallback"):
-        line += "; too little survived, so the answer is passages of the sources"
+        why = check.get("fallback_reason") or "too little survived"
+        line += f"; the written answer was not shown ({why}): passages of the sources instead"
     return line

@@ -411,6 +411,8 @@ class RagdbService:
             raise Cancelled()
         if answer.style == Style.generate.value:
             self.model = answer.model
+        elif answer.check is not None and answer.check.get("writer"):
+            self.model = answer.check["writer"]  # it wrote, and its answer was not shown
         return answer
 
 

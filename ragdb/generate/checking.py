@@ -83,6 +83,9 @@ class CheckReport:
     evidence: list[int] = field(default_factory=list)  # sources whose passages follow the text
     removed_citations: list[int] = field(default_factory=list)
     fallback: str | None = None  # "extractive" when too little survived
+    # Why the answer is the extractive one, in words (the one line `ragdb answer` prints).
+    fallback_reason: str | None = None
+    degenerate: str | None = None  # why the written answer is no answer at all (degenerate)
     writer: str | None = None  # the model whose answer was checked
     stopped_at_time_limit: bool = False  # the writer was stopped before it finished
 
@@ -97,6 +100,8 @@ class CheckReport:
             "evidence_from": self.evidence,
             "removed_citations": self.removed_citations,
             "fallback": self.fallback,
+            "fallback_reason": self.fallback_reason,
+            "degenerate": self.degenerate,
             "writer": self.writer,
             "stopped_at_time_limit": self.stopped_at_time_limit,
         }
@@ -110,9 +115,18 @@ class CheckedAnswer:
 
     @property
     def too_little(self) -> bool:
-        """Nothing survived, or under MIN_KEPT_SHARE of what was written."""
+        """Nothing survived, under MIN_KEPT_SHARE of what was written, or what was written
+        is no answer at all (degenerate)."""
         written = self.report.sentences
-        return self.report.kept == 0 or self.report.kept < MIN_KEPT_SHARE * written
+        return (self.report.kept == 0 or self.report.kept < MIN_KEPT_SHARE * written
+                or self.report.degenerate is not None)
+
+    @property
+    def why_not_shown(self) -> str:
+        """Why the written answer gives way to the extractive one, in a few words."""
+        if self.report.degenerate is not None:
+            return f"it is {self.report.degenerate}"
+        return f"{self.report.kept} of its {self.report.sentences} sentences passed the check"
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,6 +319,32 @@ def _sentence_key(text: str) -> str:
     return " ".join(_WORD.findall(CITE.sub(" ", text).lower()))
 
 
+_EMPTY_BLOCK = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:[ \t]*\n)*[ \t]*\1[ \t]*$", re.M)
+
+
+def degenerate(answer: str) -> str | None:
+    """Why a written answer is no answer at all, else None: small models loop on empty code
+    blocks or on commas after their citations ("According to [1], [2] and [3],,,,,,,").
+
+    Degenerate: two empty code blocks or more; or, with no code, prose without a word or
+    mostly punctuation and citation marks (fewer letters than marks, and eight marks or more:
+    "Yes [1]." is short, not degenerate)."""
+    empty = len(_EMPTY_BLOCK.findall(answer))
+    if empty >= 2:
+        return f"{empty} empty code blocks"
+    if any(m.group("body").strip() for m in _FENCED.finditer(answer)):
+        return None  # code: checked line by line against its source
+    marks = 3 * len(CITE.findall(answer))
+    prose = INLINE.sub(lambda m: "x" * len(m.group(1)), CITE.sub(" ", answer))
+    letters = sum(len(word) for word in re.findall(r"[^\W\d_]+", prose))
+    marks += len(re.findall(r"[^\w\s]", prose))
+    if not letters:
+        return "empty: no words, no code"
+    if letters < marks and marks >= 8:
+        return "mostly punctuation and citation marks"
+    return None
+
+
 def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
                  writer: str | None = None, settings: SupportSettings = DEFAULT_SUPPORT
                  ) -> CheckedAnswer:
@@ -344,6 +384,7 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
         if text is not None:
             kept.append(text)
             report.kept += 1
+    report.degenerate = degenerate(answer)
     text = _join(kept)
     cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", INLINE.sub(" ", _strip_fences(
         text))) if int(n) in by_number})
@@ -517,6 +558,7 @@ def _check_block(unit: Unit, cites: list[int], by_number: dict[int, CitedSource]
     opening = unit.text.split("\n", 1)[0].strip()
     lines = [line for line in body.rstrip("\n").split("\n") if line.strip()]
     if not lines:
+        _drop(report, unit.text, "an empty code block")
         return None
     if not cites:
         _drop(report, unit.text, "code that cites no source")

@@ -258,6 +258,7 @@ class CheckedAnswerer:
         if checked.too_little:
             model = EXTRACTIVE_NAME
             report.fallback = "extractive"
+            report.fallback_reason = checked.why_not_shown
             # Shown as the writer's answers show code (no label lines): what this file's
             # checks and the writer's tests read is the same either way.
             text, cited_numbers = compose(passages, labels=False)

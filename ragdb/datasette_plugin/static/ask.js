@@ -100,8 +100,9 @@
       line += "; the writer was stopped at its time limit";
     }
     if (check.fallback) {
-      line += "; too little survived, so these are passages of the sources (the " +
-        check.writer + " answer was not shown)";
+      line += "; the " + check.writer + " answer was not shown (" +
+        (check.fallback_reason || "too little survived") +
+        "), so these are passages of the sources";
     }
     return line + ".";
   }
