@@ -46,6 +46,7 @@ from ragdb.walking import (
     file_language,
     holds,
     name_ok,
+    real_root,
     relative,
     scan_also,
     scan_roots,
@@ -286,12 +287,12 @@ def _as_recorded(conn: Connection, roots: Sequence[Path]) -> list[Path]:
     built = get_setting(conn, Setting.BASE_DIR)
     if built and built != os.getcwd():
         return list(roots)
-    recorded = {os.path.realpath(str(path)): str(path)
+    recorded = {real_root(Path(str(path))): str(path)
                 for path, _walk, _last in conn.execute(sql("index_roots_known"))
                 if os.path.exists(str(path))}
     spelled = []
     for root in roots:
-        real = os.path.realpath(root)
+        real = real_root(root)
         holders = [top for top in recorded if inside(Path(real), Path(top))]
         if not holders or relative(root) in recorded.values():
             spelled.append(root)

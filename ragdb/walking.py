@@ -356,12 +356,20 @@ def stored_path(path: Path) -> str:
     return relative(path)
 
 
+def real_root(root: Path) -> str:
+    """What a root is, whatever its spelling: a folder's real path (through symlinks), a
+    file's name in its folder's real path (a symlinked file is a file of its own, as in a walk)."""
+    if os.path.isdir(root):
+        return os.path.realpath(root)
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(root))), root.name)
+
+
 def distinct_roots(roots: Sequence[Path]) -> list[Path]:
     """The roots once each: `a`, `$PWD/a`, `a/../a` and a symlink to `a` are one root (by its
     real path), spelled as it was first given."""
     unique: dict[str, Path] = {}
     for root in roots:
-        unique.setdefault(os.path.realpath(root), root)
+        unique.setdefault(real_root(root), root)
     return list(unique.values())
 
 
