@@ -109,3 +109,39 @@ def test_an_evaluated_package_is_refused(tmp_path: Path) -> None:
     pin = fetch.Pin("click", "pypi", "8.1.7", "click-8.1.7.tar.gz", "0" * 64, "python")
     with pytest.raises(fetch.FetchError, match="evaluation set"):
         fetch.fetch(pin, tmp_path)
+
+
+def test_questions_come_from_ragdbs_own_chunks(tmp_path: Path) -> None:
+    """A real index of a small package: its sample, its question-shaped headings, and the
+    filter that drops a question quoting the chunk's own identifiers."""
+    import subprocess
+    import sys
+
+    from training import questions
+
+    package = tmp_path / "demo"
+    (package / "docs").mkdir(parents=True)
+    (package / "demo.py").write_text(
+        "def retry_with_backoff(call, attempts=3):\n"
+        "    \"\"\"Call again after a growing pause until it succeeds.\"\"\"\n"
+        + "    # wait a little longer each time the remote end refuses\n" * 6
+        + "    return call()\n", encoding="utf-8")
+    (package / "docs" / "guide.md").write_text(
+        "# How do I retry a failing call?\n\n"
+        + "Wrap the call and the library retries it with a growing pause between attempts. " * 4
+        + "\n", encoding="utf-8")
+    db = tmp_path / "demo.db"
+    subprocess.run([sys.executable, "-m", "ragdb", "index", str(package), "--db", str(db),
+                    "--no-vectors"], check=True, capture_output=True)
+    rows = questions.chunk_rows(db)
+    assert {r.path.rsplit("/", 1)[-1] for r in rows} == {"demo.py", "guide.md"}
+    sample = questions.sample_chunks(rows, 2, seed="demo")
+    assert sample == questions.sample_chunks(rows, 2, seed="demo")
+    pin = fetch.Pin("demo", "pypi", "1.0", "demo-1.0.tar.gz", "0" * 64, "python")
+    asked = list(questions.heading_questions(rows, pin))
+    assert [q.question for q in asked] == ["How do I retry a failing call?"]
+    code = next(r for r in rows if r.path.endswith("demo.py"))
+    assert questions.clean_question("How do I call retry_with_backoff twice?", code.text) == ""
+    assert questions.clean_question("What is the purpose of this function?", code.text) == ""
+    kept = "How do I wait longer between attempts when a remote end refuses?"
+    assert questions.clean_question(kept + "\nmore", code.text) == kept
