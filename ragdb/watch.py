@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ragdb.database import IndexResult, RagDB
-from ragdb.db import index_lock_path
 from ragdb.errors import RagdbError
+from ragdb.indexing import ragdb_files
 
 DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
 
@@ -36,15 +36,15 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
         options = {k: v for k, v in options.items() if k not in _WALK_OPTIONS}
     from watchfiles import DefaultFilter
 
-    own: set[str] = set()
-    if isinstance(rag.path, Path):  # rag.db's own files change with every run (not PostgreSQL)
-        own = {os.path.abspath(f"{rag.path}{suffix}")
-               for suffix in ("", "-wal", "-shm", "-journal")}
-        own.add(str(index_lock_path(rag.path)))
+    # rag.db's own files change with every run, the models' cache with a model's first load:
+    # what the walk never reads (indexing.ragdb_files) starts no run either
+    own = ragdb_files(rag.conn)
+    folders = tuple(path + os.sep for path in own)
     default = DefaultFilter()
 
     def relevant(change: Any, path: str) -> bool:
-        return os.path.abspath(path) not in own and default(change, path)
+        real = os.path.realpath(path)
+        return real not in own and not real.startswith(folders) and default(change, path)
 
     def waiting() -> None:
         print("ragdb: another index run is in progress; waiting for it to end",
