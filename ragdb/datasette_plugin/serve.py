@@ -101,23 +101,26 @@ BODY_DEADLINE_S = 60.0
 
 
 def body_deadline(app: Any, seconds: float) -> Any:
-    """ASGI middleware: a request whose body has not all arrived `seconds` after its headers
-    is answered 408 and its connection closed; the app, waiting on the body, is told the
-    client went away (http.disconnect) and what it sends after is dropped."""
+    """ASGI middleware: a request whose body has not all arrived `seconds` after the app
+    first asked for it is answered 408 and its connection closed; the app, waiting on the
+    body, is told the client went away (http.disconnect) and what it sends after is
+    dropped."""
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
             await app(scope, receive, send)
             return
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
+        deadline: float | None = None
         body_done = started = timed_out = False
 
         async def timed_receive() -> dict[str, Any]:
-            nonlocal body_done, timed_out
+            nonlocal body_done, timed_out, deadline
             if timed_out:
                 return {"type": "http.disconnect"}
             if body_done:
                 return dict(await receive())
+            if deadline is None:
+                deadline = loop.time() + seconds
             try:
                 left = max(deadline - loop.time(), 0.0)
                 message = dict(await asyncio.wait_for(receive(), left))
