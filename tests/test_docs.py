@@ -1,4 +1,7 @@
-"""Every command, option, HTTP route and plugin setting a user can reach is in the README."""
+"""The docs a user reads: every command, option, HTTP route and plugin setting is in README.md
+or docs/*.md; the README stays a short front page that links every doc; links resolve.
+
+(Every example in them runs in tests/test_docs_examples.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +17,11 @@ from ragdb.cli import app
 from ragdb.datasette_plugin.api import ROUTES
 from ragdb.datasette_plugin.service import PluginConfig
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = {path: path.read_text(encoding="utf-8")
+         for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]}
+DOCS = "\n".join(PAGES.values())
 
 
 def _commands() -> list[tuple[str, click.Command]]:
@@ -24,14 +31,14 @@ def _commands() -> list[tuple[str, click.Command]]:
 
 
 @pytest.mark.parametrize("name", [name for name, command in _commands() if not command.hidden])
-def test_every_command_is_documented(name: str) -> None:
-    assert f"`ragdb {name}" in README, f"README does not document `ragdb {name}`"
+def test_every_command_is_in_the_readme_table(name: str) -> None:
+    assert f"`ragdb {name}" in README, f"README's command table lacks `ragdb {name}`"
 
 
 @pytest.mark.parametrize("name", [name for name, command in _commands() if command.hidden])
 def test_every_spelling_is_documented(name: str) -> None:
     """The course assignment's underscore spellings are hidden from --help, not from users."""
-    assert f"`{name}`" in README, f"README does not mention the spelling {name}"
+    assert f"`{name}`" in DOCS, f"the docs do not mention the spelling {name}"
 
 
 @pytest.mark.parametrize(
@@ -45,16 +52,14 @@ def test_every_spelling_is_documented(name: str) -> None:
     ],
 )
 def test_every_option_is_documented(command: str, option: str) -> None:
-    """Each option appears in the README under one of its spellings."""
+    """Each option appears in the docs under one of its spellings."""
     group = typer.main.get_command(app)
     assert isinstance(group, click.Group)
     param = next(p for p in group.commands[command].params if option in p.opts + p.secondary_opts)
     assert isinstance(param, click.Option)
-    spellings = param.opts + param.secondary_opts
-    if option in ("-k",):
-        return  # the short form of --k, documented with it
-    assert any(re.search(re.escape(s) + r"\b", README) for s in spellings), (
-        f"README does not mention {'/'.join(spellings)} of `ragdb {command}`"
+    spellings = [s for s in param.opts + param.secondary_opts if len(s) > 2]  # not -k, -v
+    assert any(re.search(re.escape(s) + r"\b", DOCS) for s in spellings), (
+        f"the docs do not mention {'/'.join(spellings)} of `ragdb {command}`"
     )
 
 
@@ -65,9 +70,52 @@ def test_every_route_is_documented(pattern: str) -> None:
         return  # the question page's own script, not an API
     if pattern.endswith("(?:/.*)?$"):
         return  # the catch-all that answers 404
-    assert f"/-/ragdb/{path.removeprefix('/-/ragdb/')}" in README, f"README lacks {path}"
+    assert f"/-/ragdb/{path.removeprefix('/-/ragdb/')}" in DOCS, f"the docs lack {path}"
 
 
 @pytest.mark.parametrize("setting", [f.name for f in dataclasses.fields(PluginConfig)])
 def test_every_plugin_setting_is_documented(setting: str) -> None:
-    assert f'"{setting}"' in README, f"README's plugin settings lack {setting}"
+    assert f'"{setting}"' in DOCS, f"the docs' plugin settings lack {setting}"
+
+
+def test_the_readme_is_a_short_front_page() -> None:
+    """Issue 38: install, the main job and the tests first; no tuning history; one click to each
+    doc; `make test` is the test command CI runs, and it runs pytest."""
+    lines = README.splitlines()
+    assert len(lines) <= 350, f"README.md has {len(lines)} lines"
+    assert not re.search(r"\bround\b|\bnot kept\b", README, re.I), "tuning history in README"
+    for heading in ("## Prerequisites", "## Install", "## Test"):
+        assert heading in README
+    assert README.index("## Install") < README.index("## Test") < README.index("## Commands")
+    for page in PAGES:
+        if page.parent.name == "docs":
+            assert f"(docs/{page.name})" in README, f"README does not link docs/{page.name}"
+    assert "make test" in README
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^test:\n\t\$\(RUN\) pytest -q$", makefile, re.M)
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors for a page's headings, and explicit `<a id="...">` ones."""
+    found = set(re.findall(r'<a id="([^"]+)">', text))
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", list(PAGES), ids=lambda p: p.name)
+def test_links_between_pages_resolve(page: Path) -> None:
+    for target in re.findall(r"\]\(([^)\s]+)\)", PAGES[page]):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        name, _, anchor = target.partition("#")
+        linked = (page.parent / name).resolve() if name else page
+        assert linked.exists(), f"{page.name}: link to missing {target}"
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked.read_text(encoding="utf-8")), (
+                f"{page.name}: no heading for #{anchor} in {linked.name}")

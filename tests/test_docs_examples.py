@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -278,8 +277,9 @@ class Runner:
         text = block.text.replace(PLACEHOLDER, str(REPO))
         starts_server = any(SERVE.match(c.text) for c in transcript(text)) if (
             block.lang == "console") else False
+        port = free_port() if starts_server else 0
         if "8001" in text:
-            port = free_port() if starts_server else self.shared_server()
+            port = port or self.shared_server()
             text = re.sub(r"(127\.0\.0\.1:|localhost:|--port )8001\b", rf"\g<1>{port}", text)
         state = self.state(block.doc)
         lines = [f"cd {self.project}", f"[ -f {state} ] && source {state}", "_servers=()"]
@@ -291,12 +291,10 @@ class Runner:
                 if SERVE.match(command.text):
                     serve = command.text
                     if "--port" not in serve:
-                        serve += f" --port {free_port()}"
-                    port = re.search(r"--port (\d+)", serve)
-                    assert port
+                        serve += f" --port {port}"
                     lines += [f"{serve} > {self.scratch}/serve-{block.line}.log 2>&1 &",
                               "_servers+=($!)",
-                              f"python {self.scratch}/wait_serving.py {port[1]}"]
+                              f"python {self.scratch}/wait_serving.py {port}"]
                 else:
                     lines.append(command.text)
                 lines.append(f"printf '\\n{MARK} rc %s\\n' $?")
@@ -388,7 +386,9 @@ def test_shell_example(block: Block, runner: Runner) -> None:
             assert rc != 0, f"{where}: should fail, exited 0\n{output}"
         else:
             assert rc == 0, f"{where}: exit status {rc}\n{output[-4000:]}"
-        if command.expected:
+        if not command.expected:
+            assert not _error_response(output), f"{where}: an error response\n{output}"
+        else:
             assert output_matches(command.expected, output), (
                 f"{where}: the output differs from the doc\n--- doc\n"
                 + "\n".join(command.expected) + f"\n--- real\n{output}")
@@ -435,6 +435,16 @@ def test_json_example(block: Block, runner: Runner, tmp_path: Path) -> None:
         assert all(isinstance(v, str) for v in data.values()), block.name
     else:
         raise AssertionError(f"{block.name}: what this JSON is for is not known to the test")
+
+
+def _error_response(output: str) -> bool:
+    """Whether a command whose output the doc does not show answered `{"error": ...}` (curl
+    exits 0 on an HTTP error)."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "error" in data
 
 
 def _last_command(block: Block) -> str:
