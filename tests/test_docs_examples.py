@@ -62,10 +62,6 @@ FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 PLACEHOLDER = "/path/to/ragdb"
 PROJECT = "/path/to/your/project"  # the shared project, where MCP configurations name it
 
-# Examples that describe a change another branch of work is making; they may fail until it
-# lands. Keyed by a pattern found in the block, valued by the change.
-PENDING: dict[str, str] = {}
-
 
 @dataclass(frozen=True)
 class Block:
@@ -109,14 +105,8 @@ def read_blocks(path: Path) -> list[Block]:
 ALL = [block for path in DOCS for block in read_blocks(path)]
 
 
-def _param(block: Block) -> Any:
-    reasons = [why for pattern, why in PENDING.items() if re.search(pattern, block.text)]
-    marks = [pytest.mark.xfail(reason=reasons[0], strict=False)] if reasons else []
-    return pytest.param(block, id=block.name, marks=marks)
-
-
 def _runnable(*langs: str) -> list[Any]:
-    return [_param(b) for b in ALL if b.lang in langs and b.not_run is None]
+    return [pytest.param(b, id=b.name) for b in ALL if b.lang in langs and b.not_run is None]
 
 
 # -- reading transcripts ------------------------------------------------------------------------
@@ -171,7 +161,7 @@ def output_matches(expected: list[str], output: str) -> bool:
         actual.pop()
     pattern = "".join("(?:[^\n]*\n)*?" if line.strip() == "..." else _line_pattern(line) + "\n"
                       for line in expected)
-    return re.fullmatch(pattern, "".join(line + "\n" for line in actual), re.S) is not None
+    return re.fullmatch(pattern, "".join(line + "\n" for line in actual)) is not None
 
 
 def is_error_line(expected: list[str]) -> bool:
@@ -400,7 +390,7 @@ def test_sql_and_python_example(block: Block, runner: Runner) -> None:
     assert ran.rc == 0, f"{block.name} failed:\n{ran.output[-4000:]}"
 
 
-@pytest.mark.parametrize("block", [_param(b) for b in ALL if b.lang == "json"])
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.name) for b in ALL if b.lang == "json"])
 def test_json_example(block: Block, runner: Runner, tmp_path: Path) -> None:
     """Every JSON example parses; the ones ragdb reads or writes are checked against it."""
     data = json.loads(block.text)
