@@ -182,6 +182,43 @@ def test_killed_index_run_keeps_the_previous_index(tmp_path: Path, sig: signal.S
     assert again.returncode == 0, again.stderr
 
 
+def test_ctrl_c_while_embedding_keeps_the_rows_and_says_so(tmp_path: Path) -> None:
+    """Stopped once its files and chunks are committed (the vectors then come batch by batch),
+    a run said "rag.db keeps its last complete index" while its new rows were kept (issue 37).
+    The line says what is kept, and the next run finishes the vectors."""
+    project = extract_slice(tmp_path, every=6)
+    db = project / "rag.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    files = 0
+    while time.monotonic() < deadline and proc.poll() is None and not files:
+        time.sleep(0.05)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1) as conn:
+                files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        except sqlite3.Error:
+            continue  # not created yet, or its schema not yet committed
+    if proc.poll() is not None:
+        pytest.fail("the index run ended before its vectors could be interrupted")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    lines = stderr.decode().strip().splitlines()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in lines[-1] and "files and chunks" in lines[-1], lines
+    assert "last complete index" not in lines[-1]
+    conn = connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert scalar(conn, "SELECT count(*) FROM files") == files
+    conn.close()
+    again = run_cli("index", "data/raw", "--db", str(db), cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert "0 indexed" in again.stdout, again.stdout
+
+
 def test_defined_names_are_one_joined_term_each() -> None:
     text = ("class FlashInferBuilder(Base):\n    async def prepare_inputs(self):\n"
             '        """def not_a_name is prose."""\n    def prepare_inputs(self):\n        pass\n')

@@ -33,7 +33,10 @@ app = typer.Typer(
     suggest_commands=False,  # click suggests too: Typer's own made "Did you mean" say it twice
 )
 
-INTERRUPTED = "interrupted; rag.db keeps its last complete index"
+# Accurate in every phase: an index run commits its files and chunks in one transaction, then
+# its vectors batch by batch, so a stop while embedding keeps the rows and some vectors.
+INTERRUPTED = ("interrupted; rag.db keeps what was committed: an index run's files and chunks "
+               "whole or not at all, its vectors batch by batch (`ragdb index` finishes them)")
 
 
 def serve_command(
