@@ -359,8 +359,15 @@ def test_every_example_runs_or_says_why() -> None:
             f"{block.name}: a {block.lang} block is never run; it needs no marker")
 
 
+def skip_without_curl(block: Block) -> None:
+    """The HTTP examples need curl, as the browser test needs Chromium."""
+    if re.search(r"^(\$ )?curl ", block.text, re.M) and shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+
+
 @pytest.mark.parametrize("block", _runnable(*SHELL))
 def test_shell_example(block: Block, runner: Runner) -> None:
+    skip_without_curl(block)
     ran = runner.run(block)
     if block.lang != "console":
         assert ran.rc == 0, f"{block.name} failed:\n{ran.output[-4000:]}"
@@ -400,6 +407,7 @@ def test_json_example(block: Block, runner: Runner, tmp_path: Path) -> None:
     previous = before[-1] if before and before[-1].end >= block.line - 2 else None
     if previous is not None and previous.lang in SHELL and previous.not_run is None and (
             "curl" in _last_command(previous)):
+        skip_without_curl(previous)
         ran = runner.run(previous)
         output = ran.commands[-1][2] if ran.commands else ran.output
         assert_shape(data, json.loads(output), block.name)
