@@ -56,6 +56,7 @@ from ragdb.generate.styles import (
 )
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
+from ragdb.rerank import RerankParams, Reranking, reranking_spec
 from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
     NO_FILTERS,
@@ -130,7 +131,13 @@ class RagDB:
         model: str | None = None,
         warn: Callable[[str], None] = _warn_stderr,
         use_cache: bool = True,
+        rerank: bool | None = None,
+        reranker: str | None = None,
+        rerank_params: RerankParams = RerankParams(),
     ) -> None:
+        """`rerank` and `reranker`: the reranking stage (ragdb.rerank.reranking_spec): None
+        and None follow RAGDB_RERANKER, else the default (off); `rerank_params`: its depth
+        and how its order meets the fused one."""
         #: A rag.db Path, or a postgresql:// URL (text).
         self.path: Location = location(path)
         self.use_cache = use_cache
@@ -144,6 +151,12 @@ class RagDB:
         self._resolve_notes: list[str] = []
         self._extractive: ExtractiveAnswerer | None = None
         self._coverage: tuple[tuple[int, int], float | None] | None = None
+        #: The reranker searches use (a folder or hub name), None: the fused order.
+        self.reranker_spec = reranking_spec(rerank, reranker)
+        self.rerank_params = rerank_params
+        self._reranking: Reranking | None = None
+        #: What reranking did in the last search (RagDB.rerank_info); None when off.
+        self.last_rerank: dict[str, Any] | None = None
 
     # -- the connection --------------------------------------------------------------------
 
@@ -349,7 +362,37 @@ class RagDB:
     def searcher(self) -> Searcher:
         if self._searcher is None:
             self._searcher = Searcher(self.conn, use_cache=self.use_cache)
+            self._searcher.rerank = self.reranking
         return self._searcher
+
+    @property
+    def reranking(self) -> Reranking | None:
+        """The reranking stage (made, not loaded: its model compiles on first use)."""
+        if self._reranking is None and self.reranker_spec is not None:
+            self._reranking = Reranking(self.reranker_spec, self.rerank_params)
+        return self._reranking
+
+    def block_scorer(self) -> Callable[[str, Sequence[str]], list[float]] | None:
+        """The reranker's scorer for the answer stage, to choose between candidate blocks
+        (higher: more relevant; NaN where the model gave none); None when reranking is off."""
+        stage = self.reranking
+        return stage.score if stage is not None else None
+
+    def _search_with_rerank(self, run: Callable[[], Any]) -> Any:
+        """A search through the reranking stage, if on: its reranker resolved (fetched once,
+        fingerprinted) before the index is read, its time and notes kept in last_rerank, and
+        each search it left in fused order said once (RagDB.warn)."""
+        stage = self.reranking
+        if stage is None:
+            self.last_rerank = None
+            return run()
+        stage.reset()
+        stage.key  # a bad folder or an unreachable hub: one line, before any work
+        found = run()
+        self.last_rerank = stage.info()
+        for note in stage.notes:
+            self.warn(note)
+        return found
 
     @property
     def embedder(self) -> Embedder:
@@ -363,7 +406,9 @@ class RagDB:
         mode = _mode(mode)
         check_question(question)
         self._check_langs(filters)
-        return self.searcher.search(question, k, mode, filters)
+        found: list[Hit] = self._search_with_rerank(
+            lambda: self.searcher.search(question, k, mode, filters))
+        return found
 
     def search_many(self, questions: Sequence[str], k: int,
                     mode: Mode | str = Mode.hybrid,
@@ -375,7 +420,9 @@ class RagDB:
         for number, question in enumerate(questions, 1):
             check_question(question, what=f"question {number}", empty_ok=True)
         self._check_langs(filters)
-        return self.searcher.search_many(questions, k, mode, filters)
+        found: list[list[Hit]] = self._search_with_rerank(
+            lambda: self.searcher.search_many(questions, k, mode, filters))
+        return found
 
     def _check_langs(self, filters: Filters) -> None:
         """A language filter the index holds no file of (a typo, `pyhton`) is refused in one
@@ -495,10 +542,15 @@ class RagDB:
         if k:
             self._check_langs(filters)
         started = time.perf_counter()
-        hits = self.searcher.search(question, k, mode, filters) if k else []
+        self.last_rerank = None
+        hits = self._search_with_rerank(
+            lambda: self.searcher.search(question, k, mode, filters)) if k else []
         search_ms = (time.perf_counter() - started) * 1000
-        return self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
-                                on_token=on_token, style=style)
+        found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
+                                 on_token=on_token, style=style)
+        if self.last_rerank is not None:
+            found.timings.update(self.last_rerank)
+        return found
 
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,
@@ -553,6 +605,7 @@ class RagDB:
             "dense_coverage": self.dense_coverage(),
             "index_running": self.index_running(),
             "embedder": get_setting(conn, Setting.EMBEDDER_NAME),
+            "reranker": self.reranker_spec,
             "max_k": MAX_K,
         }
 

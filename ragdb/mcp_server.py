@@ -65,6 +65,10 @@ class SearchResult(BaseModel):
     sources: list[Source]
     warnings: list[str] = Field(default_factory=list,
                                 description="what this mode cannot find in this index")
+    reranker: str | None = Field(default=None, description="the cross-encoder that reordered "
+                                 "the fused candidates (RAGDB_RERANKER); null: fused order")
+    timings: dict[str, float] = Field(default_factory=dict,
+                                      description="rerank_ms: the reranker's time")
 
 
 class AnswerResult(BaseModel):
@@ -189,9 +193,13 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
         def run() -> SearchResult:
             hits = rag.search(query, k, mode, Filters.of(path, lang, exclude))
             warning = rag.mode_warning(mode)
+            rerank = rag.last_rerank or {}
             return SearchResult(query=query, k=k, mode=Mode(mode).value,
                                 generation=rag.generation, sources=_sources(hits),
-                                warnings=[warning] if warning else [])
+                                warnings=([warning] if warning else [])
+                                + rerank.get("rerank_notes", []),
+                                reranker=rerank.get("reranker"),
+                                timings={"rerank_ms": rerank["rerank_ms"]} if rerank else {})
 
         result: SearchResult = call(run)
         text = _sources_text(result.sources)

@@ -338,6 +338,8 @@ class Searcher:
         self._loaded_for: str | None = None  # _made_by when the embedder was loaded
         self._mismatch = False  # the loaded embedder is not the one that made the vectors
         self._legs: Any = None  # PostgreSQL: the legs its settings name (db.search_legs)
+        #: The reranking stage (ragdb.rerank.Reranking), set by RagDB; None: the fused order.
+        self.rerank: Any = None
 
     # -- state shared by queries -------------------------------------------------------------
 
@@ -454,12 +456,21 @@ class Searcher:
             todo = [i for i, hits in enumerate(results)
                     if hits is None and analyse_terms(questions[i])]
             vectors = self._query_vectors([questions[i] for i in todo], mode)
+            kept: set[int] = set()  # left in fused order by the reranker: never cached
             for i in todo:
-                results[i] = self._run(questions[i], k, mode, vectors.get(questions[i]),
-                                       filters)
+                if self.rerank is None:
+                    results[i] = self._run(questions[i], k, mode, vectors.get(questions[i]),
+                                           filters)
+                    continue
+                fused = self._run(questions[i], max(k, self.rerank.params.depth), mode,
+                                  vectors.get(questions[i]), filters)
+                results[i], used = self.rerank.reorder(self.conn, questions[i], fused, k)
+                if not used:
+                    kept.add(i)
         if self.use_cache and not self._mismatch:  # written after the snapshot ended
             for i in todo:
-                self._remember(keys[i], results[i] or [])
+                if i not in kept:
+                    self._remember(keys[i], results[i] or [])
         return [hits or [] for hits in results]
 
     def _query_vectors(self, questions: Sequence[str], mode: Mode) -> dict[str, bytes]:
@@ -605,12 +616,15 @@ class Searcher:
         """Everything a search's result depends on besides the index generation (the cache
         row's own column): the question exactly as asked (identifier splitting is
         case-sensitive and the query vector sees every character), k, mode, filters, every
-        ranking parameter, and for the dense leg which model made the vectors and which
-        commit of them this is (an index run commits them batch by batch)."""
+        ranking parameter, for the dense leg which model made the vectors and which
+        commit of them this is (an index run commits them batch by batch), and when
+        reranking, the reranker (its weights' fingerprint) and its parameters."""
         key: list[Any] = [question, k, mode.value, asdict(self.params),
                           [list(filters.paths), list(filters.langs), list(filters.excludes)]]
         if mode is not Mode.lexical:
             key += [self._made_by, self._vectors_version, self._has_vectors]
+        if self.rerank is not None:  # the reranker's identity (ragdb.rerank.Reranking.key)
+            key.append(self.rerank.key)
         blob = json.dumps(key, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 

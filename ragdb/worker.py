@@ -108,16 +108,22 @@ def warm_up() -> None:
     rag = _rag()
     if rag.status()["vectors"]:
         rag.embedder
+    if rag.reranking is not None:  # RAGDB_RERANKER: fetched and compiled before a question
+        rag.reranking.encoder
 
 
-def search(question: str, k: int, mode: Mode,
-           filters: Filters = NO_FILTERS) -> tuple[list[Hit], int, float | None, str | None]:
-    """Hits, the generation, the dense leg's coverage and what the mode cannot find here."""
-    def run() -> tuple[list[Hit], int, float | None, str | None]:
+SearchOutcome = tuple[list[Hit], int, float | None, str | None, dict[str, Any] | None]
+
+
+def search(question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS) -> SearchOutcome:
+    """Hits, the generation, the dense leg's coverage, what the mode cannot find here, and
+    what reranking did (RagDB.last_rerank; None when off)."""
+    def run() -> SearchOutcome:
         rag = _rag()
         hits = rag.search(question, k, mode, filters)
-        return hits, rag.generation, rag.dense_coverage(), rag.mode_warning(mode)
-    result: tuple[list[Hit], int, float | None, str | None] = _busy(run)
+        return (hits, rag.generation, rag.dense_coverage(), rag.mode_warning(mode),
+                rag.last_rerank)
+    result: SearchOutcome = _busy(run)
     return result
 
 

@@ -19,6 +19,8 @@ from ragdb.cli.shared import (
     ModeOption,
     PathOption,
     Progress,
+    RerankerOption,
+    RerankOption,
     StyleOption,
     err,
     mode_warning,
@@ -47,6 +49,8 @@ def search_dataset_command(
     path: Optional[list[str]] = PathOption,
     lang: Optional[list[str]] = LangOption,
     exclude: Optional[list[str]] = ExcludeOption,
+    rerank: Optional[bool] = RerankOption,
+    reranker: Optional[str] = RerankerOption,
     db: Optional[str] = DbOption,
 ) -> None:
     """Search every question of a dataset and save the results in the assignment's format."""
@@ -56,16 +60,18 @@ def search_dataset_command(
     check_k(k, high=evaluation.MAX_K)
     filters = Filters.of(path, lang, exclude)
     dataset = load_json(dataset_path, RagDataset, "dataset")
-    rag = open_rag(db)
+    rag = open_rag(db, rerank=rerank, reranker=reranker)
     started = time.perf_counter()
     results = rag.search_dataset(dataset, k, mode, filters)
     mode_warning(rag, mode)
     out = save_directory / dataset_path.name
     check_writable(out)
     write_json_atomic(out, results)
+    reranked = (f" (reranking {rag.last_rerank['rerank_ms'] / 1000:.2f} s)"
+                if rag.last_rerank is not None else "")
     typer.echo(
         f"{len(dataset.rag_questions)} questions searched in "
-        f"{time.perf_counter() - started:.2f} s; wrote {one_line(str(out))}"
+        f"{time.perf_counter() - started:.2f} s{reranked}; wrote {one_line(str(out))}"
     )
 
 

@@ -18,6 +18,8 @@ from ragdb.cli.shared import (
     ModelOption,
     ModeOption,
     PathOption,
+    RerankerOption,
+    RerankOption,
     StyleOption,
     err,
     mode_warning,
@@ -41,6 +43,8 @@ def search_command(
     exclude: Optional[list[str]] = ExcludeOption,
     as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
     with_text: bool = typer.Option(False, "--text", help="With --json: each source's text."),
+    rerank: Optional[bool] = RerankOption,
+    reranker: Optional[str] = RerankerOption,
     db: Optional[str] = DbOption,
 ) -> None:
     """Print the k most relevant places for a question: `path:start-end` (lines, as `answer`
@@ -48,7 +52,7 @@ def search_command(
     from ragdb.retrieve import Filters
 
     check_k(k)
-    rag = open_rag(db)
+    rag = open_rag(db, rerank=rerank, reranker=reranker)
     hits = rag.search(question, k, mode, Filters.of(path, lang, exclude))
     mode_warning(rag, mode)
     coverage = rag.dense_coverage() if mode is not Mode.lexical else None
@@ -148,6 +152,8 @@ def answer_command(
         "beside rag.db; ~/.cache/ragdb/outputs/answers where that cannot be written].",
         show_default=False,
     ),
+    rerank: Optional[bool] = RerankOption,
+    reranker: Optional[str] = RerankerOption,
     db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
@@ -156,7 +162,7 @@ def answer_command(
 
     check_k(k, low=0)
     check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
-    rag = open_rag(db, model)
+    rag = open_rag(db, model, rerank=rerank, reranker=reranker)
     folder = save_directory if save_directory is not None else answers_dir(rag.path)
     out = folder / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once

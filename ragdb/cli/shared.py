@@ -31,10 +31,11 @@ DbOption = typer.Option(
 )
 
 
-def open_rag(db: Optional[str] | Location, model: Optional[str] = None) -> "RagDB":
+def open_rag(db: Optional[str] | Location, model: Optional[str] = None, *,
+             rerank: Optional[bool] = None, reranker: Optional[str] = None) -> "RagDB":
     from ragdb.database import RagDB
 
-    return RagDB(location(db), model=model, warn=err)
+    return RagDB(location(db), model=model, warn=err, rerank=rerank, reranker=reranker)
 
 
 def from_project_folder(where: Location, paths: Sequence[Path] = (), *,
@@ -150,4 +151,16 @@ ModelOption = typer.Option(
     "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
     "reached), a local OpenVINO IR folder, a .gguf file, or 'offline' for the bundled "
     "SmolLM2-135M.",
+)
+RerankOption = typer.Option(
+    None, "--rerank/--no-rerank",
+    help="Reorder the fused top 30 with a cross-encoder (--reranker, else $RAGDB_RERANKER), "
+    "or not [default: on when $RAGDB_RERANKER names one, else off].", show_default=False,
+)
+RerankerOption = typer.Option(
+    None, "--reranker",
+    help="The cross-encoder that reranks (implies --rerank): a folder holding "
+    "openvino_model.xml/.bin (or model.onnx) and tokenizer.json, or a hub name such as "
+    "cross-encoder/ms-marco-MiniLM-L-6-v2 or BAAI/bge-reranker-base, fetched once into the "
+    "models folder [default: $RAGDB_RERANKER].", show_default=False,
 )

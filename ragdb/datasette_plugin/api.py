@@ -267,7 +267,9 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     mode = parse_mode(params.get("mode"))
     filters = parse_filters(params)
     started = time.perf_counter()
-    hits, generation, coverage, warning = await service.search(question, k, mode, filters)
+    found = await service.search(question, k, mode, filters)
+    hits, generation, coverage, warning, rerank = found
+    warnings = ([warning] if warning else []) + (rerank or {}).get("rerank_notes", [])
     return Response.json({
         "q": question,
         "k": k,
@@ -277,8 +279,10 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
         "exclude": list(filters.excludes),
         "generation": generation,
         "dense_coverage": coverage,
-        "warnings": [warning] if warning else [],
+        "warnings": warnings,
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
+        "reranker": rerank["reranker"] if rerank else None,
+        "timings": {"rerank_ms": rerank["rerank_ms"]} if rerank else {},
         "sources": [source_json(rank, hit, service.chunk_url(hit.chunk_id))
                     for rank, hit in enumerate(hits, 1)],
     })
@@ -358,18 +362,22 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     style = parse_style(params.get("style"))
     filters = parse_filters(params)
     started = time.perf_counter()
-    hits, _generation, _coverage, _warning = await service.search(question, k, mode, filters)
+    found = await service.search(question, k, mode, filters)
+    hits, rerank = found[0], found[4]
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
         answer = await service.answer(question, k, mode, hits, search_ms, style=style)
+        answer.timings.update(rerank or {})  # what reranking did, in the search worker
         return Response.json(answer_json(answer, service.chunk_url))
-    await stream_answer(service, request, send, question, k, mode, hits, search_ms, style)
+    await stream_answer(service, request, send, question, k, mode, hits, search_ms, style,
+                        rerank)
     return None
 
 
 async def stream_answer(service: RagdbService, request: Any, send: Any, question: str, k: int,
                         mode: Mode, hits: list[Hit], search_ms: float,
-                        style: Style = Style.auto) -> None:
+                        style: Style = Style.auto,
+                        rerank: dict[str, Any] | None = None) -> None:
     """Server-sent events: `sources`, then `token`s as they are generated, then `done` (the
     whole JSON answer) or `error`. Generation runs in a worker thread; tokens cross to the
     event loop through a queue, and a client that goes away stops the generation."""
@@ -384,6 +392,7 @@ async def stream_answer(service: RagdbService, request: Any, send: Any, question
         try:
             answer = await service.answer(question, k, mode, hits, search_ms, on_token, cancelled,
                                           style=style)
+            answer.timings.update(rerank or {})  # what reranking did, in the search worker
             queue.put_nowait(("done", answer_json(answer, service.chunk_url)))
         except Cancelled:
             queue.put_nowait(("end", None))

@@ -290,10 +290,11 @@ class RagdbService:
             warn(f"could not open the index ahead of the first request: {exc}")
 
     async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS
-                     ) -> tuple[list[Hit], int, float | None, str | None]:
-        """Hits, the index generation they came from, how complete the dense leg is and what
-        the mode cannot find in this index (RagDB.mode_warning)."""
-        result: tuple[list[Hit], int, float | None, str | None] = await self._call(
+                     ) -> worker.SearchOutcome:
+        """Hits, the index generation they came from, how complete the dense leg is, what
+        the mode cannot find in this index (RagDB.mode_warning) and what reranking did
+        (RagDB.last_rerank)."""
+        result: worker.SearchOutcome = await self._call(
             "search", worker.search, question, k, mode, filters)
         return result
 
