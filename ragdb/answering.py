@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
 from ragdb.generate.styles import CheckedAnswerer, ExtractiveAnswerer
 from ragdb.generate.cleaning import renumber_citations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # the pydantic models load with the first answer record, not 
     )
 
 
-Answerer = Generator | ExtractiveAnswerer | CheckedAnswerer
+Answerer = Generator | ExtractiveAnswerer | CheckedAnswerer | BlocksAnswerer
 
 
 @dataclass
@@ -43,8 +44,11 @@ class Answer:
     model: str | None = None
     prompt_sources: list[PromptSource] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
-    style: str | None = None  # "extractive" or "generate"; None when nothing was answered
+    style: str | None = None  # what was shown: "extractive" or "generate"; None: no answer
     check: dict[str, Any] | None = None  # a written answer's claim check (checking.py)
+    style_tried: str | None = None  # what was tried: "generate" that fell back, or `style`
+    fallback_reason: str | None = None  # why what was tried is not what was shown
+    shown: dict[str, Any] | None = None  # a blocks answer: variant, blocks (path:start-end)
 
 
 def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[str, Any]:
@@ -77,6 +81,9 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
         "sources": sources,
         "model": answer.model,
         "style": answer.style,
+        "style_tried": answer.style_tried,
+        "fallback_reason": answer.fallback_reason,
+        "shown": answer.shown,
         "check": answer.check,
         "timings": answer.timings,
     }

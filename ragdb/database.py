@@ -45,6 +45,7 @@ from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
+from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_from_env
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
@@ -53,6 +54,7 @@ from ragdb.generate.styles import (
     ExtractiveAnswerer,
     Style,
     extractive_wanted,
+    no_model_answerer,
 )
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
@@ -68,6 +70,8 @@ from ragdb.retrieve import (
     search_results,
     source_span,
 )
+from ragdb.source_files import SourceFiles
+
 if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
     from ragdb.schemas import (
         MinimalSource,
@@ -155,7 +159,7 @@ class RagDB:
         self.reranker_spec = reranking_spec(rerank, reranker)
         self.rerank_params = rerank_params
         self._reranking: Reranking | None = None
-        #: What reranking did in the last search (RagDB.rerank_info); None when off.
+        #: What reranking did in the last search (Reranking.info); None when off.
         self.last_rerank: dict[str, Any] | None = None
 
     # -- the connection --------------------------------------------------------------------
@@ -500,8 +504,8 @@ class RagDB:
                 self._generator = Generator(resolved, time_limit_s=time_limit_from_env())
             return self._generator
 
-    def answerer(self, style: Style | str = Style.auto
-                 ) -> Generator | ExtractiveAnswerer | CheckedAnswerer:
+    def answerer(self, style: Style | str = Style.auto, variant: str | None = None
+                 ) -> Generator | ExtractiveAnswerer | CheckedAnswerer | BlocksAnswerer:
         """Who answers: passages of the sources when asked, or when the model that would
         answer is the small offline one (`auto`); otherwise the model, generating then
         checking, the offline SmolLM2 too: an answer that fails the check is never shown,
@@ -509,7 +513,8 @@ class RagDB:
         if self._extractive is None:
             self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
         if extractive_wanted(Style(style), self.resolved_model):
-            return self._extractive
+            # `variant` (benchmarks): one of generate/blocks.VARIANTS, or "extractive".
+            return no_model_answerer(variant, self._extractive, lambda: SourceFiles(self.conn))
         return CheckedAnswerer(self.generator(), self._extractive)
 
     def _language_of(self, path: str) -> str:
@@ -532,7 +537,7 @@ class RagDB:
     def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
                on_token: Callable[[str], None] | None = None,
                filters: Filters = NO_FILTERS,
-               style: Style | str = Style.auto) -> Answer:
+               style: Style | str = Style.auto, variant: str | None = None) -> Answer:
         """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
         check_k(k, low=0)
         mode = _mode(mode)
@@ -547,7 +552,7 @@ class RagDB:
             lambda: self.searcher.search(question, k, mode, filters)) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
-                                 on_token=on_token, style=style)
+                                 on_token=on_token, style=style, variant=variant)
         if self.last_rerank is not None:
             found.timings.update(self.last_rerank)
         return found
@@ -555,16 +560,21 @@ class RagDB:
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,
                     on_token: Callable[[str], None] | None = None,
-                    style: Style | str = Style.auto) -> Answer:
+                    style: Style | str = Style.auto, variant: str | None = None) -> Answer:
         """Answer from hits already retrieved (the server searches on its own thread)."""
         timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
         if not hits:
             return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
-        answerer = self.answerer(style)
+        had_model = self._generator is not None
+        answerer = self.answerer(style, variant)
         result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
-        made = Style.extractive if isinstance(answerer, ExtractiveAnswerer) else Style.generate
+        tried = Style.generate if isinstance(answerer, CheckedAnswerer) else Style.extractive
+        made, why = tried, None
         if result.check is not None and result.check.get("fallback"):
             made = Style.extractive  # too little of the written answer passed the check
+            why = result.check.get("fallback_reason") or "too little passed the check"
+        if self._generator is not None:  # what loading the model cost this answer
+            timings["load_s"] = 0.0 if had_model else round(self._generator.load_s, 3)
         timings.update({
             "first_token_s": round(result.first_token_s, 3),
             "total_s": round(result.total_s, 3),
@@ -573,7 +583,8 @@ class RagDB:
             "stopped_at_time_limit": result.stopped_at_time_limit,
         })
         return Answer(question, k, mode, hits, result.text, list(result.cited), result.model,
-                      list(result.sources), timings, style=made.value, check=result.check)
+                      list(result.sources), timings, style=made.value, check=result.check,
+                      style_tried=tried.value, fallback_reason=why, shown=result.shown)
 
     def answer_dataset(
         self,
@@ -627,6 +638,7 @@ def _add_stats(a: IndexStats, b: IndexStats) -> IndexStats:
         skipped=skipped, skipped_paths=a.skipped_paths + b.skipped_paths,
         skipped_before=a.skipped_before + b.skipped_before,
         parse_fallbacks=a.parse_fallbacks + b.parse_fallbacks,
+        symbols_refreshed=a.symbols_refreshed + b.symbols_refreshed,
         fallback_paths=a.fallback_paths + b.fallback_paths, languages=languages)
 
 

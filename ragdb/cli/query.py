@@ -154,19 +154,31 @@ def answer_command(
     ),
     rerank: Optional[bool] = RerankOption,
     reranker: Optional[str] = RerankerOption,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the answer as one JSON object (the HTTP API's): the "
+        "answer, its sources, the style tried and shown and why, the blocks shown with their "
+        "path:start-end, and timings (first token, total, model load)."),
+    variant: Optional[str] = typer.Option(
+        None, "--variant", hidden=True,
+        help="The answer made without a model: extractive or a blocks variant "
+        "(generate/blocks.VARIANTS); for measuring them (benchmarks/bench_blocks.py)."),
     db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
-    from ragdb.answering import answer_record, question_id
+    from ragdb.answering import answer_json, answer_record, question_id
     from ragdb.retrieve import Filters
 
     check_k(k, low=0)
     check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
+    if variant is not None and variant != "extractive":
+        from ragdb.generate.blocks import recipe_named
+
+        recipe_named(variant)  # an unknown one is refused before any work
     rag = open_rag(db, model, rerank=rerank, reranker=reranker)
     folder = save_directory if save_directory is not None else answers_dir(rag.path)
     out = folder / f"answer-{question_id(question)}.json"
     check_writable(out)  # before generating: a bad --save_directory fails at once
-    stream = sys.stdout.isatty()
+    stream = sys.stdout.isatty() and not as_json
     streamed: list[str] = []
 
     def on_token(piece: str) -> None:
@@ -176,11 +188,13 @@ def answer_command(
     filters = Filters.of(path, lang, exclude)
     answer = rag.answer(
         question, k, mode, on_token=on_token if stream else None, style=style,
-        filters=filters,
+        filters=filters, variant=variant,
     )
     if k:
         mode_warning(rag, mode)
-    if not answer.hits:
+    if as_json:
+        typer.echo(json.dumps(answer_json(answer, lambda _chunk: None), indent=2))
+    elif not answer.hits:
         typer.echo(answer.text)
     else:
         if stream:

@@ -139,10 +139,13 @@ def one_line(path: str) -> str:
 
 StyleOption = typer.Option(
     Style.auto, "--style",
-    help="extractive: the answer is passages of the sources, each cited, no model; generate: "
-    "the model writes it from the chosen passages and every sentence is checked against the "
-    "source it cites; auto (default): extractive when the model that would answer is the "
-    "small offline one, else generate.",
+    help="extractive: no model; the answer is passages of the sources, each cited. generate: "
+    "the model writes from chosen passages, every sentence is checked against the source it "
+    "cites and one that fails is dropped; when too little is left, the passages are shown "
+    "instead and stderr says why. auto (default): generate with a model that writes well "
+    "(the hub's Qwen3-0.6B, --model writer, or a model you name); extractive with the "
+    "bundled SmolLM2 (--model offline, or no hub and no writer installed) and with the "
+    "installed writer standing in for a hub that cannot be reached.",
 )
 ModelOption = typer.Option(
     None, "--model",

@@ -77,6 +77,7 @@ class GeneratedAnswer:
     sources: list[PromptSource] = field(default_factory=list)
     check: dict[str, Any] | None = None  # what the claim check kept and dropped, when it ran
     stopped_at_time_limit: bool = False  # the writing was cut by Generator.time_limit_s
+    shown: dict[str, Any] | None = None  # a blocks answer's variant, blocks and notes
 
 
 class _Streamer:

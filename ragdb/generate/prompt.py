@@ -89,6 +89,7 @@ class PromptSource:
     start_line: int
     end_line: int
     text: str
+    score: float = 0.0  # the search's fused score (blocks.MARGIN reads the ranking's margin)
 
 
 def source_header(number: int, source: PromptSource) -> str:
@@ -236,5 +237,5 @@ def prompt_source(hit: Hit) -> PromptSource:
     """A retrieved chunk as the prompt shows it."""
     return PromptSource(
         file_path=hit.file_path, first=hit.first, last=hit.last,
-        start_line=hit.start_line, end_line=hit.end_line, text=hit.text,
+        start_line=hit.start_line, end_line=hit.end_line, text=hit.text, score=hit.score,
     )

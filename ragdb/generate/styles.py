@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ragdb.generate.blocks import BlocksAnswerer, Locate, recipe_named
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.extractive import Passage, SourceText, compose, compose_pieces
@@ -32,15 +33,11 @@ from ragdb.generate.style import Style
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
 
-
-def extractive_wanted(style: Style, resolved: Callable[[], ResolvedModel]) -> bool:
-    """`resolved` is only called for `auto`: finding the model costs a hub probe at most."""
-    if style is Style.extractive:
-        return True
-    if style is Style.generate:
-        return False
-    model = resolved()
-    return model.offline_fallback or not model.auto_writes
+#: The answer made without a model (`--style extractive`, and `auto` where no model writes
+#: well): "extractive" (passages chosen from the sources) or a variant of whole blocks
+#: (generate/blocks.VARIANTS; "blocks" is the proposed one). Issue 39: what the blind readers
+#: prefer becomes the default here; until their verdicts are in, it stays "extractive".
+NO_MODEL_ANSWER = "extractive"
 
 
 class ExtractiveAnswerer:
@@ -81,6 +78,26 @@ class ExtractiveAnswerer:
         return GeneratedAnswer(text="".join(pieces), cited=cited, model=self.model,
                                prompt_tokens=0, new_tokens=0, first_token_s=first,
                                total_s=time.perf_counter() - started, sources=list(sources))
+
+
+def no_model_answerer(variant: str | None, extractive: ExtractiveAnswerer,
+                      locate: Callable[[], Locate]) -> ExtractiveAnswerer | BlocksAnswerer:
+    """The answerer for `variant` (None: NO_MODEL_ANSWER); `locate` makes the blocks'
+    file reader (one per answer: each file read once)."""
+    name = variant or NO_MODEL_ANSWER
+    if name == "extractive":
+        return extractive
+    return BlocksAnswerer(locate(), recipe_named(name))
+
+
+def extractive_wanted(style: Style, resolved: Callable[[], ResolvedModel]) -> bool:
+    """`resolved` is only called for `auto`: finding the model costs a hub probe at most."""
+    if style is Style.extractive:
+        return True
+    if style is Style.generate:
+        return False
+    model = resolved()
+    return model.offline_fallback or not model.auto_writes
 
 
 def writer_sources(passages: list[Passage], sources: list[PromptSource]

@@ -1,0 +1,292 @@
+"""Answer variants side by side, for blind readers (issue 39): today's extractive answer against
+whole blocks of the sources (ragdb/generate/blocks.py), on the same retrieval.
+
+`answer` searches each question once (hybrid, k 10) and answers it with every variant
+(`extractive` and generate/blocks.VARIANTS), writing into data/bench/blocks/:
+
+- `answers_VARIANT.json`: per question {id, set, kind, question, reference_answer, answer (the
+  text exactly as the user sees it), cited (n, file_path, start_line, end_line, text of each
+  cited source), shown (a blocks answer's blocks with their own path:start-end, and notes),
+  seconds (answering, after the search), search_s};
+- `blind/ID.json` and `blind/ID.md`: one question, its reference answer, and the variants'
+  answers as A, B, C... in an order shuffled per question (random.Random(SEED + id)), with
+  their cited sources;
+- `key.json`: for each id, which variant each letter is. Readers never see it.
+
+Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id", "letter",
+"exam", "satisfied" (yes/partly/no), "unsupported", "reason"}; `report` maps letters back to
+variants through key.json and tallies each variant per set and kind, with sign tests against
+`extractive` on the questions both were judged on.
+
+`cover` is a mechanical check, no reader: the share of answers whose shown lines overlap the
+reference span (per variant, set and kind). Rules are chosen on `--tuning` questions
+(common.tuning_questions), never on the sample.
+
+The sample is common.accept_sample(repos3=True): vLLM public docs 51-100 and code at positions 0
+and 2 modulo 5 (data/bench/rag.db, skipped where it is not built), the repos set's half B, all of
+repos2 and repos3 (`python -m benchmarks.bench_repos --unseen` builds their indexes).
+
+    uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3] \
+        [--variants extractive,code,two,blocks] [--kind code]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
+    uv run --frozen python -m benchmarks.bench_blocks report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (BENCH_DIR, REPOS2, REPOS3, Asked, accept_sample, host_line,
+                               tuning_questions)
+from ragdb import RagDB
+from ragdb.generate.blocks import VARIANTS
+from ragdb.retrieve import Mode
+
+OUT = BENCH_DIR / "blocks"
+ALL_VARIANTS = ("extractive", *VARIANTS)
+SEED = 39
+
+
+def set_group(question_set: str) -> str:
+    """The set a question belongs to in reports: vllm, repos, repos2, repos3."""
+    if question_set.startswith("vllm"):
+        return "vllm"
+    for held in (REPOS2, REPOS3):
+        if question_set in held.names:
+            return held.name
+    return "repos"
+
+
+def questions(sets: Sequence[str], kind: str, tuning: bool = False) -> list[Asked]:
+    """The sample's questions (or the tuning ones) of `sets` and `kind`; a set whose index is
+    not built is left out, said once."""
+    chosen = tuning_questions() if tuning else accept_sample(repos3=True)
+    out: list[Asked] = []
+    missing: set[Path] = set()
+    for asked in chosen:
+        question, _, db = asked
+        if (sets and set_group(question.set_name) not in sets) or (kind and question.kind != kind):
+            continue
+        if not db.exists():
+            missing.add(db)
+            continue
+        out.append(asked)
+    for db in sorted(missing):
+        print(f"skipped: {db} is not built")
+    return out
+
+
+def _cited(answer: Any) -> list[dict[str, Any]]:
+    sources = answer.prompt_sources
+    return [{"n": n, "file_path": sources[n - 1].file_path,
+             "start_line": sources[n - 1].start_line, "end_line": sources[n - 1].end_line,
+             "text": sources[n - 1].text}
+            for n in answer.cited if 0 < n <= len(sources)]
+
+
+def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
+               out: Path = OUT) -> None:
+    """Every question of the sample answered by every variant on one retrieval."""
+    records: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    rags: dict[Path, RagDB] = {}
+    chosen = questions(sets, kind)
+    for number, (question, reference, db) in enumerate(chosen, 1):
+        rag = rags.setdefault(db, RagDB(db, use_cache=False))
+        started = time.perf_counter()
+        hits = rag.search(question.question, k, Mode.hybrid)
+        search_s = time.perf_counter() - started
+        for variant in variants:
+            started = time.perf_counter()
+            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                    style="extractive", variant=variant)
+            records[variant].append({
+                "id": question.question_id, "set": question.set_name, "kind": question.kind,
+                "question": question.question, "reference_answer": reference,
+                "answer": found.text, "cited": _cited(found), "shown": found.shown,
+                "seconds": round(time.perf_counter() - started, 3),
+                "search_s": round(search_s, 3)})
+        print(f"{number:3d}/{len(chosen)} {question.set_name:12s} {question.kind:4s} "
+              f"{question.question[:70]}", flush=True)
+    for rag in rags.values():
+        rag.close()
+    out.mkdir(parents=True, exist_ok=True)
+    for variant, rows in records.items():
+        (out / f"answers_{variant}.json").write_text(json.dumps(rows, indent=1))
+    write_blind(records, out)
+    print(host_line())
+    for variant, rows in records.items():
+        if rows:
+            print(f"{variant:18s} s per answer (after the search) p50 "
+                  f"{statistics.median(r['seconds'] for r in rows):.3f}, max "
+                  f"{max(r['seconds'] for r in rows):.3f}")
+    print(f"wrote {out}/answers_*.json, {out}/blind/, {out}/key.json")
+
+
+def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
+    """One file per question with the variants as shuffled letters, and the key apart."""
+    folder = out / "blind"
+    folder.mkdir(parents=True, exist_ok=True)
+    by_id: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for variant, rows in records.items():
+        for row in rows:
+            by_id[row["id"]][variant] = row
+    key: dict[str, dict[str, str]] = {}
+    for qid, answers in by_id.items():
+        names = sorted(answers)
+        random.Random(f"{SEED}-{qid}").shuffle(names)
+        letters = {chr(ord("A") + i): name for i, name in enumerate(names)}
+        key[qid] = letters
+        first = next(iter(answers.values()))
+        blind = {"id": qid, "kind": first["kind"], "question": first["question"],
+                 "reference_answer": first["reference_answer"],
+                 "answers": {letter: {"answer": answers[name]["answer"],
+                                      "cited": answers[name]["cited"]}
+                             for letter, name in letters.items()}}
+        (folder / f"{qid}.json").write_text(json.dumps(blind, indent=1))
+        (folder / f"{qid}.md").write_text(blind_markdown(blind))
+    (out / "key.json").write_text(json.dumps(key, indent=1))
+
+
+def blind_markdown(blind: dict[str, Any]) -> str:
+    """A blind file as a reader reads it: the question, the reference, each answer as shown
+    and the sources it cites."""
+    parts = [f"# {blind['id']} ({blind['kind']})", f"**Question:** {blind['question']}",
+             f"**Reference answer:** {blind['reference_answer']}"]
+    for letter, shown in blind["answers"].items():
+        parts.append(f"## Answer {letter}\n\n{shown['answer']}")
+        for source in shown["cited"]:
+            fence = "~~~~" if "```" in source["text"] else "```"
+            parts.append(f"Cited [{source['n']}] `{source['file_path']}:{source['start_line']}-"
+                         f"{source['end_line']}`:\n\n{fence}\n{source['text'].strip()}\n{fence}")
+    return "\n\n".join(parts) + "\n"
+
+
+def _reference_lines(question: Any) -> list[tuple[str, int, int]]:
+    """The reference spans as (path, first line, last line), read from the files."""
+    out = []
+    for path, first, last in question.sources:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        out.append((path, text.count("\n", 0, first) + 1,
+                    text.count("\n", 0, max(first, last - 1)) + 1))
+    return out
+
+
+def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
+    if found.shown:
+        return [(b["file_path"], b["start_line"], b["end_line"]) for b in found.shown["blocks"]]
+    return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
+
+
+def cover(sets: Sequence[str], variants: Sequence[str], kind: str, k: int, tuning: bool) -> None:
+    """Per variant, set and kind: the share of answers whose shown lines overlap the reference
+    span, and the lines shown (median)."""
+    rows: dict[tuple[str, str, str], list[tuple[bool, int]]] = defaultdict(list)
+    rags: dict[Path, RagDB] = {}
+    for question, _, db in questions(sets, kind, tuning):
+        rag = rags.setdefault(db, RagDB(db, use_cache=False))
+        hits = rag.search(question.question, k, Mode.hybrid)
+        reference = _reference_lines(question)
+        for variant in variants:
+            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                    style="extractive", variant=variant)
+            shown = _shown_lines(found)
+            hit = any(p == rp and a <= rb and ra <= b
+                      for p, a, b in shown for rp, ra, rb in reference)
+            lines = sum(b - a + 1 for _, a, b in shown)
+            for group in (set_group(question.set_name), "all"):
+                rows[(variant, group, question.kind)].append((hit, lines))
+    for rag in rags.values():
+        rag.close()
+    print("| variant | set | kind | n | shown lines overlap the reference | lines shown p50 |\n"
+          "|---|---|---|---|---|---|")
+    for (variant, group, kind_), values in sorted(rows.items()):
+        n = len(values)
+        print(f"| {variant} | {group} | {kind_} | {n} | {sum(h for h, _ in values) / n:.0%} | "
+              f"{statistics.median(x for _, x in values):.0f} |")
+
+
+def sign_test(better: int, worse: int) -> float:
+    """Two-sided exact sign test p-value (ties left out)."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(0, min(better, worse) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+RANK = {"yes": 2, "partly": 1, "no": 0}
+
+
+def report(out: Path = OUT) -> None:
+    """The readers' verdicts mapped back to variants, tallied per set and kind."""
+    key = json.loads((out / "key.json").read_text())
+    sets = {r["id"]: (set_group(r["set"]), r["kind"])
+            for path in out.glob("answers_*.json") for r in json.loads(path.read_text())}
+    verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(out.glob("verdicts_*.json")):
+        for v in json.loads(path.read_text()):
+            verdicts[(v["id"], key[v["id"]][v["letter"]])] = v
+    groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list))
+    for (qid, variant), v in verdicts.items():
+        group, kind = sets.get(qid, ("?", "?"))
+        for g in ((group, kind), ("all", kind), ("all", "all")):
+            groups[g][variant].append({**v, "variant": variant})
+    print("| set | kind | variant | n | exam rule | satisfied y / p / n | unsupported | "
+          "better / worse than extractive (sign test p) |\n|---|---|---|---|---|---|---|---|")
+    for (group, kind), by_variant in sorted(groups.items()):
+        base = {v["id"]: RANK[v["satisfied"]] for v in by_variant.get("extractive", [])}
+        for variant, rows in sorted(by_variant.items()):
+            n = len(rows)
+            sat = [sum(r["satisfied"] == s for r in rows) for s in ("yes", "partly", "no")]
+            paired = [(RANK[r["satisfied"]], base[r["id"]]) for r in rows if r["id"] in base]
+            better = sum(a > b for a, b in paired)
+            worse = sum(a < b for a, b in paired)
+            versus = ("" if variant == "extractive"
+                      else f"{better} / {worse} (p = {sign_test(better, worse):.3f})")
+            print(f"| {group} | {kind} | {variant} | {n} | "
+                  f"{sum(bool(r['exam']) for r in rows) / n:.0%} | {sat[0]} / {sat[1]} / "
+                  f"{sat[2]} | {sum(bool(r.get('unsupported')) for r in rows)} | {versus} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("answer", "cover", "report"))
+    parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
+                        "repos3 [default: all whose index is built]")
+    parser.add_argument("--variants", default=",".join(ALL_VARIANTS),
+                        help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
+    parser.add_argument("--kind", default="", choices=("", "docs", "code"))
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--tuning", action="store_true",
+                        help="cover: on the tuning questions, not the sample")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    sets = [s for s in args.sets.split(",") if s]
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in ALL_VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant {unknown[0]!r} (known: {', '.join(ALL_VARIANTS)})")
+    if args.action == "answer":
+        answer_all(sets, variants, args.kind, args.k, args.out)
+    elif args.action == "cover":
+        cover(sets, variants, args.kind, args.k, args.tuning)
+    else:
+        report(args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Where an answer block starts and ends (generate/blocks.py): the lines that match the
+question, the branch and definition they lie in, the signature lines above them, the
+paragraphs, lists and tables of a docs section, and the captions the sources' own prose gives.
+All on a file's lines (0-based indexes, inclusive bounds), nothing but regular expressions and
+indentation: a cut that works the same on any language ragdb indexes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragdb.tokenize import analyse_terms, query_terms
+
+#: A docs section of at most this many lines is shown whole.
+DOCS_SECTION_LINES = 40
+
+
+# -- matching the question ------------------------------------------------------------------
+
+
+def _stem(term: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[:-len(suffix)]
+    return term
+
+
+def question_terms(question: str) -> frozenset[str]:
+    return frozenset(_stem(t) for t in query_terms(question))
+
+
+def line_score(line: str, terms: frozenset[str]) -> int:
+    """How many of the question's distinct terms a line holds (identifiers split)."""
+    return len(terms.intersection(_stem(t) for t in analyse_terms(line)))
+
+
+# -- code ---------------------------------------------------------------------------------
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+_CLOSER = re.compile(r"\s*(?:[})\]]|end\b|fi\b|done\b|esac\b)")
+_OPENS = re.compile(r"[{(\[:]\s*$|=>\s*\{?\s*$")
+
+
+def block_end(lines: list[str], head: int, hi: int) -> int:
+    """The last line of what the line `head` opens, within lines[:hi+1]: the lines indented
+    under it, and a closing line at its indentation (`}`, `end`); a closer that opens again
+    (`) => {`, `) -> X:` after a long parameter list) goes on."""
+    level = _indent(lines[head])
+    end = head
+    for i in range(head + 1, hi + 1):
+        if not lines[i].strip():
+            continue
+        if _indent(lines[i]) > level:
+            end = i
+            continue
+        if _indent(lines[i]) == level and _CLOSER.match(lines[i]):
+            end = i
+            if _OPENS.search(lines[i]):
+                continue
+        break
+    return end
+
+
+def _branch(lines: list[str], at: int, lo: int, hi: int) -> tuple[int, int]:
+    """The innermost branch holding line `at` within lines[lo:hi+1]: from the nearest line
+    above with less indentation (its header) to its end (block_end)."""
+    own = _indent(lines[at])
+    for i in range(at - 1, lo - 1, -1):
+        if lines[i].strip() and _indent(lines[i]) < own and not _CLOSER.match(lines[i]):
+            return i, max(at, block_end(lines, i, hi))
+    return lo, hi
+
+
+def region(lines: list[str], lo: int, hi: int, terms: frozenset[str], limit: int,
+           focus: tuple[int, int] | None = None) -> tuple[int, int]:
+    """At most `limit` lines of lines[lo:hi+1] (inclusive bounds returned): all of them when
+    they fit; else, around the line of `focus` (default: all) that holds most of the
+    question's terms, the block that line opens and the enclosing branches, the largest that
+    fits, with lines around it up to `limit` (a third above, the rest below), cut at
+    statement boundaries. Never a cut through that line or its branch."""
+    if hi - lo + 1 <= limit:
+        return lo, hi
+    f_lo, f_hi = focus if focus is not None else (lo, hi)
+    best_score, neg = max((line_score(lines[i], terms), -i) for i in range(f_lo, f_hi + 1))
+    best = -neg if best_score else f_lo
+    a, b = best, min(hi, block_end(lines, best, hi))
+    if b - a + 1 > limit:
+        b = a + limit - 1
+    while a > lo:
+        na, nb = _branch(lines, a, lo, hi)
+        if nb - na + 1 > limit or (na, nb) == (a, b):
+            break
+        a, b = na, max(b, nb)
+    spare = limit - (b - a + 1)
+    start = max(lo, a - spare // 3)
+    end = min(hi, b + spare - (a - start))
+    start = max(lo, min(start, end - limit + 1))
+    level = _indent(lines[a])
+    while start < a and (not lines[start].strip() or _indent(lines[start]) > level
+                         or _CLOSER.match(lines[start])):
+        start += 1  # not from the middle of a statement
+    after = [i for i in range(b + 1, min(hi, end + 1) + 1) if lines[i].strip()]
+    if end < hi and after and after[-1] == end + 1:
+        outer = min(_indent(lines[i]) for i in after)
+        cut = max(i for i in after if _indent(lines[i]) == outer) - 1
+        if _indent(lines[end + 1]) > outer and cut - start + 1 >= 2 * limit // 3:
+            end = cut  # a statement runs on past the end: not begun, unless it is most
+    while end > b and not lines[end].strip():
+        end -= 1
+    return start, end
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def signature_lines(lines: list[str], context: str, first: int, last: int) -> list[int]:
+    """The file lines (0-based) where the definitions the chunk (lines first..last) lies in
+    or starts begin, outermost first: each of the index's context entries (normalised
+    signatures, innermost last) found above the one inside it, the innermost at or above the
+    chunk's last line (a chunk may open with the doc comment above its signature), none
+    indented deeper than the chunk's first line."""
+    found: list[int] = []
+    pos = min(last, len(lines) - 1)
+    limit = _indent(lines[first]) + 1 if first < len(lines) else 1 << 30
+    for entry in reversed([e for e in context.split("\n") if e.strip()]):
+        wanted = _collapse(entry)
+        for i in range(pos, -1, -1):
+            shown = _collapse(lines[i])
+            if len(shown) >= min(8, len(wanted)) and _indent(lines[i]) < limit \
+                    and (wanted.startswith(shown) or shown.startswith(wanted)):
+                found.append(i)
+                pos, limit = i - 1, _indent(lines[i])
+                break
+    return sorted(found)[-3:]
+
+
+_NAME = re.compile(
+    r"\s*(?:(?:pub(?:\([^)]*\))?|export|default|async|static|public|private|protected|"
+    r"abstract|final|inline|unsafe|extern|declare)\s+)*"
+    r"(?:def|class|fn|function|func|struct|enum|trait|interface|impl|type|module|const|let|var)"
+    r"\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
+
+
+# A method's header without a keyword (`_processEntry(entry: T) {` in TypeScript, Java, C++).
+_METHOD = re.compile(r"\s*(?:(?:public|private|protected|static|async|override|readonly|get|"
+                     r"set|virtual|inline)\s+)*([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\s*\(.*[{(]\s*$")
+_CONTROL = frozenset({"if", "for", "while", "switch", "catch", "return", "with", "elif",
+                      "match", "foreach", "until", "unless", "sizeof", "await", "new"})
+
+
+def definition_name(line: str) -> str:
+    """The name a definition's first line defines, else ''."""
+    found = _NAME.match(line) or _METHOD.match(line)
+    name = found.group(1) if found else ""
+    return "" if name in _CONTROL else name
+
+
+_DOC_COMMENT = re.compile(r"\s*(?:///?!?|#(?![!\[])|/\*\*?|\*(?!/)|--)\s?")
+_NOT_PROSE = re.compile(r"TODO|FIXME|XXX|HACK|noqa|type:\s*ignore|pragma|https?://|SPDX|"
+                        r"Copyright|license", re.I)
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?:](?=\s|$)")
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of some prose, of four words or more, else ''."""
+    text = _collapse(text)
+    stop = _SENTENCE_END.search(text)
+    sentence = text[:stop.end()] if stop else text
+    if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
+        return ""
+    return sentence if len(sentence) <= 240 else ""
+
+
+def code_caption(lines: list[str], head: int, shown: tuple[int, int]) -> str:
+    """The first sentence of the docstring or doc comment of the definition starting at line
+    `head`, where those lines are not shown already; '' where there is none."""
+    a, b = shown
+    # A Python docstring: the first statement after the signature's closing colon.
+    for i in range(head, min(head + 12, len(lines))):
+        if lines[i].rstrip().endswith(":"):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            opened = re.match(r"\s*[rRuU]?(\"\"\"|''')", lines[j]) if j < len(lines) else None
+            if opened:
+                quote = opened.group(1)
+                body: list[str] = []
+                k = j
+                while k < len(lines) and k < j + 30:
+                    text = lines[k][opened.end():] if k == j else lines[k]
+                    body.append(text.split(quote)[0])
+                    if quote in text:
+                        break
+                    k += 1
+                if a <= j <= b:
+                    return ""
+                return _first_sentence(" ".join(body))
+            break
+    # A comment just above the definition (attributes and decorators skipped).
+    k = head - 1
+    while k >= 0 and re.match(r"\s*(?:@|#\[)", lines[k]):
+        k -= 1
+    comment: list[str] = []
+    if k >= 0 and lines[k].strip() == "*/":
+        k -= 1
+    while k >= 0 and _DOC_COMMENT.match(lines[k]):
+        text = _DOC_COMMENT.sub("", lines[k], count=1).rstrip("*/ ")
+        if text:
+            comment.insert(0, text)
+        if lines[k].lstrip().startswith("/*"):
+            break
+        k -= 1
+    if not comment or a <= head - 1 <= b:
+        return ""
+    return _first_sentence(" ".join(comment))
+
+
+# -- docs ---------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"\s*(```|~~~)")
+_ATX = re.compile(r"#{1,6}\s")
+UNDERLINE = re.compile(r"([=\-~^\"'`#*+])\1{2,}\s*$")
+ITEM = re.compile(r"\s*(?:[-*+]\s|\d+[.)]\s|\|)")
+
+
+def headings(lines: list[str]) -> list[int]:
+    """The lines that are headings (Markdown `#`, setext and reStructuredText underlines:
+    the title line), outside fenced code."""
+    out: list[int] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif fenced:
+            continue
+        elif _ATX.match(line):
+            out.append(i)
+        elif (i > 0 and UNDERLINE.match(line) and lines[i - 1].strip()
+              and not ITEM.match(lines[i - 1])
+              and len(line.strip()) >= len(lines[i - 1].strip()) - 1):
+            out.append(i - 1)
+    return out
+
+
+def paragraphs(lines: list[str], lo: int, hi: int) -> list[tuple[int, int]]:
+    """Runs of non-blank lines of lines[lo:hi+1], a fenced block kept whole, list items
+    separated by a blank line kept in one run, a heading's underline with its title."""
+    runs: list[tuple[int, int]] = []
+    i = lo
+    while i <= hi:
+        if not lines[i].strip():
+            i += 1
+            continue
+        start = i
+        fenced = False
+        while i <= hi and (lines[i].strip() or fenced):
+            if _FENCE.match(lines[i]):
+                fenced = not fenced
+            i += 1
+            # A list goes on past a blank line when the next line is an item or indented.
+            if not fenced and i <= hi and not lines[i].strip() and ITEM.match(lines[start]):
+                j = i
+                while j <= hi and not lines[j].strip():
+                    j += 1
+                if j <= hi and (ITEM.match(lines[j]) or _indent(lines[j]) > 0):
+                    i = j
+        runs.append((start, i - 1))
+    return runs
+
+
+def best_paragraphs(lines: list[str], a: int, b: int, terms: frozenset[str], limit: int
+                    ) -> tuple[int, int]:
+    """Whole paragraphs of lines[a:b+1] within `limit` lines: the best-matching one and its
+    neighbours, the better-matching neighbour first; one longer than `limit` (a long table),
+    a window of it from its best line's branch."""
+    runs = paragraphs(lines, a, b)
+    if not runs:
+        return a, a + limit - 1
+
+    def score(run: tuple[int, int]) -> int:
+        return sum(line_score(lines[i], terms) for i in range(run[0], run[1] + 1))
+
+    best = max(range(len(runs)), key=lambda i: (score(runs[i]), -i))
+    lo = hi = best
+    if runs[best][1] - runs[best][0] + 1 > limit:
+        return region(lines, runs[best][0], runs[best][1], terms, limit)
+    while True:
+        options = [i for i in (lo - 1, hi + 1) if 0 <= i < len(runs)
+                   and max(runs[hi][1], runs[i][1]) - min(runs[lo][0], runs[i][0]) + 1 <= limit]
+        if not options:
+            break
+        pick = max(options, key=lambda i: (score(runs[i]), i > hi))
+        lo, hi = min(lo, pick), max(hi, pick)
+    return runs[lo][0], runs[hi][1]
+
+
+def docs_caption(lines: list[str], a: int, body_lo: int) -> str:
+    """The sentence introducing a list, table or code block that the block starts with: the
+    last sentence of the paragraph just above it (in its section), when it ends with ':'."""
+    if not (ITEM.match(lines[a]) or _FENCE.match(lines[a])):
+        return ""
+    k = a - 1
+    while k >= body_lo and not lines[k].strip():
+        k -= 1
+    if k < body_lo or not lines[k].rstrip().endswith(":"):
+        return ""
+    j = k
+    while j - 1 >= body_lo and lines[j - 1].strip() and not ITEM.match(lines[j - 1]):
+        j -= 1
+    paragraph = _collapse(" ".join(lines[j:k + 1]))
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", paragraph)
+    last = sentences[-1]
+    return last if len(re.findall(r"[A-Za-z]{2,}", last)) >= 3 else ""
+
+
+def heading_label(context: str, lines: list[str], top: int) -> str:
+    """`(Parent › Heading)`: the last two levels of the heading path, the section shown last
+    (the index's context names the headings over the chunk's first line, which may lie in
+    the section before)."""
+    path = [p.strip() for p in context.split(" > ") if p.strip()]
+    if top >= 0:
+        heading = lines[top].strip().lstrip("#").strip()
+        if heading in path:
+            path = path[:path.index(heading) + 1]
+        elif heading:
+            path = path[:-1] + [heading]
+    return f"({' › '.join(path[-2:])})" if path else ""

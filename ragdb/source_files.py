@@ -1,0 +1,56 @@
+"""A source's file as it reads now, for an answer that shows its lines (generate/blocks): the
+file re-read where the index was built and checked against the index's sha256, so an answer
+never shows lines that are no longer there."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ragdb.db import Connection, Setting, get_setting
+from ragdb.generate.blocks import Located
+from ragdb.generate.prompt import PromptSource
+from ragdb.reading import VANISHED, read_text
+from ragdb.resources import sql
+
+
+class SourceFiles:
+    """`locate` for BlocksAnswerer: each file read once (one instance per answer)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        base = get_setting(conn, Setting.BASE_DIR)
+        self.base = Path(base) if base else Path.cwd()
+        self._read: dict[str, tuple[str | None, str]] = {}
+
+    def __call__(self, source: PromptSource) -> Located:
+        rows = self.conn.execute(sql("block_source"), {
+            "path": source.file_path, "first": source.first, "last": source.last}).fetchall()
+        if not rows:
+            return Located(stale=True, why="is no longer in the index")
+        sha256, language, context = (str(value) for value in rows[0])
+        if not self.base.is_dir():
+            # The index is read away from the files it was built from (a copy, a server):
+            # its own text is all there is, and the answer says so.
+            return Located(context, None, why=f"was not found ({self.base} is not here)",
+                           language=language)
+        text, why = self._file(source.file_path, sha256)
+        if text is None or text[source.first:source.last] != source.text:
+            return Located(context, None, stale=True,
+                           why=why or "changed since it was indexed", language=language)
+        return Located(context, text, language=language)
+
+    def _file(self, path: str, sha256: str) -> tuple[str | None, str]:
+        if path not in self._read:
+            full = Path(path) if os.path.isabs(path) else self.base / path
+            text, raw, reason = read_text(full)
+            if text is None:
+                why = ("was deleted since it was indexed" if reason == VANISHED
+                       else f"cannot be read now ({reason})")
+                self._read[path] = (None, why)
+            elif hashlib.sha256(raw).hexdigest() != sha256:
+                self._read[path] = (None, "changed since it was indexed")
+            else:
+                self._read[path] = (text, "")
+        return self._read[path]

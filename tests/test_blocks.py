@@ -1,0 +1,248 @@
+"""Answers as whole blocks of the sources (ragdb/generate/blocks.py, issue 39), on a corpus of
+their own indexed by the real `ragdb index`: the deciding definition whole, a long one as its
+signature and the region that matches, docs as whole passages under their headings, every
+line verbatim at its number, and a file changed since it was indexed never shown."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragdb import RagDB
+from ragdb.generate.blocks import VARIANTS
+from ragdb.retrieve import Mode
+from tests.conftest import index_rows, one_line_error, run_cli, write_corpus
+
+
+def _long_function() -> str:
+    """A 90-line function whose branch on `retry_after` lies deep inside."""
+    body = [f"    step_{i} = compute_step({i}, payload)" for i in range(40)]
+    branch = [
+        "    if response.status == 429:",
+        "        # The server asks to wait: honour its Retry-After header.",
+        "        retry_after = int(response.headers.get('Retry-After', '1'))",
+        "        if retry_after > MAX_BACKOFF_SECONDS:",
+        "            raise RateLimited(retry_after)",
+        "        time.sleep(retry_after)",
+        "        return send_request(payload, attempt + 1)",
+    ]
+    tail = [f"    record_{i} = finish_step({i}, payload)" for i in range(40)]
+    return ("import time\n\nMAX_BACKOFF_SECONDS = 30\n\n\n"
+            "def send_request(payload, attempt=0):\n"
+            '    """Send one request to the upstream server and return its response."""\n'
+            "    response = transport.post(payload)\n"
+            + "\n".join(body + branch + tail) + "\n    return response\n")
+
+
+def _huge_function() -> str:
+    """A definition of about 5,000 lines with one line that answers, in its middle."""
+    lines = [f"    value_{i} = table[{i}] * 2" for i in range(5000)]
+    lines[2500] = "    checksum_crc32c = zlib_crc32c(buffer)  # the checksum uses CRC32C"
+    return "def build_everything(table, buffer):\n" + "\n".join(lines) + "\n    return table\n"
+
+
+CORPUS = {
+    "src/client.py": _long_function(),
+    "src/huge.py": _huge_function(),
+    "src/shapes.py": (
+        '"""Shapes."""\n\n\n'
+        "class Circle:\n"
+        '    """A circle of a given radius."""\n\n'
+        "    def __init__(self, radius: float) -> None:\n"
+        "        self.radius = radius\n\n"
+        "    def circumference_length(self) -> float:\n"
+        '        """The circumference length of the circle, two pi times its radius."""\n'
+        "        return 2 * 3.14159 * self.radius\n"
+    ),
+    "docs/setup.md": (
+        "# Setup\n\nThis page explains how to set the project up.\n\n"
+        "## Install the widget daemon\n\n"
+        + "".join(f"Paragraph {i} about unrelated matters of packaging and folders.\n\n"
+                  for i in range(8))
+        + "Install the widget daemon in these steps:\n\n"
+        "1. Download the widget daemon archive.\n"
+        "2. Unpack the widget daemon archive into /opt.\n"
+        "3. Start the widget daemon with `widgetd --serve`.\n\n"
+        + "".join(f"Closing note {i} about other packaging matters and folders.\n\n"
+                  for i in range(8))
+        + "## Uninstall\n\nRemove /opt/widgetd.\n"
+    ),
+    "tests/test_gizmo.py": (
+        "def test_gizmo_frobnicates_twice():\n"
+        "    gizmo = make_gizmo()\n"
+        "    assert gizmo.frobnicate() == gizmo.frobnicate()\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("blocks")
+    write_corpus(root / "proj", CORPUS)
+    done = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def rag(indexed: Path) -> Iterator[RagDB]:
+    with RagDB(indexed / "rag.db", use_cache=False) as db:
+        yield db
+
+
+def _fenced(text: str) -> list[list[str]]:
+    """The lines of each fenced block of an answer."""
+    return [body.split("\n") for body in re.findall(r"```\w*\n(.*?)\n```", text, re.S)]
+
+
+def assert_verbatim(root: Path, answer_text: str, blocks: list[dict[str, object]]) -> None:
+    """Each block's lines are its file's lines start..end, in order (dedented), after its
+    signature lines, which are the file's lines at their numbers."""
+    fenced = iter(_fenced(answer_text))
+    for block in blocks:
+        lines = (root / str(block["file_path"])).read_text().split("\n")
+        start, end = int(str(block["start_line"])), int(str(block["end_line"]))
+        assert f"`{block['file_path']}:{start}-{end}`" in answer_text
+        if block["kind"] != "code":
+            assert "\n".join(lines[start - 1:end]) in answer_text
+            continue
+        shown = [x for x in next(fenced) if x.strip() != "..."]
+        heads = [lines[n - 1].strip() for n in block["signature_lines"]]  # type: ignore
+        assert [x.strip() for x in shown] == heads + [x.strip() for x in lines[start - 1:end]]
+
+
+def test_a_long_definition_is_its_signature_and_the_branch_that_matches(
+        rag: RagDB, indexed: Path) -> None:
+    answer = rag.answer("What happens when the server answers 429 with a retry_after longer "
+                        "than MAX_BACKOFF_SECONDS?", k=5, mode="lexical", variant="blocks")
+    assert answer.shown is not None
+    block = answer.shown["blocks"][0]
+    assert block["file_path"] == "proj/src/client.py"
+    assert block["end_line"] - block["start_line"] + 1 <= VARIANTS["blocks"].max_lines
+    assert block["signature_lines"] == [6]  # def send_request(...)
+    text = answer.text
+    assert "def send_request(payload, attempt=0):\n    ...\n" in text
+    # The branch asked about is whole: no `...` over it, and the caption is the docstring's.
+    branch = "\n".join(CORPUS["src/client.py"].split("\n")[48:55])
+    assert branch in text
+    assert "> Send one request to the upstream server and return its response." in text
+    assert_verbatim(indexed, text, answer.shown["blocks"])
+
+
+def test_a_short_definition_is_shown_whole_with_its_docstring(rag: RagDB,
+                                                              indexed: Path) -> None:
+    answer = rag.answer("circumference length of a circle", k=5, mode="lexical",
+                        variant="blocks")
+    assert answer.shown is not None
+    first = answer.shown["blocks"][0]
+    assert first["file_path"] == "proj/src/shapes.py"
+    assert "return 2 * 3.14159 * self.radius" in answer.text
+    assert first["caption"] == ""  # the docstring is in the block already
+    assert_verbatim(indexed, answer.text, answer.shown["blocks"])
+
+
+def test_a_5000_line_definition_shows_the_line_that_matches_quickly(rag: RagDB,
+                                                                    indexed: Path) -> None:
+    started = time.perf_counter()
+    answer = rag.answer("Which checksum does build_everything use: zlib_crc32c?", k=5,
+                        mode="lexical", variant="blocks")
+    assert time.perf_counter() - started < 5
+    assert answer.shown is not None
+    block = answer.shown["blocks"][0]
+    assert block["file_path"] == "proj/src/huge.py"
+    assert block["end_line"] - block["start_line"] + 1 <= 60
+    assert "checksum_crc32c = zlib_crc32c(buffer)" in answer.text
+    assert "def build_everything(table, buffer):" in answer.text
+    assert_verbatim(indexed, answer.text, answer.shown["blocks"])
+
+
+def test_docs_are_the_whole_steps_under_their_heading(rag: RagDB, indexed: Path) -> None:
+    answer = rag.answer("How do I install the widget daemon?", k=5,
+                        mode="lexical", variant="blocks")
+    assert answer.shown is not None
+    block = answer.shown["blocks"][0]
+    assert block["kind"] == "docs" and block["file_path"] == "proj/docs/setup.md"
+    for step in ("1. Download the widget daemon archive.",
+                 "2. Unpack the widget daemon archive into /opt.",
+                 "3. Start the widget daemon with `widgetd --serve`."):
+        assert step in answer.text
+    assert "Install the widget daemon in these steps:" in answer.text
+    assert "(Setup › Install the widget daemon)" in answer.text
+    assert "Remove /opt/widgetd." not in answer.text  # the next section is not this passage
+    assert_verbatim(indexed, answer.text, answer.shown["blocks"])
+
+
+def test_variants_differ_as_they_say(rag: RagDB) -> None:
+    question = "What happens when the server answers 429 with a retry_after?"
+    hits = rag.search(question, 5, "lexical")
+    shown = {}
+    for name in ("rank1", "code", "two", "blocks", "blocks-nocaption", "extractive"):
+        shown[name] = rag.answer_from(question, hits, k=5, mode=Mode.lexical,
+                                      style="extractive", variant=name)
+    assert shown["extractive"].shown is None and shown["extractive"].style == "extractive"
+    two = shown["two"].shown
+    assert two is not None and len({b["file_path"] for b in two["blocks"]}) == 2
+    assert all(b["end_line"] - b["start_line"] < 30 for b in two["blocks"])
+    assert shown["rank1"].shown is not None
+    assert shown["rank1"].shown["blocks"][0]["rule"] == "rank 1"
+    assert "> " in shown["blocks"].text and "\n> " not in shown["blocks-nocaption"].text
+
+
+def test_only_tests_match_says_so(rag: RagDB) -> None:
+    answer = rag.answer("Does the gizmo frobnicate twice the same?", k=5, mode="lexical",
+                        variant="blocks")
+    assert answer.shown is not None
+    assert answer.shown["blocks"][0]["file_path"] == "proj/tests/test_gizmo.py"
+    assert "The code found for this question is tests only" in answer.text
+
+
+def test_a_file_changed_since_it_was_indexed_is_not_shown(tmp_path: Path) -> None:
+    write_corpus(tmp_path / "proj", {"src/shapes.py": CORPUS["src/shapes.py"],
+                                     "src/client.py": CORPUS["src/client.py"]})
+    assert run_cli("index", "proj", "--db", "rag.db", "--no-vectors",
+                   cwd=tmp_path).returncode == 0
+    changed = tmp_path / "proj" / "src" / "shapes.py"
+    changed.write_text(CORPUS["src/shapes.py"].replace("2 * 3.14159", "6.28318"))
+    before = index_rows(tmp_path / "rag.db")
+    done = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
+                   "--variant", "blocks", "--json", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert "`proj/src/shapes.py` changed since it was indexed" in record["answer"]
+    assert "3.14159" not in record["answer"] and "6.28318" not in record["answer"]
+    assert all(b["file_path"] != "proj/src/shapes.py" for b in record["shown"]["blocks"])
+    assert index_rows(tmp_path / "rag.db") == before  # answering wrote nothing
+    changed.unlink()
+    gone = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
+                   "--variant", "blocks", "--json", "--db", "rag.db", cwd=tmp_path)
+    assert "was deleted since it was indexed" in json.loads(gone.stdout)["answer"]
+
+
+def test_cli_json_says_what_was_tried_and_shown(indexed: Path) -> None:
+    done = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
+                   "--json", "--db", "rag.db", cwd=indexed, env={"HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["style"] == "extractive" and record["style_tried"] == "extractive"
+    assert record["fallback_reason"] is None
+    assert {"first_token_s", "total_s"} <= set(record["timings"])
+    blocks = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
+                     "--json", "--variant", "two", "--db", "rag.db", cwd=indexed)
+    shown = json.loads(blocks.stdout)["shown"]
+    assert shown["variant"] == "two"
+    assert shown["blocks"][0]["file_path"] == "proj/src/shapes.py"
+    bad = run_cli("answer", "anything", "--variant", "nosuch", "--db", "rag.db", cwd=indexed)
+    assert "unknown answer variant 'nosuch'" in one_line_error(bad)
+
+
+def test_help_describes_the_default_that_happens(indexed: Path) -> None:
+    done = run_cli("answer", "--help", cwd=indexed, env={"COLUMNS": "200"})
+    text = " ".join(done.stdout.split())
+    assert "auto (default): generate with a model that writes well" in text
+    assert "installed writer standing in for a hub that cannot be reached" in text
+    assert "--variant" not in text  # for measuring only
