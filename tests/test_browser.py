@@ -383,3 +383,104 @@ def test_load_test_during_an_index_run_has_no_errors(served: tuple[str, Path]) -
     assert 0 < report["p50_ms"] <= report["p95_ms"] <= report["max_ms"]
     after = json.loads(_get(base + "/-/ragdb/search?q=scheduling+detail+7&mode=lexical")[1])
     assert any(s["file_path"].endswith("notes_7.md") for s in after["sources"])
+
+
+ANSWER_VIEW = """JSON.stringify({
+    state: document.getElementById('ragdb-answer').getAttribute('data-state'),
+    text: document.getElementById('ragdb-answer').textContent,
+    code: Array.from(document.querySelectorAll('#ragdb-answer pre.ragdb-code-block')).map(p => ({
+        language: p.getAttribute('data-language'), text: p.querySelector('code').textContent,
+        font: getComputedStyle(p.querySelector('code')).fontFamily})),
+    places: Array.from(document.querySelectorAll('#ragdb-answer a.ragdb-place')).map(
+        a => ({text: a.textContent, href: a.href})),
+    citations: Array.from(document.querySelectorAll('#ragdb-answer a.ragdb-citation')).map(
+        a => a.href),
+    quotes: Array.from(document.querySelectorAll('#ragdb-answer blockquote')).map(
+        q => q.textContent),
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+})"""
+
+
+def _open_question_page(tools: DevTools, session: str, base: str) -> None:
+    tools.evaluate(session, "window.__ragdbLeaving = true")
+    tools.call("Page.navigate", {"url": base + "/-/ragdb/ask"}, session)
+    tools.wait_for(session, "!window.__ragdbLeaving && document.readyState === 'complete' && "
+                            "!!document.getElementById('ragdb-form')", timeout=30)
+
+
+def test_question_page_renders_answers_as_markdown(served: tuple[str, Path],
+                                                   tmp_path: Path) -> None:
+    """Code in an answer is a monospace block labelled with its language (never raw ```
+    fences), a block's `path:start-end` links to its chunk: the default answer as the server
+    streams it, and a blocks answer (generate/blocks.py) on the same sources."""
+    from urllib.request import Request
+
+    from ragdb import RagDB
+    from ragdb.generate.blocks import VARIANTS, BlocksAnswerer
+    from ragdb.generate.prompt import PromptSource
+    from ragdb.source_files import SourceFiles
+
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    base, root = served
+    question = "What does trust_remote_code_default return?"
+    request = Request(base + "/-/ragdb/answer", method="POST",
+                      data=json.dumps({"q": question, "k": 4}).encode(),
+                      headers={"Content-Type": "application/json"})
+    with urlopen(request, timeout=120) as response:
+        served_answer = json.loads(response.read())
+    sources = [PromptSource(s["file_path"], s["first_character_index"],
+                            s["last_character_index"], s["start_line"], s["end_line"],
+                            s["text"], s["score"]) for s in served_answer["sources"]]
+    with RagDB(root / "rag.db", use_cache=False) as rag:
+        blocks = BlocksAnswerer(SourceFiles(rag.conn), VARIANTS["blocks"]).answer(question,
+                                                                                   sources)
+    assert blocks.shown is not None and blocks.shown["blocks"][0]["language"] == "python"
+    done = {**served_answer, "answer": blocks.text, "cited": blocks.cited}
+    stream = (f"event: sources\ndata: {json.dumps(served_answer['sources'])}\n\n"
+              f"event: done\ndata: {json.dumps(done)}\n\n")
+    canned = ("window.fetch = async () => new Response(" + json.dumps(stream)
+              + ", {status: 200, headers: {'Content-Type': 'text/event-stream'}});")
+    views: dict[str, dict[str, Any]] = {}
+    tools = DevTools(binary, tmp_path / "profile", tmp_path / "chromium.log")
+    try:
+        target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = tools.call("Target.attachToTarget",
+                             {"targetId": target, "flatten": True})["sessionId"]
+        tools.call("Emulation.setDeviceMetricsOverride",
+                   {"width": PHONE_WIDTH, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+                   session)
+        for name, setup in (("served", ""), ("blocks", canned)):
+            _open_question_page(tools, session, base)
+            if setup:
+                tools.evaluate(session, setup)
+            tools.evaluate(session, "document.getElementById('ragdb-q').value = "
+                           + json.dumps(question))
+            _click(tools, session, "#ragdb-submit")
+            tools.wait_for(session, "document.getElementById('ragdb-answer').getAttribute("
+                                    "'data-state')", timeout=120,
+                           done=lambda state: state in ("done", "error"))
+            views[name] = json.loads(tools.evaluate(session, ANSWER_VIEW))
+            shot = tools.call("Page.captureScreenshot",
+                              {"format": "png", "captureBeyondViewport": True}, session)
+            (tmp_path / f"answer-{name}.png").write_bytes(base64.b64decode(shot["data"]))
+    finally:
+        tools.close()
+
+    for name, view in views.items():
+        assert view["state"] == "done", name
+        assert "```" not in view["text"], f"{name}: raw fences on the page"
+        assert view["code"], f"{name}: no code block"
+        assert all("monospace" in code["font"] for code in view["code"]), name
+        assert view["scrollWidth"] <= view["innerWidth"], f"{name}: the page scrolls sideways"
+    assert views["served"]["code"][0]["language"] == "python"  # from the label's path
+    shown = views["blocks"]
+    assert shown["code"][0]["language"] == "python"
+    assert "return False" in shown["code"][0]["text"]
+    first = blocks.shown["blocks"][0]
+    place = f"{first['file_path']}:{first['start_line']}-{first['end_line']}"
+    url = base + served_answer["sources"][first["n"] - 1]["url"]
+    assert {"text": place, "href": url} in shown["places"]
+    assert url in shown["citations"]

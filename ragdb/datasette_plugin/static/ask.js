@@ -1,6 +1,7 @@
 // ragdb's question page: POST the question to /-/ragdb/answer?stream=1 and read the
 // server-sent events with fetch + a ReadableStream reader (EventSource cannot POST).
-// Everything from the server is inserted as text, never as HTML.
+// Everything from the server is inserted as text, never as HTML; the answer's Markdown is
+// built as DOM nodes (renderMarkdown).
 (function () {
   "use strict";
 
@@ -28,25 +29,197 @@
     return source.file_path + ":" + source.start_line + "-" + source.end_line;
   }
 
-  // The answer with each [n] turned into a link to the cited chunk's row in Datasette.
-  function renderAnswer() {
-    answerBox.textContent = "";
-    var parts = answerText.split(/(\[\d{1,3}\])/);
-    for (var i = 0; i < parts.length; i++) {
-      var part = parts[i];
-      var match = /^\[(\d{1,3})\]$/.exec(part);
-      var source = match ? sources[Number(match[1]) - 1] : null;
-      if (source && source.url) {
-        var link = document.createElement("a");
-        link.href = source.url;
-        link.className = "ragdb-citation";
-        link.textContent = part;
-        link.title = sourceLabel(source);
-        answerBox.appendChild(link);
-      } else if (part) {
-        answerBox.appendChild(document.createTextNode(part));
+  // The answer as Markdown, built as DOM nodes (never innerHTML): fenced code in monospace
+  // with its language, lists, tables, quotes and paragraphs; [n] and `path:start-end` linked
+  // to the cited chunk. A fence still open while streaming is shown as code so far.
+  var LANGUAGES = {py: "python", rs: "rust", go: "go", ts: "typescript", tsx: "tsx",
+    js: "javascript", mjs: "javascript", c: "c", h: "c", cc: "cpp", cpp: "cpp", hpp: "cpp",
+    java: "java", rb: "ruby", sh: "shell", md: "markdown", rst: "rst", toml: "toml",
+    yaml: "yaml", yml: "yaml", json: "json", cu: "cuda", sql: "sql", php: "php", cs: "csharp",
+    kt: "kotlin", swift: "swift", scala: "scala", lua: "lua", zig: "zig", dart: "dart"};
+
+  function languageOf(path) {
+    var dot = path ? path.lastIndexOf(".") : -1;
+    return dot >= 0 ? (LANGUAGES[path.slice(dot + 1).toLowerCase()] || "") : "";
+  }
+
+  // The cited source a `path:start-end` names: the one of that file whose lines overlap.
+  function sourceAt(path, start, end) {
+    for (var i = 0; i < sources.length; i++) {
+      var s = sources[i];
+      if (s.file_path === path && s.start_line <= end && start <= s.end_line) {
+        return s;
       }
     }
+    return null;
+  }
+
+  function link(text, source, className) {
+    var a = document.createElement("a");
+    a.href = source.url;
+    a.className = className;
+    a.textContent = text;
+    a.title = sourceLabel(source);
+    return a;
+  }
+
+  // Inline Markdown: `code` (a path:start-end one linked), **bold**, [n] citations.
+  function appendInline(parent, text) {
+    var parts = text.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*|\[\d{1,3}\])/);
+    for (var i = 0; i < parts.length; i++) {
+      var part = parts[i];
+      if (!part) {
+        continue;
+      }
+      var cite = /^\[(\d{1,3})\]$/.exec(part);
+      if (cite) {
+        var source = sources[Number(cite[1]) - 1];
+        parent.appendChild(source && source.url ? link(part, source, "ragdb-citation")
+                                                : document.createTextNode(part));
+      } else if (part.charAt(0) === "`" && part.length > 2) {
+        var inner = part.slice(1, -1);
+        var place = /^(.+):(\d+)-(\d+)$/.exec(inner);
+        var at = place ? sourceAt(place[1], Number(place[2]), Number(place[3])) : null;
+        var code = document.createElement("code");
+        code.textContent = inner;
+        if (at && at.url) {
+          var a = link("", at, "ragdb-place");
+          a.appendChild(code);
+          parent.appendChild(a);
+        } else {
+          parent.appendChild(code);
+        }
+      } else if (part.indexOf("**") === 0 && part.length > 4) {
+        var strong = document.createElement("strong");
+        strong.textContent = part.slice(2, -2);
+        parent.appendChild(strong);
+      } else {
+        parent.appendChild(document.createTextNode(part));
+      }
+    }
+  }
+
+  function codeBlock(lines, language) {
+    var pre = document.createElement("pre");
+    pre.className = "ragdb-code-block";
+    if (language) {
+      pre.setAttribute("data-language", language);
+      var tag = document.createElement("span");
+      tag.className = "ragdb-lang";
+      tag.textContent = language;
+      pre.appendChild(tag);
+    }
+    var code = document.createElement("code");
+    if (language) {
+      code.className = "language-" + language;
+    }
+    code.textContent = lines.join("\n");
+    pre.appendChild(code);
+    return pre;
+  }
+
+  var ITEM = /^\s*([-*+]|\d+[.)])\s+(.*)$/;
+
+  function renderMarkdown(box, text) {
+    var lines = text.split("\n");
+    var lastPath = "";
+    var paragraph = [];
+    var list = null;
+    function flush() {
+      if (paragraph.length) {
+        var p = document.createElement("p");
+        appendInline(p, paragraph.join(" "));
+        box.appendChild(p);
+        paragraph = [];
+      }
+    }
+    for (var i = 0; i < lines.length; i++) {
+      var line = lines[i];
+      var named = /`([^`\s]+?)(?::\d+-\d+)?`/.exec(line);
+      if (named && !/^\s*(```|~~~)/.test(line)) {
+        lastPath = named[1];
+      }
+      var fence = /^\s*(```+|~~~+)\s*([\w+#.-]*)/.exec(line);
+      if (fence) {
+        flush();
+        list = null;
+        var body = [];
+        var j = i + 1;
+        while (j < lines.length && lines[j].trim().indexOf(fence[1]) !== 0) {
+          body.push(lines[j]);
+          j++;
+        }
+        box.appendChild(codeBlock(body, fence[2] || languageOf(lastPath)));
+        i = j;
+        continue;
+      }
+      var item = ITEM.exec(line);
+      if (item && !/^\s*\|/.test(line)) {
+        flush();
+        var ordered = /\d/.test(item[1]);
+        if (!list || list.ordered !== ordered) {
+          list = {ordered: ordered, node: document.createElement(ordered ? "ol" : "ul")};
+          if (ordered) {
+            list.node.start = parseInt(item[1], 10);
+          }
+          box.appendChild(list.node);
+        }
+        var li = document.createElement("li");
+        appendInline(li, item[2]);
+        list.node.appendChild(li);
+        continue;
+      }
+      if (/^\s*\|.*\|\s*$/.test(line)) {
+        flush();
+        list = null;
+        var table = document.createElement("table");
+        table.className = "ragdb-table";
+        for (; i < lines.length && /^\s*\|.*\|\s*$/.test(lines[i]); i++) {
+          if (/^\s*\|[\s:|-]+\|\s*$/.test(lines[i])) {
+            continue;  // the header's separator row
+          }
+          var row = document.createElement("tr");
+          var cells = lines[i].trim().slice(1, -1).split("|");
+          for (var c = 0; c < cells.length; c++) {
+            var cell = document.createElement(table.rows.length ? "td" : "th");
+            appendInline(cell, cells[c].trim());
+            row.appendChild(cell);
+          }
+          table.appendChild(row);
+        }
+        i--;
+        box.appendChild(table);
+        continue;
+      }
+      var heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      var quote = /^>\s?(.*)$/.exec(line);
+      if (heading || quote) {
+        flush();
+        list = null;
+        var node = document.createElement(heading ? "h" + Math.min(6, heading[1].length + 3)
+                                                  : "blockquote");
+        appendInline(node, heading ? heading[2] : quote[1]);
+        box.appendChild(node);
+        continue;
+      }
+      if (!line.trim()) {
+        flush();
+        list = null;
+        continue;
+      }
+      if (list && /^\s+\S/.test(line)) {
+        appendInline(list.node.lastChild, " " + line.trim());  // an item's next line
+        continue;
+      }
+      list = null;
+      paragraph.push(line.trim());
+    }
+    flush();
+  }
+
+  function renderAnswer() {
+    answerBox.textContent = "";
+    renderMarkdown(answerBox, answerText);
   }
 
   function renderSources(cited) {
