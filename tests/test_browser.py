@@ -435,8 +435,8 @@ def test_question_page_renders_answers_as_markdown(served: tuple[str, Path],
                             s["last_character_index"], s["start_line"], s["end_line"],
                             s["text"], s["score"]) for s in served_answer["sources"]]
     with RagDB(root / "rag.db", use_cache=False) as rag:
-        blocks = BlocksAnswerer(SourceFiles(rag.conn), VARIANTS["blocks"]).answer(question,
-                                                                                   sources)
+        answerer = BlocksAnswerer(SourceFiles(rag.conn), VARIANTS["blocks"])
+        blocks = answerer.answer(question, sources)
     assert blocks.shown is not None and blocks.shown["blocks"][0]["language"] == "python"
     done = {**served_answer, "answer": blocks.text, "cited": blocks.cited}
     stream = (f"event: sources\ndata: {json.dumps(served_answer['sources'])}\n\n"
