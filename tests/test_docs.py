@@ -47,7 +47,7 @@ def test_every_spelling_is_documented(name: str) -> None:
         (name, option)
         for name, command in _commands()
         for param in command.params
-        if isinstance(param, click.Option)
+        if isinstance(param, click.Option) and not param.hidden  # hidden: for benchmarks
         for option in param.opts + param.secondary_opts
     ],
 )

@@ -211,6 +211,7 @@ class Ran:
     commands: list[tuple[str, int, str]]  # command, exit status, output
     rc: int
     output: str
+    ok: bool = True  # every command exited as the doc says it does
 
 
 class Runner:
@@ -310,7 +311,17 @@ class Runner:
             part = output.split(f"\n{MARK} {n}\n", 1)[-1]
             body, _, rest = part.partition(f"\n{MARK} rc ")
             ran.append((command.text, int(rest.split("\n", 1)[0] or -1) if rest else -1, body))
-        return Ran(ran, done.returncode, output)
+        expected = [is_error_line(c.expected) for c in commands]
+        ok = done.returncode == 0 and all((rc != 0) == error
+                                          for (_, rc, _), error in zip(ran, expected))
+        return Ran(ran, done.returncode, output, ok)
+
+    def failed_before(self, block: Block) -> str:
+        """The earlier examples this one builds on that failed: the likelier cause."""
+        earlier = ALL[:ALL.index(block)]
+        failed = [b.name for b in earlier if b.doc in (block.doc, "README.md")
+                  and b in self.results and not self.results[b].ok]
+        return f" (after earlier examples failed: {', '.join(failed)})" if failed else ""
 
 
 @pytest.fixture(scope="session")
@@ -369,13 +380,14 @@ def skip_without_curl(block: Block) -> None:
 def test_shell_example(block: Block, runner: Runner) -> None:
     skip_without_curl(block)
     ran = runner.run(block)
+    after = runner.failed_before(block)
     if block.lang != "console":
-        assert ran.rc == 0, f"{block.name} failed:\n{ran.output[-4000:]}"
+        assert ran.rc == 0, f"{block.name} failed{after}:\n{ran.output[-4000:]}"
         return
     expected = transcript(block.text.replace(PLACEHOLDER, str(REPO)))
     assert len(ran.commands) == len(expected), ran.output[-4000:]
     for (text, rc, output), command in zip(ran.commands, expected):
-        where = f"{block.name}, `{text}`"
+        where = f"{block.name}, `{text}`{after}"
         if SERVE.match(text):
             assert rc == 0, f"{where}: the server did not start\n{output[-2000:]}"
             continue
@@ -394,7 +406,7 @@ def test_shell_example(block: Block, runner: Runner) -> None:
 @pytest.mark.parametrize("block", _runnable("sql", "python"))
 def test_sql_and_python_example(block: Block, runner: Runner) -> None:
     ran = runner.run(block)
-    assert ran.rc == 0, f"{block.name} failed:\n{ran.output[-4000:]}"
+    assert ran.rc == 0, f"{block.name} failed{runner.failed_before(block)}:\n{ran.output[-4000:]}"
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.name) for b in ALL if b.lang == "json"])
