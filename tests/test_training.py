@@ -145,3 +145,36 @@ def test_questions_come_from_ragdbs_own_chunks(tmp_path: Path) -> None:
     assert questions.clean_question("What is the purpose of this function?", code.text) == ""
     kept = "How do I wait longer between attempts when a remote end refuses?"
     assert questions.clean_question(kept + "\nmore", code.text) == kept
+
+
+def test_candidates_rank_the_chunk_a_question_was_written_for(tmp_path: Path) -> None:
+    """Stage 4 on a real index: ragdb's own ranking, and the rank of the asked-about chunk."""
+    import subprocess
+    import sys
+
+    from ragdb import RagDB
+    from training import candidates, questions
+
+    package = tmp_path / "demo"
+    package.mkdir()
+    (package / "pool.py").write_text(
+        "def drain(queue):\n    \"\"\"Hand every waiting job to a worker.\"\"\"\n"
+        + "    # workers take the oldest waiting job first\n" * 8 + "    return queue\n",
+        encoding="utf-8")
+    (package / "notes.md").write_text("# Notes\n\nNothing about jobs here, only weather.\n",
+                                      encoding="utf-8")
+    db = tmp_path / "demo.db"
+    subprocess.run([sys.executable, "-m", "ragdb", "index", str(package), "--db", str(db),
+                    "--no-vectors"], check=True, capture_output=True)
+    row = next(r for r in questions.chunk_rows(db) if r.path.endswith("pool.py"))
+    record = questions.QuestionRecord(
+        "demo", "1.0", "python", "writer", "Which waiting job does a worker take first?",
+        row.path, row.first_char, row.last_char, row.start_line, row.end_line, row.kind,
+        row.file_sha256)
+    with RagDB(db, use_cache=False) as rag:
+        hits = rag.search(record.question, 5, "lexical")
+    assert candidates.answer_rank(record, hits) == 1
+    assert candidates.answer_rank(record, hits[1:]) is None
+    table = candidates.report({"python/writer": [1, None]}, 30)
+    assert "| python/writer | 2 | 0.500 | 0.500 | 0.500 |" in table
+    assert table.splitlines()[-1] == "| all | 2 | 0.500 | 0.500 | 0.500 |"
