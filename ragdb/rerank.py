@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragdb.errors import RagdbError
 from ragdb.resources import models_dir, sql
-from ragdb.rerank_models import CrossEncoder, RerankerFiles, load_cross_encoder, resolve_reranker
+from ragdb.rerank_models import (MAX_TOKENS, CrossEncoder, RerankerFiles, load_cross_encoder,
+                                 resolve_reranker)
 
 if TYPE_CHECKING:
     from ragdb.db import Connection
@@ -47,6 +48,9 @@ class RerankParams:
     order: str = "rrf"  # "rrf": both orders fused by rank; "reranker": its order alone
     weight: float = 1.0  # the reranker's rank weight in the RRF (the fused rank's is 1)
     c: float = 10.0  # the RRF constant, as the fusion's (SearchParams.rrf_c)
+    # Tokens of a (question, candidate) pair where the model's window is longer: its cost
+    # grows faster than its length (ragdb's chunks have a median of about 320 tokens).
+    max_tokens: int = MAX_TOKENS
 
 
 def combined_score(fused_rank: int, reranker_rank: int, params: RerankParams) -> float:
@@ -115,8 +119,9 @@ class Reranking:
         if params.order not in ORDERS:
             raise RagdbError(f"rerank order must be one of {', '.join(ORDERS)}, "
                              f"got {params.order!r}")
-        if params.depth < 1:
-            raise RagdbError(f"rerank depth must be at least 1, got {params.depth}")
+        if params.depth < 1 or params.max_tokens < 8:
+            raise RagdbError(f"rerank depth must be at least 1 and max_tokens at least 8, got "
+                             f"{params.depth} and {params.max_tokens}")
         self.spec = spec
         self.params = params
         self._files: RerankerFiles | None = None
@@ -143,7 +148,7 @@ class Reranking:
     @property
     def encoder(self) -> CrossEncoder:
         if self._encoder is None:
-            self._encoder = load_cross_encoder(self.files)
+            self._encoder = load_cross_encoder(self.files, self.params.max_tokens)
         return self._encoder
 
     def reset(self) -> None:

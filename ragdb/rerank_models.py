@@ -178,12 +178,13 @@ class CrossEncoder:
     """A compiled cross-encoder and its tokenizer: one score per (question, passage) pair,
     each pair truncated to the model's window (the longer side first)."""
 
-    def __init__(self, files: RerankerFiles, *, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, files: RerankerFiles, *, batch_size: int = BATCH_SIZE,
+                 max_tokens: int = MAX_TOKENS) -> None:
         from tokenizers import Tokenizer
 
         self.files = files
         self.identity = files.identity
-        self.window = files.window
+        self.window = min(files.window, max_tokens)
         self.batch_size = batch_size
         self._lock = threading.Lock()
         where = f"reranker {files.name}"
@@ -268,10 +269,11 @@ class CrossEncoder:
         return scores
 
 
-def load_cross_encoder(files: RerankerFiles) -> CrossEncoder:
-    """Compile a resolved reranker; its files must still be the ones fingerprinted (a folder
-    replaced meanwhile would serve one model's results under another's name)."""
-    encoder = CrossEncoder(files)
+def load_cross_encoder(files: RerankerFiles, max_tokens: int = MAX_TOKENS) -> CrossEncoder:
+    """Compile a resolved reranker (pairs cut to `max_tokens` where its window is longer);
+    its files must still be the ones fingerprinted (a folder replaced meanwhile would serve
+    one model's results under another's name)."""
+    encoder = CrossEncoder(files, max_tokens=max_tokens)
     if _folder_files(files.folder, files.name, files.label).identity != files.identity:
         raise RagdbError(f"reranker {files.name} changed on disk while it was loading: "
                          "search again")

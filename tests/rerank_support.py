@@ -54,13 +54,15 @@ def write_tokenizer(path: Path, words: list[str] = WORDS) -> dict[str, int]:
 
 def build_cross_encoder(folder: Path, *, window: int = 64, hidden: int = 16, seed: int = 0,
                         favour: str | None = "scheduler", output: str = "logits",
-                        nan: bool = False, config: bool = True) -> Path:
+                        nan: bool = False, config: bool = True, layers: int = 1) -> Path:
     """Write a randomly initialised cross-encoder into `folder`: openvino_model.xml/.bin,
     tokenizer.json and config.json (max_position_embeddings = window).
 
-    favour: a word whose embedding points along the scoring head, so a passage holding it
-    scores high (tests can say which chunk a reranker should lift); output "embedding" gives
-    [batch, hidden] (not a cross-encoder); nan gives NaN logits."""
+    favour: a word that adds 5 to the score of a passage holding it (tests can say which
+    chunk a reranker should lift; the rest of the score is the random network's); output
+    "embedding" gives [batch, hidden] (not a cross-encoder); nan gives NaN logits. `layers`
+    and `hidden` of a published model (6 x 384 for MiniLM-L6, 12 x 768 for BERT-base) make a
+    stand-in that costs what it costs to run (benchmarks/bench_rerank.py)."""
     ov = _openvino()
     from openvino import opset13 as ops
 
@@ -74,8 +76,6 @@ def build_cross_encoder(folder: Path, *, window: int = 64, hidden: int = 16, see
     head = rng.standard_normal(hidden).astype(np.float32)
     head /= np.linalg.norm(head)
     words = (rng.standard_normal((len(vocab), hidden)) * 0.3).astype(np.float32)
-    if favour is not None:
-        words[vocab[favour]] = head * 4.0
 
     input_ids = ops.parameter([-1, -1], np.int64, name="input_ids")
     attention_mask = ops.parameter([-1, -1], np.int64, name="attention_mask")
@@ -97,18 +97,18 @@ def build_cross_encoder(folder: Path, *, window: int = 64, hidden: int = 16, see
 
     x = norm(x)
     mask = ops.convert(attention_mask, np.float32)
-    # One self-attention layer: padding gets -1e4 before the softmax.
-    q, k, v = (ops.matmul(x, weight(hidden, hidden), False, False) for _ in range(3))
-    scores = ops.divide(ops.matmul(q, k, False, True),
-                        ops.constant(np.float32(np.sqrt(hidden))))
     bias = ops.multiply(ops.subtract(ops.constant(np.float32(1.0)), mask),
                         ops.constant(np.float32(-1e4)))
-    scores = ops.add(scores, ops.unsqueeze(bias, ops.constant(np.int64(1))))
-    attended = ops.matmul(ops.softmax(scores, -1), v, False, False)
-    x = norm(ops.add(x, attended))
-    feed = ops.matmul(ops.gelu(ops.matmul(x, weight(hidden, 2 * hidden), False, False), "erf"),
-                      weight(2 * hidden, hidden), False, False)
-    x = ops.add(x, feed)
+    bias = ops.unsqueeze(bias, ops.constant(np.int64(1)))  # padding: -1e4 before the softmax
+    for _ in range(layers):  # self-attention (one head) and a feed-forward, each with a residual
+        q, k, v = (ops.matmul(x, weight(hidden, hidden), False, False) for _ in range(3))
+        scores = ops.divide(ops.matmul(q, k, False, True),
+                            ops.constant(np.float32(np.sqrt(hidden))))
+        attended = ops.matmul(ops.softmax(ops.add(scores, bias), -1), v, False, False)
+        x = norm(ops.add(x, attended))
+        feed = ops.matmul(ops.gelu(ops.matmul(x, weight(hidden, 4 * hidden), False, False),
+                                   "erf"), weight(4 * hidden, hidden), False, False)
+        x = norm(ops.add(x, feed))
     # Mean pooling over the real tokens, then the head.
     weights = ops.unsqueeze(mask, ops.constant(np.int64(2)))
     pooled = ops.divide(ops.reduce_sum(ops.multiply(x, weights), ops.constant(np.int64(1))),
@@ -117,6 +117,12 @@ def build_cross_encoder(folder: Path, *, window: int = 64, hidden: int = 16, see
         out = pooled
     else:
         out = ops.matmul(pooled, ops.constant(head.reshape(hidden, 1)), False, False)
+        if favour is not None:  # +5 when the passage (type 1) holds the word
+            held = ops.multiply(ops.convert(ops.equal(input_ids, ops.constant(
+                np.int64(vocab[favour]))), np.float32), ops.convert(token_type_ids, np.float32))
+            count = ops.reduce_sum(held, ops.constant(np.int64(1)), True)
+            out = ops.add(out, ops.multiply(ops.minimum(count, ops.constant(np.float32(1.0))),
+                                            ops.constant(np.float32(5.0))))
         if nan:
             out = ops.multiply(out, ops.constant(np.float32("nan")))
     result = ops.result(out)
@@ -128,3 +134,16 @@ def build_cross_encoder(folder: Path, *, window: int = 64, hidden: int = 16, see
             {"model_type": "bert", "max_position_embeddings": window,
              "hidden_size": hidden, "num_labels": 1}), encoding="utf-8")
     return folder
+
+
+if __name__ == "__main__":  # a stand-in of a published shape, for benchmarks/bench_rerank.py
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write a random cross-encoder (IR).")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--layers", type=int, default=1)
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--window", type=int, default=64)
+    args = parser.parse_args()
+    build_cross_encoder(args.folder, layers=args.layers, hidden=args.hidden, window=args.window)
+    print(args.folder)
