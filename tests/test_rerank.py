@@ -291,6 +291,14 @@ def test_k_larger_than_the_reranked_candidates(indexed: Path,
 # -- bad input -----------------------------------------------------------------------------
 
 
+def test_a_question_of_4000_characters_is_reranked(indexed: Path,
+                                                   rerankers: dict[str, Path]) -> None:
+    long = ((QUESTION + " ") * 200)[:4000]
+    done = run_cli("search", long, "--json", "--reranker", str(rerankers["good"]), cwd=indexed)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert json.loads(done.stdout)[0]["file_path"] == RERANKED_FIRST
+
+
 def _broken(kind: str, rerankers: dict[str, Path], tmp_path: Path) -> Path:
     folder = tmp_path / kind
     if kind == "missing":
