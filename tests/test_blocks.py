@@ -15,6 +15,7 @@ import pytest
 
 from ragdb import RagDB
 from ragdb.generate.blocks import VARIANTS
+from ragdb.generate.cuts import without_lead_in
 from ragdb.retrieve import Mode
 from tests.conftest import index_rows, one_line_error, run_cli, write_corpus
 
@@ -246,3 +247,12 @@ def test_help_describes_the_default_that_happens(indexed: Path) -> None:
     assert "auto (default): generate with a model that writes well" in text
     assert "installed writer standing in for a hub that cannot be reached" in text
     assert "--variant" not in text  # for measuring only
+
+
+def test_a_block_does_not_end_on_the_comment_of_the_code_after_it() -> None:
+    lines = ["func (b *Builder) Arg(a any) *Builder {", "\treturn b", "}", "",
+             "// Comma adds a comma to the query.", "func (b *Builder) Comma() *Builder {"]
+    assert without_lead_in(lines, 0, 4) == 2
+    assert without_lead_in(lines, 0, 2) == 2
+    closing = ["def f():", "    return 1", "    # the end"]  # the file ends: it stays
+    assert without_lead_in(closing, 0, 2) == 2

@@ -52,6 +52,7 @@ from ragdb.generate.cuts import (
     question_terms,
     region,
     signature_lines,
+    without_lead_in,
 )
 
 BLOCKS_NAME = "blocks (whole units of the sources; no model)"
@@ -234,7 +235,7 @@ def first_choice(question: str, candidates: Sequence[_Candidate], recipe: Recipe
     if chosen is first and not first.code:
         return first, f"rank {first.number}: no code in the top {CODE_WITHIN}", ""
     rule = f"rank {chosen.number}: the best-ranked code in the top {CODE_WITHIN}"
-    if chosen.secondary:
+    if chosen.secondary and not re.search(r"\btests?\b|\bgenerated\b", question, re.I):
         kind = "tests" if chosen.secondary == "test" else "generated code"
         return chosen, rule, (f"The code found for this question is {kind} only; the best of "
                               "it is shown.")
@@ -281,6 +282,7 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
         a += 1
     while b > a and not lines[b].strip():
         b -= 1
+    b = without_lead_in(lines, a, b)
     heads = [(i + 1, lines[i]) for i in signatures if i < a][-3:]
     names = [definition_name(line) for _, line in heads] + [definition_name(lines[a])]
     name = ".".join(n for n in names if n)

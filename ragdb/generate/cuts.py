@@ -114,6 +114,23 @@ def region(lines: list[str], lo: int, hi: int, terms: frozenset[str], limit: int
     return start, end
 
 
+_COMMENT_LINE = re.compile(r"\s*(?://|#(?![!\[])|/\*|\*|--)")
+
+
+def without_lead_in(lines: list[str], a: int, b: int) -> int:
+    """The block's last line without the comment lines that end it and introduce the code
+    after it (a chunk may end on the doc comment of the next definition)."""
+    k = b
+    while k > a and _COMMENT_LINE.match(lines[k]):
+        k -= 1
+    if k < b and b + 1 < len(lines) and lines[b + 1].strip() \
+            and not _COMMENT_LINE.match(lines[b + 1]):
+        while k > a and not lines[k].strip():
+            k -= 1
+        return k
+    return b
+
+
 def _collapse(text: str) -> str:
     return " ".join(text.split())
 
