@@ -256,3 +256,32 @@ def test_a_block_does_not_end_on_the_comment_of_the_code_after_it() -> None:
     assert without_lead_in(lines, 0, 2) == 2
     closing = ["def f():", "    return 1", "    # the end"]  # the file ends: it stays
     assert without_lead_in(closing, 0, 2) == 2
+
+
+def test_blind_files_hide_the_variants_and_the_report_maps_them_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.bench_blocks import report, write_blind
+
+    rows = {variant: [{"id": f"q{i}", "set": "ent", "kind": "code", "question": f"Q{i}?",
+                       "reference_answer": "R", "answer": f"{variant} answer {i}",
+                       "cited": [{"n": 1, "file_path": "a.go", "start_line": 1,
+                                  "end_line": 3, "text": "x := 1"}], "shown": None,
+                       "seconds": 0.01, "search_s": 0.05} for i in range(3)]
+            for variant in ("extractive", "blocks")}
+    for variant, answers in rows.items():
+        (tmp_path / f"answers_{variant}.json").write_text(json.dumps(answers))
+    write_blind(rows, tmp_path)
+    key = json.loads((tmp_path / "key.json").read_text())
+    blind = json.loads((tmp_path / "blind" / "q0.json").read_text())
+    assert set(blind["answers"]) == {"A", "B"} and "variant" not in json.dumps(blind)
+    assert "extractive" not in (tmp_path / "blind" / "q0.md").read_text().replace(
+        "extractive answer", "")
+    letter = {qid: {v: k for k, v in letters.items()} for qid, letters in key.items()}
+    verdicts = [{"id": f"q{i}", "letter": letter[f"q{i}"][variant], "exam": True,
+                 "satisfied": "yes" if variant == "blocks" else "no", "unsupported": False}
+                for i in range(3) for variant in ("extractive", "blocks")]
+    (tmp_path / "verdicts_reader1.json").write_text(json.dumps(verdicts))
+    report(tmp_path)
+    table = capsys.readouterr().out
+    assert "| repos3 | code | blocks | 3 | 100% | 3 / 0 / 0 | 0 | 3 / 0 (p = 0.250) |" in table
+    assert "| repos3 | code | extractive | 3 | 100% | 0 / 0 / 3 | 0 |  |" in table
