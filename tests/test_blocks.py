@@ -285,3 +285,19 @@ def test_blind_files_hide_the_variants_and_the_report_maps_them_back(
     table = capsys.readouterr().out
     assert "| repos3 | code | blocks | 3 | 100% | 3 / 0 / 0 | 0 | 3 / 0 (p = 0.250) |" in table
     assert "| repos3 | code | extractive | 3 | 100% | 0 / 0 / 3 | 0 |  |" in table
+
+
+def test_cli_json_records_the_writer_tried_and_what_was_shown(indexed: Path) -> None:
+    """A model that writes: the JSON says it was tried, what was shown (its checked answer or
+    the passages it fell back to, and why), and what loading it cost."""
+    done = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
+                   "--style", "generate", "--model", "offline", "--k", "2", "--json",
+                   "--db", "rag.db", cwd=indexed, env={"HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["style_tried"] == "generate"
+    if record["style"] == "extractive":
+        assert record["fallback_reason"]
+    else:
+        assert record["style"] == "generate" and record["fallback_reason"] is None
+    assert record["timings"]["load_s"] > 0 and record["timings"]["first_token_s"] >= 0
