@@ -36,6 +36,8 @@ from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_o
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.postgres import PostgresConnection
 from ragdb.resources import cache_dir, models_dir, sql
+from ragdb.symbol_rows import SymbolRows
+from ragdb.symbols import SYMBOLS_VERSION
 from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
@@ -80,6 +82,9 @@ class IndexStats:
     parse_fallbacks: int = 0  # source files whose tree was mostly errors: cut as text
     #: Stored paths of those files.
     fallback_paths: list[str] = field(default_factory=list)
+    #: Unchanged files whose symbols were read again (made by another version of the
+    #: extraction, or before rag.db had symbols), their chunks kept.
+    symbols_refreshed: int = 0
     #: Files indexed or unchanged, by language (files.kind).
     languages: dict[str, int] = field(default_factory=dict)
     #: Stored paths in skipped_paths that an earlier run over the same root, with the same
@@ -184,11 +189,11 @@ def index_paths(
         kept = [relative(d) for d in scan.unreadable_dirs]
         if stats.full_rebuild:
             conn.execute(sql("index_clear"))
-        known = {
-            path: (file_id, sha) for file_id, path, sha in conn.execute(sql("index_files_known"))
-        }
+        known = {path: (file_id, sha, symbols) for file_id, path, sha, symbols
+                 in conn.execute(sql("index_files_known"))}
         seen: set[str] = set()
         fts = _FullText(conn)
+        symbol_rows = SymbolRows(conn)
         for path in files:
             rel = relative(path)
             seen.add(rel)
@@ -215,12 +220,17 @@ def index_paths(
                 languages[kind] = languages.get(kind, 0) + 1
                 if old is not None and old[1] == digest:
                     stats.files_unchanged += 1
+                    if old[2] != SYMBOLS_VERSION:
+                        stats.symbols_refreshed += 1
+                        if not symbol_rows.refresh(old[0], text, kind, path, rel):
+                            stats.parse_fallbacks += 1
+                            stats.fallback_paths.append(rel)
                 else:
                     if old is not None:
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
                     written, fell_back = _write_file(
                         conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind,
-                        below_root(rel, [*mine, *others]),
+                        below_root(rel, [*mine, *others]), symbol_rows,
                     )
                     stats.chunks_written += written
                     if fell_back:
@@ -230,7 +240,7 @@ def index_paths(
             if progress:
                 progress(1)
         fts.flush()
-        for rel, (file_id, _sha) in known.items():
+        for rel, (file_id, _sha, _symbols) in known.items():
             if rel in seen or not under(rel, mine) or under(rel, kept):
                 continue
             if under(rel, others) and os.path.lexists(rel):
@@ -239,6 +249,7 @@ def index_paths(
             stats.files_removed += 1
         if known and (stats.files_indexed or stats.files_removed):
             conn.execute(sql("vectors_orphans_delete"))
+        symbol_rows.done(bool(known) and bool(stats.files_indexed or stats.files_removed))
         set_setting(conn, Setting.MAX_CHUNK_SIZE, str(max_chunk_size))
         set_setting(conn, Setting.TOKENIZER, TOKENIZER_VERSION)
         set_setting(conn, Setting.CHUNKER, CHUNKER_VERSION)
@@ -251,6 +262,8 @@ def index_paths(
         for other in rebuilt:
             conn.execute(sql("roots_touch"), {"path": other, "now": started_at,
                                               "options": recorded[other]})
+        if stats.symbols_refreshed and not (stats.files_indexed or stats.files_removed):
+            bump_generation(conn)  # only symbols changed
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             full_text_done(conn)
             conn.execute(sql("index_common_terms"))
@@ -364,14 +377,16 @@ def _write_file(
     fts: "_FullText",
     kind: str,
     indexed_path: str,
+    symbol_rows: SymbolRows,
 ) -> tuple[int, bool]:
-    """Write one file's rows; (chunks written, whether its parse failed so it was cut as text).
-    The full-text path column holds `indexed_path`, the path below its root (below_root).
+    """Write one file's rows, its symbols included; (chunks written, whether its parse failed
+    so it was cut as text and has no symbols). The full-text path column holds
+    `indexed_path`, the path below its root (below_root).
 
     files.kind is the file's language (file_language): Python and prose are cut by
     ragdb.chunking, the rest by ragdb.syntax_chunking (whole code cap for languages with a
     syntax tree, the prose share for configuration and other text)."""
-    file_id = conn.execute(
+    file_id: int = conn.execute(
         sql("index_file_insert"),
         {
             "path": rel,
@@ -380,8 +395,9 @@ def _write_file(
             "kind": kind,
             "n_chars": len(text),
             "indexed_at": _now(),
+            "symbols_version": SYMBOLS_VERSION,
         },
-    ).fetchall()[0][0]
+    ).fetchall()[0][0]  # type: ignore[assignment]
     fell_back = False
     if kind in _CHUNKING_KINDS:
         chunks = chunk_text(text, kind, chunk_cap(kind, max_chunk_size),
@@ -390,7 +406,7 @@ def _write_file(
         cap = max_chunk_size if kind in SYNTAX_LANGUAGES else chunk_cap(kind, max_chunk_size)
         chunks, fell_back = chunk_source(text, kind, cap)
     if not chunks:
-        return 0, fell_back
+        return 0, fell_back or not symbol_rows.write(file_id, text, kind, path, rel, [])
     analyse = fts.analyse
     path_terms = analyse(indexed_path)
     rows = []
@@ -410,10 +426,13 @@ def _write_file(
         end_line, at = line, end
         rows.append((file_id, first, last, start_line, end_line, chunk.kind, chunk.context,
                      text[first:last]))
-    ids = conn.executemany(sql("index_chunk_insert"), rows)
+    ids = [int(row[0]) for row in conn.executemany(sql("index_chunk_insert"), rows)]
     fts.add((chunk_id, path_terms, _context_terms(analyse, row[6], row[7], kind, chunk.names),
              analyse(row[7]))
-            for (chunk_id,), row, chunk in zip(ids, rows, chunks))
+            for chunk_id, row, chunk in zip(ids, rows, chunks))
+    if not fell_back:
+        fell_back = not symbol_rows.write(file_id, text, kind, path, rel,
+                                          [(i, row[1], row[2]) for i, row in zip(ids, rows)])
     return len(chunks), fell_back
 
 

@@ -12,6 +12,7 @@ import gc
 import re
 import warnings
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import accumulate
 
 from ragdb.chunk_packing import (
@@ -63,8 +64,11 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _python_pieces(text: str, cap: int) -> list[_Piece] | None:
-    """Pieces along the syntax tree; None when the text does not parse."""
+@lru_cache(maxsize=1)
+def parse_python(text: str) -> ast.Module | None:
+    """The file's syntax tree; None when it does not parse. The last one is kept: the index
+    run's symbols (ragdb.python_symbols) read the tree the chunker just parsed, not a second
+    parse of the same text (the cache compares the very string object first)."""
     if text.startswith("\ufeff"):
         source = " " + text[1:]  # same offsets; the parser rejects a BOM in a str
     else:
@@ -72,8 +76,15 @@ def _python_pieces(text: str, cap: int) -> list[_Piece] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes in the parsed code are not ours
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _python_pieces(text: str, cap: int) -> list[_Piece] | None:
+    """Pieces along the syntax tree; None when the text does not parse."""
+    tree = parse_python(text)
+    if tree is None:
         return None
     pieces: list[_Piece] = []
     if tree.body:

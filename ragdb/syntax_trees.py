@@ -117,8 +117,11 @@ def error_share(root: ts.Node, size: int) -> float:
     return covered / max(size, 1)
 
 
+@lru_cache(maxsize=1)
 def parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
-    """The tree of the best grammar for the language; None when it is mostly ERROR nodes."""
+    """The tree of the best grammar for the language; None when it is mostly ERROR nodes (or
+    its parse ran out of time). The last one is kept: the index run's symbols
+    (ragdb.tree_symbols) read the tree the chunker just parsed."""
     data = text.encode("utf-8", "surrogatepass")
     source = CUDA_NOISE.sub(blank, data) if language in ("cuda", "cpp", "c") else data
     grammars = GRAMMARS[language]

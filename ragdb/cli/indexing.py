@@ -178,6 +178,8 @@ def _index_summary(result: Any, verbose: bool = False) -> str:
         + f"; {stats.chunks_written} chunks written, {stats.chunks_total} in the index"
         + (" (full rebuild)" if stats.full_rebuild else "")
         + fallbacks
+        + (f"; symbols read for {stats.symbols_refreshed} unchanged files"
+           if stats.symbols_refreshed else "")
         + f"; {stats.seconds:.1f} s"
         + vector_note
     )

@@ -1,0 +1,540 @@
+"""Definitions and references of Go, Rust, TypeScript, JavaScript, C, C++, CUDA and Java,
+read from the tree-sitter tree the chunker parsed (ragdb.syntax_trees.parse, which keeps it).
+
+Two queries per grammar, run by tree-sitter in C so Python only sees what they capture: one
+for definitions (`@name`, the definition node captured by its kind), one for uses (`@call`,
+`@type`, `@attr`, `@macro`, `@inherit`, with `@qual` the qualifier written before a name:
+`pkg.F`, `a::b::f`, `this.m`). Imports are read per language (ragdb.tree_imports). A use is
+resolved as ragdb.symbols says: through the file's own definitions, its imports, `self`/
+`this`/`Self` and the language's rule for a bare name (Go: the same package; C and C++: the
+one global namespace; Java: the enclosing class, then the same package).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from functools import lru_cache
+
+import tree_sitter as ts
+
+from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol
+from ragdb.syntax_trees import grammar_language, parse
+from ragdb.tree_imports import Imports, module_of, read_imports
+
+_C_DEFS = """
+(function_definition declarator: (_) @decl) @function
+(declaration declarator: (_) @decl) @variable
+(struct_specifier name: (_) @name body: (_)) @struct
+(union_specifier name: (_) @name body: (_)) @struct
+(enum_specifier name: (_) @name body: (_)) @enum
+(enumerator name: (_) @name) @constant
+(field_declaration declarator: (_) @decl) @field
+(type_definition declarator: (_) @decl) @type
+(preproc_def name: (_) @name) @macro
+(preproc_function_def name: (_) @name) @macro
+"""
+_CPP_DEFS = _C_DEFS + """
+(class_specifier name: (_) @name body: (_)) @class
+(namespace_definition name: (_) @name) @module
+(alias_declaration name: (_) @name) @type
+"""
+_JS_DEFS = """
+(function_declaration name: (identifier) @name) @function
+(generator_function_declaration name: (identifier) @name) @function
+(class_declaration name: (_) @name) @class
+(method_definition name: (_) @name) @method
+(field_definition property: (_) @name) @field
+(program (lexical_declaration (variable_declarator name: (identifier) @name) @variable))
+(program (variable_declaration (variable_declarator name: (identifier) @name) @variable))
+(export_statement declaration: (lexical_declaration
+    (variable_declarator name: (identifier) @name) @variable))
+(export_statement declaration: (variable_declaration
+    (variable_declarator name: (identifier) @name) @variable))
+(variable_declarator name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function) (class)]) @function
+"""
+_TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "") + """
+(abstract_class_declaration name: (_) @name) @class
+(method_signature name: (_) @name) @method
+(abstract_method_signature name: (_) @name) @method
+(function_signature name: (_) @name) @function
+(interface_declaration name: (_) @name) @interface
+(type_alias_declaration name: (_) @name) @type
+(enum_declaration name: (_) @name) @enum
+(enum_body name: (property_identifier) @name @constant)
+(enum_assignment name: (property_identifier) @name) @constant
+(internal_module name: (_) @name) @module
+(public_field_definition name: (_) @name) @field
+(property_signature name: (_) @name) @field
+(internal_module body: (statement_block (export_statement declaration: (lexical_declaration
+    (variable_declarator name: (identifier) @name) @variable))))
+(ambient_declaration (lexical_declaration (variable_declarator name: (identifier) @name)
+    @variable))
+"""
+DEF_QUERIES: dict[str, str] = {
+    "c": _C_DEFS,
+    "cpp": _CPP_DEFS,
+    "javascript": _JS_DEFS,
+    "typescript": _TS_DEFS,
+    "tsx": _TS_DEFS,
+    "go": """
+(function_declaration name: (identifier) @name) @function
+(method_declaration receiver: (parameter_list (parameter_declaration type: (_) @recv))
+    name: (field_identifier) @name) @method
+(type_spec name: (type_identifier) @name) @type
+(type_alias name: (type_identifier) @name) @type
+(source_file (const_declaration (const_spec name: (identifier) @name) @constant))
+(source_file (var_declaration (var_spec name: (identifier) @name) @variable))
+(source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @variable)))
+(field_declaration name: (field_identifier) @name) @field
+(method_elem name: (field_identifier) @name) @method
+""",
+    "rust": """
+(function_item name: (identifier) @name) @function
+(function_signature_item name: (identifier) @name) @method
+(struct_item name: (type_identifier) @name) @struct
+(union_item name: (type_identifier) @name) @struct
+(enum_item name: (type_identifier) @name) @enum
+(enum_variant name: (identifier) @name) @constant
+(trait_item name: (type_identifier) @name) @trait
+(type_item name: (type_identifier) @name) @type
+(associated_type name: (type_identifier) @name) @type
+(mod_item name: (identifier) @name) @module
+(macro_definition name: (identifier) @name) @macro
+(const_item name: (identifier) @name) @constant
+(static_item name: (identifier) @name) @variable
+(field_declaration name: (field_identifier) @name) @field
+(impl_item type: (_) @name) @impl
+""",
+    "java": """
+(class_declaration name: (identifier) @name) @class
+(record_declaration name: (identifier) @name) @class
+(interface_declaration name: (identifier) @name) @interface
+(annotation_type_declaration name: (identifier) @name) @interface
+(enum_declaration name: (identifier) @name) @enum
+(enum_constant name: (identifier) @name) @constant
+(method_declaration name: (identifier) @name) @method
+(constructor_declaration name: (identifier) @name) @method
+(field_declaration declarator: (variable_declarator name: (identifier) @name)) @field
+(constant_declaration declarator: (variable_declarator name: (identifier) @name)) @constant
+""",
+}
+
+_C_REFS = """
+(call_expression function: (identifier) @call)
+(call_expression function: (field_expression argument: (_) @qual field: (field_identifier) @call))
+(type_identifier) @type
+"""
+_CPP_REFS = _C_REFS + """
+(call_expression function: (qualified_identifier scope: (_) @qual name: (identifier) @call))
+(qualified_identifier scope: (_) @qual name: (type_identifier) @type)
+(base_class_clause (type_identifier) @inherit)
+"""
+_JS_REFS = """
+(call_expression function: (identifier) @call)
+(call_expression function: (member_expression object: (_) @qual
+    property: (property_identifier) @call))
+(new_expression constructor: (identifier) @new)
+(new_expression constructor: (member_expression object: (_) @qual
+    property: (property_identifier) @new))
+(member_expression object: (identifier) @qual property: (property_identifier) @attr)
+(class_heritage (identifier) @inherit)
+"""
+_TS_REFS = _JS_REFS.replace("(class_heritage (identifier) @inherit)",
+                            "") + """
+(type_identifier) @type
+(nested_type_identifier module: (_) @qual name: (type_identifier) @type)
+(extends_clause value: (identifier) @inherit)
+(implements_clause (type_identifier) @inherit)
+(extends_type_clause type: (type_identifier) @inherit)
+"""
+REF_QUERIES: dict[str, str] = {
+    "c": _C_REFS,
+    "cpp": _CPP_REFS,
+    "javascript": _JS_REFS,
+    "typescript": _TS_REFS,
+    "tsx": _TS_REFS,
+    "go": """
+(call_expression function: (identifier) @call)
+(call_expression function: (selector_expression operand: (_) @qual
+    field: (field_identifier) @call))
+(type_identifier) @type
+(qualified_type package: (package_identifier) @qual name: (type_identifier) @type)
+(selector_expression operand: (identifier) @qual field: (field_identifier) @attr)
+""",
+    "rust": """
+(call_expression function: (identifier) @call)
+(call_expression function: (scoped_identifier path: (_) @qual name: (identifier) @call))
+(call_expression function: (field_expression value: (_) @qual field: (field_identifier) @call))
+(call_expression function: (generic_function function: (identifier) @call))
+(call_expression function: (generic_function function: (scoped_identifier path: (_) @qual
+    name: (identifier) @call)))
+(macro_invocation macro: (identifier) @macro)
+(macro_invocation macro: (scoped_identifier path: (_) @qual name: (identifier) @macro))
+(type_identifier) @type
+(scoped_type_identifier path: (_) @qual name: (type_identifier) @type)
+(impl_item trait: (type_identifier) @inherit)
+(struct_expression name: (type_identifier) @call)
+""",
+    "java": """
+(method_invocation !object name: (identifier) @call)
+(method_invocation object: (_) @qual name: (identifier) @call)
+(object_creation_expression type: (type_identifier) @new)
+(type_identifier) @type
+(superclass (type_identifier) @inherit)
+(super_interfaces (type_list (type_identifier) @inherit))
+""",
+}
+#: Captures that make a scope (their names qualify what they hold).
+_SCOPES = frozenset({"function", "method", "class", "struct", "enum", "interface", "trait",
+                     "module", "impl", "test"})
+_GO_BUILTIN_TYPES = frozenset(
+    "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune "
+    "string uint uint8 uint16 uint32 uint64 uintptr any comparable".split())
+_GO_BUILTIN_FUNCS = frozenset(
+    "append cap clear close complex copy delete imag len make max min new panic print println "
+    "real recover".split())
+#: Kinds whose functions are methods, and what `this` and `self` name.
+_TYPES = frozenset({"class", "struct", "interface", "trait", "impl", "enum"})
+_REF_KIND = {"attr": "attribute", "new": "call"}
+#: Parents of a qualifier that name a scope (`a::b`, `pkg.T`), not an object (`obj.f`).
+_SCOPED = frozenset({"qualified_identifier", "scoped_identifier", "scoped_type_identifier",
+                     "nested_type_identifier", "qualified_type"})
+_SELF = frozenset({"self", "this", "Self"})
+_GENERIC = re.compile(r"[<\[].*$", re.S)
+
+
+def _grammar(language: str) -> str:
+    return {"cuda": "cpp"}.get(language, language)
+
+
+@lru_cache(maxsize=None)
+def _query(grammar: str, which: str) -> ts.Query:
+    source = (DEF_QUERIES if which == "defs" else REF_QUERIES)[grammar]
+    return ts.Query(grammar_language(grammar), source)
+
+
+_DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier",
+                               "qualified_identifier", "destructor_name", "operator_name",
+                               "namespace_identifier", "primitive_type"})
+
+
+def _declarator(node: ts.Node) -> tuple[ts.Node | None, bool]:
+    """The name node a C declarator declares, and whether it declares a function."""
+    function = False
+    for _ in range(16):
+        if node.type in _DECLARATOR_NAMES:
+            return node, function
+        if node.type == "function_declarator":
+            function = True
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            inner = next((c for c in node.named_children
+                          if c.type.endswith("declarator") or c.type in _DECLARATOR_NAMES), None)
+        if inner is None:
+            return None, function
+        node = inner
+    return None, function
+
+
+class _Def:
+    __slots__ = ("name", "qualifier", "kind", "node", "name_node", "index", "qualified",
+                 "parent")
+
+    def __init__(self, name: str, qualifier: str, kind: str, node: ts.Node,
+                 name_node: ts.Node) -> None:
+        self.name = name
+        self.qualifier = qualifier  # written before the name: Go's receiver, C++'s A::
+        self.kind = kind
+        self.node = node
+        self.name_node = name_node
+        self.index = -1
+        self.qualified = ""
+        self.parent: _Def | None = None
+
+
+class _File:
+    def __init__(self, text: str, language: str, rel: str, tree: ts.Tree, data: bytes) -> None:
+        self.text = text
+        self.language = language
+        self.grammar = _grammar(language)
+        self.rel = rel
+        self.tree = tree
+        self.data = data
+        self.pos = ByteOffsets(text, data).pos
+        self.symbols: list[Symbol] = []
+        self.refs: list[Ref] = []
+
+    @staticmethod
+    def line(node: ts.Node) -> int:
+        return int(node.start_point[0]) + 1
+
+    def cut(self, node: ts.Node) -> str:
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    # -- definitions -------------------------------------------------------------------------
+
+    def definitions(self) -> list[_Def]:
+        found: dict[tuple[int, int], _Def] = {}
+        cursor = ts.QueryCursor(_query(self.grammar, "defs"))
+        for _pattern, captures in cursor.matches(self.tree.root_node):
+            kind = next(k for k in captures if k not in ("name", "decl", "recv"))
+            node = captures[kind][0]
+            qualifier = ""
+            if "decl" in captures:
+                name_node, is_function = _declarator(captures["decl"][0])
+                if name_node is None:
+                    continue
+                if kind in ("variable", "field") and is_function:
+                    if kind == "variable" or self.grammar == "c":
+                        continue  # a prototype: declared, not defined
+                    kind = "method"
+                    continue  # a member function declared in its class, defined elsewhere
+                if kind == "variable" and not self.global_declaration(node):
+                    continue
+                if name_node.type == "qualified_identifier":
+                    inner = name_node.child_by_field_name("name")
+                    scope = name_node.child_by_field_name("scope")
+                    qualifier = self.cut(scope).replace("::", ".") if scope is not None else ""
+                    if inner is None:
+                        continue
+                    name_node = inner
+                    if kind == "function" and qualifier:
+                        kind = "method"
+            else:
+                name_node = captures["name"][0]
+            name = self.cut(name_node)
+            if kind == "impl":
+                name = _GENERIC.sub("", name).rsplit("::", 1)[-1].strip()
+            if "recv" in captures:
+                qualifier = _GENERIC.sub("", self.cut(captures["recv"][0])).lstrip("*& ")
+            if kind == "type" and self.grammar == "go":
+                shape = node.child_by_field_name("type")
+                kind = {"struct_type": "struct", "interface_type": "interface"}.get(
+                    shape.type if shape is not None else "", "type")
+            name = name.strip("'\"` ")
+            if not name:
+                continue
+            key = (name_node.start_byte, name_node.end_byte)
+            if key in found and found[key].kind != "variable":
+                continue  # a const arrow function: its function pattern came first
+            found[key] = _Def(name, qualifier, kind, node, name_node)
+        return sorted(found.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte,
+                                                     d.name_node.start_byte))
+
+    def global_declaration(self, node: ts.Node) -> bool:
+        """A C declaration at file or namespace level, not `extern` (declared, not defined)."""
+        parent = node.parent
+        if parent is None or parent.type not in ("translation_unit", "declaration_list",
+                                                 "linkage_specification"):
+            return False
+        return not any(c.type == "storage_class_specifier" and self.cut(c) == "extern"
+                       for c in node.children)
+
+    def place(self, defs: list[_Def], module: str) -> None:
+        """Each definition's enclosing scope, qualified name and kind in context."""
+        stack: list[_Def] = []
+        by_qualified: dict[str, int] = {}
+        for d in defs:
+            while stack and stack[-1].node.end_byte <= d.node.start_byte:
+                stack.pop()
+            parent = stack[-1] if stack else None
+            d.parent = parent
+            head = parent.qualified if parent is not None else module
+            if d.kind == "constant" and parent is not None and parent.kind == "enum" and \
+                    self.grammar in ("c", "cpp"):  # C's enumerators are names of the scope
+                head = parent.parent.qualified if parent.parent is not None else module
+            owner = head
+            if d.qualifier:  # Go's receiver, C++'s A::m: a member defined outside its type
+                owner = head = f"{head}.{d.qualifier}" if head else d.qualifier
+            d.qualified = f"{head}.{d.name}" if head else d.name
+            if d.kind == "function" and parent is not None and parent.kind in _TYPES:
+                d.kind = "method"
+            if d.kind in ("function", "method") and self.is_test(d):
+                d.kind = "test"
+            if d.kind in _SCOPES:
+                stack.append(d)
+            if d.kind == "impl":
+                continue
+            if parent is not None and parent.kind != "impl" and not d.qualifier:
+                owner_index = parent.index
+            else:
+                owner_index = by_qualified.get(owner, -1)
+            first, last = self.pos(d.node.start_byte), self.pos(d.node.end_byte)
+            d.index = len(self.symbols)
+            self.symbols.append(Symbol(
+                d.name, d.qualified, d.kind, first, last, self.line(d.name_node),
+                int(d.node.end_point[0]) + 1, owner_index))
+            by_qualified.setdefault(d.qualified, d.index)
+
+    def is_test(self, d: _Def) -> bool:
+        if self.grammar == "go":
+            return d.name.startswith("Test") and self.rel.endswith("_test.go")
+        if self.grammar == "rust":
+            before = d.node.prev_named_sibling
+            return before is not None and before.type == "attribute_item" and "test" in \
+                self.cut(before)
+        if self.grammar == "java":
+            mods = d.node.child(0)
+            return mods is not None and mods.type == "modifiers" and "@Test" in self.cut(mods)
+        return False
+
+    # -- references --------------------------------------------------------------------------
+
+    def references(self, defs: list[_Def], imports: Imports, module: str) -> None:
+        scopes = [d for d in defs if d.kind in _SCOPES]
+        starts = [d.node.start_byte for d in scopes]
+        top: dict[str, str] = {}  # a name defined at the file's top level -> qualified
+        members: dict[str, set[str]] = {}  # a type's qualified name -> its members' names
+        def_names = set()
+        for d in defs:
+            def_names.add(d.name_node.start_byte)
+            parent_q, _, _ = d.qualified.rpartition(".")
+            if parent_q == module or not parent_q:
+                top.setdefault(d.name, d.qualified)
+            members.setdefault(parent_q, set()).add(d.name)
+        cursor = ts.QueryCursor(_query(self.grammar, "refs"))
+        seen: dict[int, int] = {}  # name start byte -> index in self.refs
+        rank = {"call": 3, "new": 3, "macro": 3, "inherit": 3, "type": 2, "attr": 1}
+        for _pattern, captures in cursor.matches(self.tree.root_node):
+            kind = next((k for k in captures if k != "qual"), None)
+            if kind is None:
+                continue
+            node = captures[kind][0]
+            if node.start_byte in def_names:
+                continue
+            qual_node = captures.get("qual", [None])[0]
+            known = seen.get(node.start_byte)
+            if known is not None:
+                old = self.refs[known]
+                better = rank[kind] > rank.get(old.kind, 0) or (
+                    qual_node is not None and rank[kind] == rank.get(old.kind, 0))
+                if not better:
+                    continue
+            name = self.cut(node)
+            scope = self.enclosing(scopes, starts, node.start_byte)
+            target = self.resolve(name, qual_node, kind, scope, top, members, imports, module)
+            if target is None:
+                continue
+            first = self.pos(node.start_byte)
+            ref = Ref(name, target, _REF_KIND.get(kind, kind), first, self.line(node),
+                      scope.index if scope else -1)
+            if known is not None:
+                self.refs[known] = ref
+            else:
+                seen[node.start_byte] = len(self.refs)
+                self.refs.append(ref)
+
+    def enclosing(self, scopes: list[_Def], starts: list[int], at: int) -> _Def | None:
+        k = bisect_right(starts, at) - 1
+        while k >= 0:
+            d = scopes[k]
+            if d.node.end_byte > at and d.kind != "impl":
+                return d
+            k -= 1
+        return None
+
+    def receiver(self, scope: _Def | None) -> str:
+        """The name a Go method gives its receiver (`s` in `func (s *S) Do()`): `s.x` is
+        the type's x."""
+        d = scope
+        while d is not None and not d.qualifier:
+            d = d.parent
+        if d is None or d.node.type != "method_declaration":
+            return ""
+        receiver = d.node.child_by_field_name("receiver")
+        params = receiver.named_children if receiver is not None else []
+        name = params[0].child_by_field_name("name") if params else None
+        return self.cut(name) if name is not None else ""
+
+    @staticmethod
+    def owner_type(scope: _Def | None) -> str:
+        """The qualified name of the type around a use (what this, self and a bare member
+        name mean there)."""
+        d = scope
+        while d is not None:
+            if d.kind in _TYPES:
+                return d.qualified
+            if d.qualifier:
+                return d.qualified.rsplit(".", 1)[0]
+            d = d.parent
+        return ""
+
+    def resolve(self, name: str, qual: ts.Node | None, kind: str, scope: _Def | None,
+                top: dict[str, str], members: dict[str, set[str]], imports: Imports,
+                module: str) -> str | None:
+        """The qualified name a use means ('' unknown: kept for calls only); None: not
+        recorded (a builtin, a local, an attribute of an unknown object)."""
+        g = self.grammar
+        if qual is None:
+            if g == "go" and (name in _GO_BUILTIN_TYPES or name in _GO_BUILTIN_FUNCS):
+                return None
+            if kind == "new":
+                kind = "type"  # `new Foo()` names the class, not a method of this one
+            owner = self.owner_type(scope) if g in ("java", "cpp") and kind == "call" else ""
+            if owner and name in members.get(owner, ()):
+                return f"{owner}.{name}"
+            if name in top:
+                return top[name]
+            bound = imports.bound.get(name)
+            if bound is not None:
+                return bound
+            if g == "go" and module:
+                return f"{module}.{name}"
+            if g in ("c", "cpp"):
+                return name
+            if g == "java":
+                if kind == "call" and owner:
+                    return f"{owner}.{name}"
+                return f"{module}.{name}" if module else name
+            return "" if kind in ("call", "macro") else None
+        head_text = self.cut(qual)
+        if qual.type in ("this", "self") or head_text in _SELF or (
+                head_text == self.receiver(scope)):
+            owner = self.owner_type(scope)
+            return f"{owner}.{name}" if owner else ("" if kind == "call" else None)
+        scoped = qual.parent is not None and qual.parent.type in _SCOPED
+        parts = [p for p in re.split(r"::|\.|->", head_text) if p]
+        if not parts or not all(p.isidentifier() for p in parts):
+            return "" if kind in ("call", "macro") else None
+        head, rest = parts[0], parts[1:]
+        base: str | None = None
+        if g == "rust" and head in ("crate", "super", "self"):
+            base = imports.rust_path(head)
+        elif head in top:
+            base = top[head]
+        elif head in imports.bound:
+            base = imports.bound[head]
+        elif scoped and g in ("cpp", "rust"):
+            base = head  # a type or namespace of another file: C++'s and Rust's global names
+        elif g == "java" and head[:1].isupper():
+            base = f"{module}.{head}" if module else head  # a class of the same package
+        if base is None:
+            return "" if kind in ("call", "macro", "new") else None
+        return ".".join([base, *rest, name])
+
+
+def tree_symbols(text: str, language: str, rel: str) -> FileSymbols | None:
+    """A source file's symbols and references; None when its tree was mostly errors or its
+    parse ran out of time (the chunker then cut it as text)."""
+    parsed = parse(text, language)
+    if parsed is None:
+        return None
+    tree, grammar, data = parsed
+    if grammar not in DEF_QUERIES:
+        return FileSymbols()
+    f = _File(text, language, rel, tree, data)
+    f.grammar = grammar  # a .h file parsed as C++
+    imports = read_imports(f, module_of(f, rel))
+    module = imports.module
+    try:
+        defs = f.definitions()
+        f.place(defs, module)
+        f.references(defs, imports, module)
+    except RecursionError:
+        return None
+    f.refs.extend(imports.refs)
+    for ref in imports.refs:
+        ref.enclosing = -1
+    return FileSymbols(f.symbols, f.refs)

@@ -1,0 +1,2 @@
+-- A qualified name a use resolves to, new to the index (ids given by the run).
+INSERT INTO symbol_names (id, qualified, last) VALUES (?, ?, ?);
