@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_accept, bench_writer
+from benchmarks import bench_accept, bench_blocks, bench_writer
 from benchmarks.bench_repos import run
 from benchmarks.common import ACCEPT_DIR, cell, repo_questions
 from ragdb import RagDB
@@ -149,6 +149,10 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
     read |= {str(p.relative_to(REPO)) for style in bench_accept.STYLES
              for p in (REPO / ACCEPT_DIR).glob(f"verdicts_{style}*.json")}
     read |= {str(path) for path in (bench_writer.DRAFTS, bench_writer.LABELS, bench_writer.JUDGED)}
+    # The blind comparison of answer variants (issue 39): what `bench_blocks report` reads.
+    blocks = REPO / bench_blocks.OUT
+    read |= {str(p.relative_to(REPO)) for pattern in ("answers_*.json", "verdicts_*.json",
+                                                       "key.json") for p in blocks.glob(pattern)}
     assert tracked == read, ("a tracked file no benchmark command reads (a past reading: git "
                              "keeps it), or one a command reads that is not tracked")
 
@@ -181,3 +185,14 @@ def test_make_clean_keeps_the_tracked_bench_data(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert all(path.exists() for path in kept)
     assert not any(path.exists() for path in gone)
+
+
+def test_the_blocks_report_tallies_the_saved_verdicts(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The blind readers' verdicts on 120 held-out questions map back to their variants."""
+    monkeypatch.chdir(REPO)
+    bench_blocks.report()
+    rows = {tuple(cells[1:4]): cells for line in capsys.readouterr().out.splitlines()
+            if (cells := [c.strip() for c in line.strip("|").split("|")])}
+    assert rows[("all", "blocks", "120")][5] == "61 / 21 / 38"
+    assert rows[("all", "extractive", "120")][5] == "26 / 51 / 43"
