@@ -14,6 +14,7 @@ nothing else with the lower layers: they parse, call one method, and present the
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import threading
@@ -49,6 +50,7 @@ from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_from_env
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
+from ragdb.generate.remote import RemoteGenerator
 from ragdb.generate.styles import (
     CheckedAnswerer,
     ExtractiveAnswerer,
@@ -91,6 +93,10 @@ from ragdb.walking import (
 )
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]
+
+
+#: The answer model where no --model is given: any --model value (`NAME@URL` included).
+MODEL_ENV = "RAGDB_MODEL"
 
 
 def _warn_stderr(message: str) -> None:
@@ -145,11 +151,12 @@ class RagDB:
         #: A rag.db Path, or a postgresql:// URL (text).
         self.path: Location = location(path)
         self.use_cache = use_cache
-        self.model_spec = model
+        #: --model, else $RAGDB_MODEL (how `ragdb serve` and `ragdb mcp` are told too).
+        self.model_spec = model if model is not None else (os.environ.get(MODEL_ENV) or None)
         self.warn = warn
         self._conn: Connection | None = None
         self._searcher: Searcher | None = None
-        self._generator: Generator | None = None
+        self._generator: Generator | RemoteGenerator | None = None
         self._generator_lock = threading.Lock()
         self._resolved: ResolvedModel | None = None
         self._resolve_notes: list[str] = []
@@ -494,14 +501,18 @@ class RagDB:
             self._resolve_notes = notes
         return self._resolved
 
-    def generator(self) -> Generator:
-        """The answer model, resolved and loaded on first use and kept."""
+    def generator(self) -> Generator | RemoteGenerator:
+        """The answer model, resolved and loaded on first use and kept (an endpoint's: nothing
+        to load, its requests are made per answer)."""
         with self._generator_lock:
             if self._generator is None:
                 resolved = self.resolved_model()
                 for note in self._resolve_notes:
                     self.warn(note)
-                self._generator = Generator(resolved, time_limit_s=time_limit_from_env())
+                limit = time_limit_from_env()
+                self._generator = (RemoteGenerator(resolved, time_limit_s=limit)
+                                   if resolved.endpoint is not None
+                                   else Generator(resolved, time_limit_s=limit))
             return self._generator
 
     def answerer(self, style: Style | str = Style.auto, variant: str | None = None

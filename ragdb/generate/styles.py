@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ragdb.generate.blocks import BlocksAnswerer, Locate, recipe_named
-from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.checking import CheckReport, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.extractive import Passage, SourceText, compose, compose_pieces
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
@@ -29,6 +29,7 @@ from ragdb.generate.passage_choice import (
     select_passages,
 )
 from ragdb.generate.prompt import PromptSource
+from ragdb.generate.remote import ModelUnavailable, RemoteGenerator
 from ragdb.generate.style import Style
 
 EXTRACTIVE_NAME = "extractive (passages of the sources; no model)"
@@ -216,14 +217,19 @@ class CheckedAnswerer:
     """Generate, then check: the model writes from passages the extractive selector chose
     (with `context`: by default the extractive answer's; a short prompt), every sentence
     must cite a given source, and each is checked against the source it cites
-    (ragdb.generate.checking); when too little survives, the answer is the extractive one."""
+    (ragdb.generate.checking); when too little survives, or a model behind an endpoint gives
+    no answer (remote.ModelUnavailable), the answer is the extractive one and says why."""
 
-    def __init__(self, generator: Generator, extractive: ExtractiveAnswerer,
+    def __init__(self, generator: Generator | RemoteGenerator, extractive: ExtractiveAnswerer,
                  context: Settings = WRITER_SETTINGS) -> None:
         self.generator = generator
         self.extractive = extractive
         self.context = context  # how the writer's passages are chosen
-        self.model = generator.model
+
+    @property
+    def model(self) -> str:
+        """The writer's name (an endpoint's bare URL learns its model on the first answer)."""
+        return self.generator.model
 
     def answer(
         self,
@@ -235,10 +241,22 @@ class CheckedAnswerer:
         if not sources:
             return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
         gate = _Gate(question, {}, [], on_token)
-        draft = self.draft(question, sources, gate)
+        try:
+            draft = self.draft(question, sources, gate)
+        except ModelUnavailable as exc:
+            return self.unwritten(question, sources, str(exc), gate, started)
         if draft is None:  # no source has any text: there is nothing to write from
             return self.extractive.answer(question, sources, on_token)
         return self.settle(question, sources, draft, gate, started)
+
+    def unwritten(self, question: str, sources: list[PromptSource], reason: str,
+                  gate: _Gate, started: float) -> GeneratedAnswer:
+        """The extractive answer where the writer gave none, its check saying why: the
+        endpoint's failure in one line, as a check's fallback is."""
+        answer = self.extractive.answer(question, sources,
+                                        gate.on_token if not gate.emitted else None)
+        report = CheckReport(writer=self.model, fallback="extractive", fallback_reason=reason)
+        return replace(answer, check=report.as_json(), total_s=time.perf_counter() - started)
 
     def draft(self, question: str, sources: list[PromptSource], gate: _Gate | None = None
               ) -> Draft | None:

@@ -1,0 +1,481 @@
+"""The writer behind an OpenAI-compatible endpoint (`--model NAME@URL`): Ollama, llama.cpp's
+server, vLLM, LM Studio or a hosted API write the answer; ragdb gives them the local writer's
+prompt, streams their tokens as they come, and checks and cites what they wrote as it does the
+local writer's (styles.CheckedAnswerer).
+
+Only the standard library speaks HTTP here (http.client: no proxy from the environment, since
+the endpoints users run are mostly on their own host). Every way an endpoint can fail (down,
+slow, an HTML page, an error status, a stream of garbage or without end, nothing at all) ends
+in ModelUnavailable, one line; the answerer then shows the passages instead and says why.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import ssl
+import threading
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from ragdb.errors import RagdbError
+from ragdb.generate.cleaning import clean_answer, stream_view
+from ragdb.generate.generator import EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, GeneratedAnswer
+from ragdb.generate.models import ResolvedModel
+from ragdb.generate.prompt import (
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_QUESTION_CAP,
+    DEFAULT_TIME_LIMIT_S,
+    WRITER_EXAMPLES,
+    WRITER_SYSTEM_PROMPT,
+    PromptSource,
+    build_prompt,
+)
+
+#: Where the API key is read from, first set first; it never appears on a command line.
+API_KEY_ENVS = ("RAGDB_API_KEY", "OPENAI_API_KEY")
+CONNECT_TIMEOUT_S = 5.0
+#: Seconds from the call to the first written text (capped by the writing limit): the issue's
+#: target is 10 s on a small host; a server still loading its model or queueing fails here.
+FIRST_TOKEN_LIMIT_S = 15.0
+#: The prompt's size, counted as characters / CHARS_PER_TOKEN (no tokenizer of the remote
+#: model here; 3 over-counts English and most code, so the prompt fits a 4k window).
+CONTEXT_TOKENS = 4096
+CHARS_PER_TOKEN = 3
+#: Bytes read from one response at most: a stream without end or sense stops here.
+MAX_RESPONSE_BYTES = 4 << 20
+_ERROR_BODY_BYTES = 64 << 10
+
+
+class ModelUnavailable(RagdbError):
+    """The endpoint gave no answer to show: why, in one line."""
+
+
+def api_key() -> str | None:
+    """The key from RAGDB_API_KEY, else OPENAI_API_KEY; None where neither is set."""
+    for name in API_KEY_ENVS:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _count_tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN + 1
+
+
+class RemoteGenerator:
+    """Generator's interface (answer, model, load_s) over an endpoint: nothing to load, so
+    a run of questions pays no load at all; one request at a time per instance."""
+
+    def __init__(self, resolved: ResolvedModel, *,
+                 time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+                 first_token_limit_s: float = FIRST_TOKEN_LIMIT_S,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> None:
+        if resolved.endpoint is None:
+            raise RagdbError(f"{resolved.name} is not an endpoint")
+        self.resolved = resolved
+        self.base = resolved.endpoint
+        parts = urlsplit(self.base)
+        self._https = parts.scheme.lower() == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port
+        self._path = parts.path.rstrip("/")
+        self.served_model = resolved.served_model
+        self.model = resolved.name
+        self.time_limit_s = time_limit_s  # None: no limit (RAGDB_WRITE_SECONDS=0)
+        self.first_token_limit_s = (first_token_limit_s if time_limit_s is None
+                                    else min(first_token_limit_s, time_limit_s))
+        self.connect_timeout_s = connect_timeout_s
+        self.max_new_tokens = max_new_tokens
+        self.load_s = 0.0
+        self._lock = threading.Lock()
+
+    # -- the prompt ---------------------------------------------------------------------
+
+    def prompt_for(self, question: str, sources: list[PromptSource]
+                   ) -> tuple[list[dict[str, str]], list[PromptSource]]:
+        """The local writer's messages (system prompt, worked example, numbered sources)."""
+        budget = CONTEXT_TOKENS - self.max_new_tokens
+        return build_prompt(question, sources, _count_tokens, budget, DEFAULT_QUESTION_CAP,
+                            WRITER_SYSTEM_PROMPT, WRITER_EXAMPLES)
+
+    # -- answering ----------------------------------------------------------------------
+
+    def answer(self, question: str, sources: list[PromptSource],
+               on_token: Callable[[str], None] | None = None) -> GeneratedAnswer:
+        """Answer from `sources`, streamed; ModelUnavailable when the endpoint gives nothing
+        usable. Past the writing limit the stream is cut and what was written stands."""
+        if not sources:
+            return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
+        with self._lock:
+            started = time.perf_counter()
+            messages, used = self.prompt_for(question, sources)
+            if not used:
+                raise RagdbError("no source fits in the model's context")
+            if not self.served_model:
+                self.served_model = self._first_model(started)
+                self.model = f"{self.served_model} at {self.base} (OpenAI-compatible)"
+            stream = _Stream(self, started, len(used), on_token)
+            stream.run(messages)
+        truncated = stream.truncated or stream.timed_out
+        text, cited = clean_answer(stream.raw, len(used), truncated=truncated)
+        if not text:
+            text = EMPTY_ANSWER_MESSAGE
+        stream.emit(text)
+        first = (stream.first_at or time.perf_counter()) - started
+        return GeneratedAnswer(
+            text=text, cited=cited, model=self.model,
+            prompt_tokens=stream.prompt_tokens or sum(_count_tokens(m["content"])
+                                                      for m in messages),
+            new_tokens=stream.new_tokens, first_token_s=first,
+            total_s=time.perf_counter() - started, sources=used,
+            stopped_at_time_limit=stream.timed_out,
+        )
+
+    def _first_model(self, started: float) -> str:
+        """The model a bare URL names: the first of GET /models (llama.cpp's server has one)."""
+        reply = self.request("GET", "/models", None, started)
+        try:
+            body = reply.read_all(started + self.first_token_limit_s)
+        finally:
+            reply.close()
+        try:
+            data = json.loads(body).get("data")
+            name = data[0]["id"] if isinstance(data, list) and data else None
+        except (ValueError, AttributeError, KeyError, TypeError, IndexError):
+            name = None
+        if not isinstance(name, str) or not name.strip():
+            raise ModelUnavailable(f"{self.base}/models names no model: give one, as "
+                                   f"--model NAME@{self.base}")
+        return name.strip()
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None, started: float
+                ) -> _Reply:
+        """Send one request; the reply once its status is in (a status other than 200 is
+        ModelUnavailable, with the server's own message)."""
+        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        kwargs: dict[str, Any] = {"context": ssl.create_default_context()} if self._https else {}
+        connection = kind(self._host, self._port, timeout=self.connect_timeout_s, **kwargs)
+        headers = {"Accept": "text/event-stream, application/json", "User-Agent": "ragdb"}
+        key = api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        first_by = started + self.first_token_limit_s
+        try:
+            try:
+                connection.request(method, self._path + path, body=data, headers=headers)
+            except (socket.timeout, TimeoutError):
+                raise ModelUnavailable(f"cannot connect to {self.base}: no answer within "
+                                       f"{self.connect_timeout_s:g} s") from None
+            except OSError as exc:
+                raise ModelUnavailable(f"cannot connect to {self.base}: "
+                                       f"{_os_reason(exc)}") from None
+            reply = _Reply(self.base, connection, connection.sock)
+            try:
+                reply.wait_until(first_by)
+                reply.response = connection.getresponse()
+            except (_Late, socket.timeout, TimeoutError):
+                raise ModelUnavailable(f"{self.base} gave no answer within "
+                                       f"{self.first_token_limit_s:g} s") from None
+            except (OSError, http.client.HTTPException) as exc:
+                raise ModelUnavailable(f"{self.base} broke off: {_os_reason(exc)}") from None
+            if reply.response.status != 200:
+                raise ModelUnavailable(self._status_reason(reply, path, first_by))
+            return reply
+        except BaseException:
+            connection.close()
+            raise
+
+    def _status_reason(self, reply: _Reply, path: str, deadline: float) -> str:
+        """An error status in one line: the server's own message, and what to do for a key."""
+        response = reply.response
+        body = reply.read_all(deadline, limit=_ERROR_BODY_BYTES, partial=True)
+        line = f"{self.base}{path} answered HTTP {response.status} {response.reason}".rstrip()
+        message = _error_message(body, response.getheader("Content-Type") or "")
+        if message:
+            line += f": {message}"
+        if response.status in (401, 403):
+            used = next((n for n in API_KEY_ENVS if os.environ.get(n, "").strip()), None)
+            line += (f"; the key in {used} was refused" if used
+                     else "; set RAGDB_API_KEY (or OPENAI_API_KEY) to its API key")
+        elif response.status == 404:
+            line += f"; is {self.base} the API's base URL (it usually ends in /v1)?"
+        return line
+
+
+class _Stream:
+    """One chat completion, read as server-sent events (or one JSON document, from a server
+    that does not stream), under the first-token and total time limits."""
+
+    def __init__(self, owner: RemoteGenerator, started: float, n_sources: int,
+                 on_token: Callable[[str], None] | None) -> None:
+        self.owner = owner
+        self.started = started
+        self.n_sources = n_sources
+        self.on_token = on_token
+        self.raw = ""
+        self.emitted = ""
+        self.first_at: float | None = None
+        self.truncated = False  # the server stopped at max_tokens, or the stream broke off
+        self.timed_out = False
+        self.finished = False
+        self.looping = False
+        self.prompt_tokens = 0
+        self.new_tokens = 0
+        limit = owner.time_limit_s
+        self.deadline = started + limit if limit is not None else None
+
+    def run(self, messages: list[dict[str, str]]) -> None:
+        owner = self.owner
+        body = {"model": owner.served_model, "messages": messages, "stream": True,
+                "temperature": 0, "max_tokens": owner.max_new_tokens}
+        reply = owner.request("POST", "/chat/completions", body, self.started)
+        try:
+            kind = (reply.response.getheader("Content-Type") or "").split(";")[0]
+            kind = kind.strip().lower()
+            if kind == "text/html":
+                raise ModelUnavailable(_not_the_api(owner.base))
+            if kind == "application/json":  # a server that does not stream: the whole answer
+                self.whole(reply.read_all(self.deadline))
+            else:
+                self.events(reply)
+        finally:
+            reply.close()
+        if not self.raw.strip() and not self.timed_out:
+            raise ModelUnavailable(f"{owner.base} returned no text")
+
+    def next_deadline(self) -> float | None:
+        """Before the first text: the first-token limit; after it, the writing limit."""
+        if self.first_at is None:
+            return self.started + self.owner.first_token_limit_s
+        return self.deadline
+
+    @property
+    def done(self) -> bool:
+        return self.finished or self.looping or self.timed_out
+
+    def events(self, reply: _Reply) -> None:
+        """Read `data:` lines until [DONE], the end of the stream, a loop or the limit."""
+        buffer = b""
+        total = 0
+        while not self.done:
+            try:
+                chunk = reply.read_some(self.next_deadline())
+            except _Late:
+                if self.first_at is None:
+                    raise ModelUnavailable(f"{self.owner.base} wrote nothing within "
+                                           f"{self.owner.first_token_limit_s:g} s") from None
+                self.timed_out = True
+                return
+            if not chunk:
+                if buffer.strip():
+                    self.line(buffer)
+                self.truncated = not self.finished  # broke off before [DONE]
+                return
+            total += len(chunk)
+            if total > MAX_RESPONSE_BYTES:
+                raise ModelUnavailable(f"{self.owner.base} streamed over "
+                                       f"{MAX_RESPONSE_BYTES >> 20} MiB without finishing")
+            buffer += chunk
+            *lines, buffer = re.split(rb"\r\n|\r|\n", buffer)
+            for line in lines:
+                self.line(line)
+                if self.done:
+                    break
+
+    def line(self, raw_line: bytes) -> None:
+        """One line of server-sent events: comments, event names and ids pass; data is a
+        chunk of the completion; anything else is not an OpenAI-compatible stream."""
+        line = raw_line.decode("utf-8", errors="replace").strip()
+        if not line or line.startswith(":") or re.match(r"(event|id|retry)\s*:", line):
+            return
+        if not line.startswith("data:"):
+            if self.first_at is None and line.startswith("<"):
+                raise ModelUnavailable(_not_the_api(self.owner.base))
+            if line.startswith("{"):  # a JSON body sent as event-stream: read it whole
+                self.whole(raw_line)
+                return
+            raise ModelUnavailable(f"{self.owner.base} streamed something else than "
+                                   f"server-sent events: {_shown(line)}")
+        payload = line[len("data:"):].strip()
+        if payload == "[DONE]":
+            self.finished = True
+            return
+        self.chunk(_json(payload, self.owner.base), streamed=True)
+
+    def whole(self, body: bytes) -> None:
+        """A whole completion in one JSON document (a server that ignores `stream`)."""
+        self.chunk(_json(body.decode("utf-8", errors="replace"), self.owner.base),
+                   streamed=False)
+        self.finished = True
+
+    def chunk(self, data: Any, *, streamed: bool) -> None:
+        """Text from one completion object: choices[0].delta.content (streamed) or
+        choices[0].message.content; an `error` object ends it with the server's message."""
+        base = self.owner.base
+        if not isinstance(data, dict):
+            raise ModelUnavailable(f"{base} answered in another format than OpenAI's chat "
+                                   f"completions: {_shown(json.dumps(data))}")
+        if data.get("error"):
+            message = _error_message(json.dumps(data).encode(), "application/json")
+            raise ModelUnavailable(f"{base} failed: {message or 'an error without message'}")
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self.prompt_tokens = _int(usage.get("prompt_tokens")) or self.prompt_tokens
+            self.new_tokens = _int(usage.get("completion_tokens")) or self.new_tokens
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            raise ModelUnavailable(f"{base} answered in another format than OpenAI's chat "
+                                   f"completions (no choices): {_shown(json.dumps(data))}")
+        if not choices:
+            return  # the usage chunk some servers send last
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        part = choice.get("delta" if streamed else "message")
+        piece = part.get("content") if isinstance(part, dict) else None
+        if piece is not None and not isinstance(piece, str):
+            raise ModelUnavailable(f"{base} sent content that is not text: "
+                                   f"{_shown(json.dumps(piece))}")
+        if choice.get("finish_reason") == "length":
+            self.truncated = True
+        if piece:
+            self.piece(piece)
+
+    def piece(self, piece: str) -> None:
+        now = time.perf_counter()
+        if self.first_at is None:
+            self.first_at = now
+        self.new_tokens += 1
+        self.raw += piece
+        view, self.looping = stream_view(self.raw, self.n_sources)
+        self.emit(view)
+        self.timed_out = self.deadline is not None and now >= self.deadline
+
+    def emit(self, view: str) -> None:
+        if self.on_token is not None and view.startswith(self.emitted):
+            delta = view[len(self.emitted):]
+            if delta:
+                self.emitted = view
+                self.on_token(delta)
+
+
+class _Late(Exception):
+    """A time limit passed while waiting for the endpoint."""
+
+
+class _Reply:
+    """A response and the socket under it, read under deadlines (the socket's timeout is set
+    to what is left before each read)."""
+
+    def __init__(self, base: str, connection: http.client.HTTPConnection,
+                 sock: socket.socket | None) -> None:
+        self.base = base
+        self.connection = connection
+        self.sock = sock
+        self.response: http.client.HTTPResponse = None  # type: ignore[assignment]
+
+    def wait_until(self, deadline: float | None) -> None:
+        if self.sock is None:
+            return
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            raise _Late
+        self.sock.settimeout(left)
+
+    def read_some(self, deadline: float | None) -> bytes:
+        """The next bytes of the body as they arrive (b"" at its end), by `deadline`."""
+        self.wait_until(deadline)
+        try:
+            return self.response.read1(65536)
+        except (socket.timeout, TimeoutError):
+            raise _Late from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ModelUnavailable(f"{self.base} broke off: {_os_reason(exc)}") from None
+
+    def read_all(self, deadline: float | None, *, limit: int = MAX_RESPONSE_BYTES,
+                 partial: bool = False) -> bytes:
+        """The whole (bounded) body by `deadline`; `partial`: what came, not an error."""
+        body = b""
+        while len(body) <= limit:
+            try:
+                chunk = self.read_some(deadline)
+            except (_Late, ModelUnavailable) as exc:
+                if partial:
+                    return body
+                if isinstance(exc, _Late):
+                    raise ModelUnavailable(f"{self.base} did not finish its answer in "
+                                           "time") from None
+                raise
+            if not chunk:
+                return body
+            body += chunk
+        if partial:
+            return body[:limit]
+        raise ModelUnavailable(f"{self.base} sent over {limit >> 20} MiB")
+
+    def close(self) -> None:
+        self.connection.close()
+        if self.response is not None:
+            self.response.close()
+
+
+def _json(text: str, base: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ModelUnavailable(f"{base} sent something that is not JSON: {_shown(text)}"
+                               ) from None
+
+
+def _error_message(body: bytes, content_type: str) -> str:
+    """The server's own words on an error: OpenAI's {"error": {"message"}}, FastAPI's
+    {"detail"}, or the first line of a text body; an HTML page is named, not shown."""
+    text = body.decode("utf-8", errors="replace").strip()
+    if not text:
+        return ""
+    if "html" in content_type.lower() or text.startswith("<"):
+        return "an HTML page"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _shown(text.splitlines()[0])
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message") or error.get("msg") or error
+        if isinstance(error, list) and error and isinstance(error[0], dict):
+            error = error[0].get("msg") or error[0]
+        if error:
+            return _shown(error if isinstance(error, str) else json.dumps(error))
+    return _shown(text)
+
+
+def _not_the_api(base: str) -> str:
+    return (f"{base} answered with an HTML page, not an OpenAI-compatible API: give its base "
+            "URL (it usually ends in /v1)")
+
+
+def _shown(text: str, width: int = 120) -> str:
+    """Text for a one-line message: whitespace collapsed, control characters escaped, cut."""
+    flat = " ".join(text.split())
+    flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
+    return flat if len(flat) <= width else flat[:width - 3] + "..."
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower() if exc.strerror[:1].isupper() else exc.strerror
+    return _shown(str(exc)) or type(exc).__name__
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
