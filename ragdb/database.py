@@ -36,6 +36,7 @@ from ragdb.db import (
     index_lock,
     index_running,
     location,
+    read_transaction,
     scalar,
     search_legs,
     set_search_legs,
@@ -75,6 +76,7 @@ from ragdb.retrieve import (
 from ragdb.source_files import SourceFiles
 
 if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
+    from ragdb.navigate import Listing
     from ragdb.schemas import (
         MinimalSource,
         RagDataset,
@@ -608,6 +610,56 @@ class RagDB:
         """Answer every question of a search-dataset output; a rerun resumes."""
         return answer_dataset(results, self.source_text, lambda: self.answerer(style),
                               out_path, progress=progress, warn=self.warn)
+
+    # -- definitions and references (ragdb/navigate.py) --------------------------------------
+
+    def definition(self, name: str, **options: Any) -> "Listing":
+        """Where a name is defined (`LLM`, `LLM.generate`, `clap::Command`): a
+        navigate.Listing of places, a page at a time. Options of every symbol read: filters
+        (Filters: --path, --lang, --exclude), kinds, limit, offset."""
+        return self._navigate("definitions", name, **options)
+
+    def references(self, name: str, **options: Any) -> "Listing":
+        """The uses of a name's definitions (resolved through imports and re-exports), then
+        the uses of the name on objects of unknown type (unresolved)."""
+        return self._navigate("references", name, **options)
+
+    def callers(self, name: str, **options: Any) -> "Listing":
+        """The definitions that call a name's definitions."""
+        return self._navigate("callers", name, **options)
+
+    def callees(self, name: str, **options: Any) -> "Listing":
+        """What a name's definitions call, at the callees' definitions."""
+        return self._navigate("callees", name, **options)
+
+    def outline(self, path: str, **options: Any) -> "Listing":
+        """A file's definitions in reading order (or every file's under a folder)."""
+        return self._navigate("outline", path, **options)
+
+    def repo_map(self, tokens: int = 1024, filters: Filters = NO_FILTERS) -> Any:
+        """The most referenced definitions with their signatures within `tokens` (PageRank
+        over the reference graph): (text, entries)."""
+        from ragdb.repo_map import repo_map
+
+        self._check_langs(filters)
+        with read_transaction(self.conn):
+            return repo_map(self.conn, tokens, filters)
+
+    def _navigate(self, what: str, name: str, *, filters: Filters = NO_FILTERS,
+                  kinds: Sequence[str] | str | None = None, limit: object = None,
+                  offset: object = 0) -> "Listing":
+        from ragdb import navigate
+        from ragdb.symbols import REF_KINDS
+
+        known = REF_KINDS if what == "references" else navigate.KINDS
+        default = navigate.MAX_LIMIT if what == "outline" else navigate.DEFAULT_LIMIT
+        page = navigate.check_page(default if limit is None else limit, offset)
+        checked = navigate.check_kinds(kinds, known)
+        self._check_langs(filters)
+        with read_transaction(self.conn):
+            listing: navigate.Listing = getattr(navigate, what)(
+                self.conn, name, filters, checked, *page)
+        return listing
 
     # -- status ----------------------------------------------------------------------------
 

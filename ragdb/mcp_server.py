@@ -1,7 +1,8 @@
 """`ragdb mcp`: rag.db as a Model Context Protocol server over stdio (the official `mcp` SDK).
 
 Tools: `search`, `answer`, `index` (re-indexes the roots rag.db records, never paths from the
-client) and `status`. Each result is structured (`structuredContent`, with an output schema)
+client) and `status`; `definition`, `references`, `callers`, `outline` and `map`
+(ragdb/mcp_symbols.py). Each result is structured (`structuredContent`, with an output schema)
 and readable as text. Bad arguments are tool errors of one line; the server ends when the
 client closes its end of stdio. Everything goes through the front door, `RagDB`.
 """
@@ -27,13 +28,16 @@ from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k
+from ragdb.mcp_symbols import add_symbol_tools
 from ragdb.retrieve import Filters, Hit, Mode
 from ragdb.schemas import FilterValue, describe
 
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "
     "`search` returns the places (file_path:start_line-end_line with their text), `answer` "
-    "a cited answer from a local model, `status` what is indexed, `index` re-indexes it."
+    "a cited answer from a local model, `status` what is indexed, `index` re-indexes it. "
+    "`definition`, `references`, `callers` and `outline` find where a name is defined and "
+    "used (path:line), `map` lists the most referenced definitions with their signatures."
 )
 #: path, lang, exclude: a string or a list of strings, as on HTTP (schemas.filter_value).
 FilterArg = FilterValue
@@ -271,6 +275,7 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
         lines.append("languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items()))
         return _result(result, "\n".join(lines))
 
+    add_symbol_tools(server, rag, call)
     return server
 
 

@@ -201,13 +201,13 @@ class _Extractor:
 
     def klass(self, node: ast.ClassDef, scope: _Scope) -> None:
         qualified, index = self.define(node.name, "class", node, scope)
-        for base in node.bases:
-            scope.roots.append((base, "inherit"))
         for keyword in node.keywords:
             scope.roots.append((keyword.value, ""))
         for decorator in node.decorator_list:
             scope.roots.append((decorator, "decorator"))
         inner = _Scope(qualified, index, "class", scope)
+        for base in node.bases:  # held by the class: what its subclasses inherit is found
+            inner.roots.append((base, "inherit"))
         inner.bases = [_dotted(b) for b in node.bases]
         self.classes[qualified] = inner
         self.scopes.append(inner)
@@ -468,16 +468,18 @@ class _Extractor:
                 return None
             if found is None:
                 found = self.local_type(head, scope)
-                if found:  # self.x, param.x: the member of its class
-                    member, here = self.member(found, attrs[0])
-                    if len(attrs) == 1 and (here or kind == "call"):
-                        target = member
-                    elif len(attrs) > 1 and here and kind != "call":
-                        target, at = member, chain[0]  # self.x.y: a use of x
             elif found:
                 target = ".".join([found, *attrs])
+                found = ""
         else:
             rest = base
+            found = self.instance_of(base, scope)
+        if found:  # self.x, param.x, Foo().x: the member of its class
+            member, here = self.member(found, attrs[0])
+            if len(attrs) == 1 and (here or kind == "call"):
+                target = member
+            elif len(attrs) > 1 and here and kind != "call":
+                target, at = member, chain[0]  # self.x.y: a use of x
         if not target and kind not in ("call", "decorator", "inherit"):
             return rest  # an attribute of an object of unknown type: too common to keep
         name = at.attr  # type: ignore[attr-defined]
@@ -485,6 +487,14 @@ class _Extractor:
         last = self.pos(end_line, at.end_col_offset or 0)  # type: ignore[attr-defined]
         self.refs.append(Ref(name, target, kind, last - len(name), end_line, scope.index))
         return rest
+
+    def instance_of(self, node: ast.AST, scope: _Scope) -> str:
+        """The class `Foo(...)` makes an instance of ('' for any other expression)."""
+        if type(node) is not ast.Call:
+            return ""
+        func = node.func  # type: ignore[attr-defined]
+        last = func.attr if type(func) is ast.Attribute else getattr(func, "id", "")
+        return self.class_of(func, scope) if last[:1].isupper() else ""
 
     def local_type(self, name: str, scope: _Scope) -> str:
         s: _Scope | None = scope

@@ -133,6 +133,20 @@ def search_many(questions: list[str], k: int, mode: Mode,
     return result
 
 
+def symbols(what: str, arg: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """A read of definitions and references (RagDB.definition, references, callers, callees,
+    outline; `map`: RagDB.repo_map) as JSON."""
+    def run() -> dict[str, Any]:
+        rag = _rag()
+        if what == "map":
+            text, entries = rag.repo_map(arg, options.get("filters", NO_FILTERS))
+            return {"tokens": arg, "map": text, "entries": [e.to_json() for e in entries]}
+        result: dict[str, Any] = getattr(rag, what)(arg, **options).to_json()
+        return result
+    found: dict[str, Any] = _busy(run)
+    return found
+
+
 def status() -> dict[str, Any]:
     rag = _rag()
     body: dict[str, Any] = _busy(rag.status)

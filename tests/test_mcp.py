@@ -71,7 +71,8 @@ def test_tools_search_status_index_and_errors(indexed: Path) -> None:
         ("index", {}),
     ]
     tools, *results = _call(indexed, calls)
-    assert {t.name for t in tools.tools} == {"search", "answer", "index", "status"}
+    assert {t.name for t in tools.tools} == {"search", "answer", "index", "status", "definition",
+                                             "references", "callers", "outline", "map"}
     search_tool = next(t for t in tools.tools if t.name == "search")
     assert search_tool.output_schema and "sources" in search_tool.output_schema["properties"]
 

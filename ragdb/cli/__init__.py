@@ -21,6 +21,10 @@ from ragdb.cli.indexing import index
 from ragdb.cli.models import models_app
 from ragdb.cli.query import answer_command, search_command
 from ragdb.cli.shared import DbOption, ModelOption, err, from_project_folder, one_line
+from ragdb.cli.symbols import (
+    callees_command, callers_command, definition_command, map_command, outline_command,
+    references_command,
+)
 from ragdb.db import location
 from ragdb.errors import RagdbError
 
@@ -72,6 +76,12 @@ app.command("search-dataset")(search_dataset_command)
 app.command("search_dataset", hidden=True)(search_dataset_command)
 app.command("evaluate")(evaluate_command)
 app.command("answer")(answer_command)
+app.command("definition")(definition_command)
+app.command("references")(references_command)
+app.command("callers")(callers_command)
+app.command("callees")(callees_command)
+app.command("outline")(outline_command)
+app.command("map")(map_command)
 app.command("answer-dataset")(answer_dataset_command)
 app.command("answer_dataset", hidden=True)(answer_dataset_command)
 app.add_typer(models_app, name="models")

@@ -343,6 +343,33 @@ async def index_view(service: RagdbService, request: Any, send: Any) -> Any:
     })
 
 
+#: The reads of definitions and references: what each takes as its subject.
+SYMBOL_SUBJECTS = {"definition": "name", "references": "name", "callers": "name",
+                   "callees": "name", "outline": "file", "map": "tokens"}
+
+
+@api_view(["GET", "HEAD", "POST"])
+async def symbols_view(service: RagdbService, request: Any, send: Any) -> Any:
+    """GET /-/ragdb/definition?name=LLM (references, callers, callees: name; outline: file;
+    map: tokens), with path, lang, exclude, kind (repeatable), limit and offset."""
+    what = request.path.rstrip("/").rsplit("/", 1)[-1]
+    params = await request_params(request, service.config.max_body_bytes)
+    subject = SYMBOL_SUBJECTS[what]
+    arg = params.get(subject)
+    if what == "map":
+        arg = 1024 if arg in (None, "") else arg
+    elif arg is None or arg == "":
+        raise ApiError(400, f"{subject} is required" + (
+            ": the name of a function, class or variable" if subject == "name" else
+            ": a file or folder as the index stores it"))
+    options: dict[str, Any] = {"filters": parse_filters(params)}
+    if what != "map":
+        kinds = request.args.getlist("kind") if request.method != "POST" else params.get("kind")
+        options.update(kinds=kinds or None, limit=params.get("limit") or None,
+                       offset=params.get("offset") or 0)
+    return Response.json(await service.symbols(what, arg, options))
+
+
 @api_view(["GET", "HEAD"])
 async def status_view(service: RagdbService, request: Any, send: Any) -> Any:
     return Response.json(await service.status())
@@ -490,6 +517,12 @@ ROUTES: list[tuple[str, Any]] = [
     (r"^/-/ragdb/answer$", answer_view),
     (r"^/-/ragdb/index$", index_view),
     (r"^/-/ragdb/status$", status_view),
+    (r"^/-/ragdb/definition$", symbols_view),
+    (r"^/-/ragdb/references$", symbols_view),
+    (r"^/-/ragdb/callers$", symbols_view),
+    (r"^/-/ragdb/callees$", symbols_view),
+    (r"^/-/ragdb/outline$", symbols_view),
+    (r"^/-/ragdb/map$", symbols_view),
     (r"^/-/ragdb/ask$", ask_view),
     (r"^/-/ragdb/static/(?P<name>[^/]+)$", asset_view),
     (r"^/-/ragdb(?:/.*)?$", not_found_view),

@@ -312,6 +312,11 @@ class RagdbService:
             found += await self._call("search", worker.search_many, batch, k, mode, filters)
         return found
 
+    async def symbols(self, what: str, arg: Any, options: dict[str, Any]) -> dict[str, Any]:
+        """A read of definitions and references, in the search worker (worker.symbols)."""
+        found: dict[str, Any] = await self._call("search", worker.symbols, what, arg, options)
+        return found
+
     async def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "database": self.db_name,

@@ -1,0 +1,113 @@
+"""Definitions and references from the command line: `ragdb definition`, `references`,
+`callers`, `callees`, `outline` and `map`. Each prints `path:line: kind qualified_name`, one
+place a line, as a compiler does (an editor's quickfix list reads it), or JSON with --json;
+a page at a time (--limit, --offset), saying on stderr how many there are in all."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional
+
+import typer
+
+from ragdb.cli.shared import DbOption, ExcludeOption, LangOption, PathOption, err, open_rag
+
+KindOption = typer.Option(
+    None, "--kind",
+    help="Only this kind (repeatable): function, method, class, struct, interface, trait, "
+    "type, enum, constant, variable, macro, module, field, test; for references: call, "
+    "import, type, attribute, inherit, decorator, macro, use.")
+LimitOption = typer.Option(None, "--limit", help="How many places to show (1 to 10,000) "
+                           "[default: 50; outline: all].", show_default=False)
+OffsetOption = typer.Option(0, "--offset", help="Skip this many places (the next page).")
+JsonOption = typer.Option(False, "--json", help="Print the places as JSON.")
+
+
+def _show(listing: Any, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(listing.to_json(), indent=2, ensure_ascii=False))
+        return
+    for place in listing.places:
+        typer.echo(place.text())
+    if listing.note:
+        err(listing.note)
+    if listing.shown:
+        err(listing.shown)
+
+
+def _read(what: str) -> Callable[..., None]:
+    def command(
+        name: str = typer.Argument(..., help="The name: `LLM`, `LLM.generate`, "
+                                   "`clap::Command::new` (a qualified name by its tail)."),
+        path: Optional[list[str]] = PathOption,
+        lang: Optional[list[str]] = LangOption,
+        exclude: Optional[list[str]] = ExcludeOption,
+        kind: Optional[list[str]] = KindOption,
+        limit: Optional[int] = LimitOption,
+        offset: int = OffsetOption,
+        as_json: bool = JsonOption,
+        db: Optional[str] = DbOption,
+    ) -> None:
+        from ragdb.retrieve import Filters
+
+        rag = open_rag(db)
+        listing = getattr(rag, what)(name, filters=Filters.of(path, lang, exclude),
+                                     kinds=kind, limit=limit, offset=offset)
+        _show(listing, as_json)
+    return command
+
+
+definition_command = _read("definition")
+definition_command.__doc__ = "Where a name is defined: `path:line: kind qualified_name`."
+references_command = _read("references")
+references_command.__doc__ = ("Every use of a name: those that resolve to its definitions "
+                              "(through imports and re-exports), then those on objects of "
+                              "unknown type (unresolved).")
+callers_command = _read("callers")
+callers_command.__doc__ = "The functions and methods that call a name, at their first call."
+callees_command = _read("callees")
+callees_command.__doc__ = "What a function or method calls, at the callees' definitions."
+
+
+def outline_command(
+    path_arg: str = typer.Argument(..., metavar="PATH",
+                                   help="A file (its stored path, or its tail), or a folder."),
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
+    kind: Optional[list[str]] = KindOption,
+    limit: Optional[int] = LimitOption,
+    offset: int = OffsetOption,
+    as_json: bool = JsonOption,
+    db: Optional[str] = DbOption,
+) -> None:
+    """A file's definitions in reading order: `path:line: kind qualified_name`."""
+    from ragdb.retrieve import Filters
+
+    listing = open_rag(db).outline(path_arg, filters=Filters.of(path, lang, exclude),
+                                   kinds=kind, limit=limit, offset=offset)
+    _show(listing, as_json)
+
+
+def map_command(
+    tokens: int = typer.Option(1024, "--tokens", help="The map's budget in tokens "
+                               "(characters / 4)."),
+    path: Optional[list[str]] = PathOption,
+    lang: Optional[list[str]] = LangOption,
+    exclude: Optional[list[str]] = ExcludeOption,
+    as_json: bool = JsonOption,
+    db: Optional[str] = DbOption,
+) -> None:
+    """The codebase at a glance: its most referenced definitions (PageRank over the
+    reference graph) with their signatures, grouped by file, within --tokens."""
+    from ragdb.retrieve import Filters
+
+    text, entries = open_rag(db).repo_map(tokens, Filters.of(path, lang, exclude))
+    if as_json:
+        typer.echo(json.dumps({"tokens": tokens, "entries": [e.to_json() for e in entries]},
+                              indent=2, ensure_ascii=False))
+        return
+    if not entries:
+        err("no definitions in the index: `ragdb index` reads them from the code")
+        return
+    typer.echo(text)

@@ -1,0 +1,31 @@
+-- title: Symbol
+-- description: A name's definitions, the files that use them (each with its lines) and the definitions that call them. :name is a name (LLM) or a qualified name (vllm.entrypoints.llm.LLM); uses here are those that name the definition directly (the JSON API's /-/ragdb/references also follows re-exports).
+WITH defs AS (
+    SELECT s.id, s.qualified, s.kind, f.path, s.start_line
+    FROM symbols AS s
+    JOIN files AS f ON f.id = s.file_id
+    WHERE s.name = :name OR s.qualified = :name
+),
+uses AS (
+    SELECT r.file_id, r.enclosing_id, r.kind, r.line, f.path
+    FROM symbol_refs AS r
+    JOIN files AS f ON f.id = r.file_id
+    WHERE r.target_id IN (SELECT n.id FROM symbol_names AS n
+                          WHERE n.qualified IN (SELECT qualified FROM defs))
+)
+SELECT 1 AS part, 'definition' AS section, path, start_line AS line, kind, qualified,
+       NULL AS uses
+FROM defs
+UNION ALL
+SELECT 2, 'used in', path, min(line), group_concat(DISTINCT kind), NULL,
+       count(*) || ' (lines ' || group_concat(line, ', ') || ')'
+FROM uses
+GROUP BY path
+UNION ALL
+SELECT 3, 'called by', u.path, min(u.line), e.kind, e.qualified, count(*)
+FROM uses AS u
+JOIN symbols AS e ON e.id = u.enclosing_id
+WHERE u.kind IN ('call', 'decorator', 'macro')
+GROUP BY u.enclosing_id
+ORDER BY part, path, line
+LIMIT 1000

@@ -1,0 +1,27 @@
+-- The definitions that call one of :ids (symbol_names ids, a JSON array), one row each with
+-- its first call and the number of calls (n); of the kinds in :kinds, in the files the
+-- filters allow; a page of them with the count of all (total). Calls at a file's top level
+-- (outside any definition) count as the file's.
+WITH calls AS (
+    SELECT r.file_id, r.enclosing_id, min(r.first_char) AS at, min(r.line) AS line,
+           count(*) AS n
+    FROM symbol_refs AS r
+    JOIN files AS f ON f.id = r.file_id
+    LEFT JOIN symbols AS e ON e.id = r.enclosing_id
+    WHERE r.target_id IN (SELECT CAST(jsonb_array_elements_text(CAST(:ids AS jsonb)) AS bigint))
+      AND r.kind IN ('call', 'decorator', 'macro')
+      AND (CAST(:kinds AS jsonb) IS NULL OR e.kind IN (SELECT jsonb_array_elements_text(CAST(:kinds AS jsonb))))
+      AND (CAST(:langs AS jsonb) IS NULL
+           OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
+      AND (CAST(:paths AS jsonb) IS NULL OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
+      AND (CAST(:excludes AS jsonb) IS NULL
+           OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
+    GROUP BY r.file_id, r.enclosing_id
+)
+SELECT f.path, c.line, coalesce(e.kind, 'file') AS kind, coalesce(e.qualified, f.path),
+       f.kind AS language, c.n, (SELECT count(*) FROM calls) AS total
+FROM calls AS c
+JOIN files AS f ON f.id = c.file_id
+LEFT JOIN symbols AS e ON e.id = c.enclosing_id
+ORDER BY f.path, c.at
+LIMIT :limit OFFSET :offset;

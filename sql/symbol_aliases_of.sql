@@ -1,0 +1,10 @@
+-- The module-level imports of the names :ids (symbol_names ids, a JSON array) that give them
+-- another qualified name: (alias, whether any use names the alias, target). A package that
+-- re-exports a class gives it its own name; an alias no use names leads nowhere.
+SELECT a.qualified,
+       EXISTS (SELECT 1 FROM symbol_refs AS u WHERE u.target_id = r.alias_id) AS used,
+       t.qualified
+FROM symbol_refs AS r
+JOIN symbol_names AS a ON a.id = r.alias_id
+JOIN symbol_names AS t ON t.id = r.target_id
+WHERE r.target_id IN (SELECT value FROM json_each(:ids)) AND r.alias_id IS NOT NULL;

@@ -1,0 +1,29 @@
+-- The definitions that call one of :ids (symbol_names ids, a JSON array), one row each with
+-- its first call and the number of calls (n); of the kinds in :kinds, in the files the
+-- filters allow; a page of them with the count of all (total). Calls at a file's top level
+-- (outside any definition) count as the file's.
+WITH calls AS (
+    SELECT r.file_id, r.enclosing_id, min(r.first_char) AS at, min(r.line) AS line,
+           count(*) AS n
+    FROM symbol_refs AS r
+    JOIN files AS f ON f.id = r.file_id
+    LEFT JOIN symbols AS e ON e.id = r.enclosing_id
+    WHERE r.target_id IN (SELECT value FROM json_each(:ids))
+      AND r.kind IN ('call', 'decorator', 'macro')
+      AND (:kinds IS NULL OR e.kind IN (SELECT value FROM json_each(:kinds)))
+      AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
+      AND (:paths IS NULL OR EXISTS (
+              SELECT 1 FROM json_each(:paths) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+      AND (:excludes IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(:excludes) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+    GROUP BY r.file_id, r.enclosing_id
+)
+SELECT f.path, c.line, coalesce(e.kind, 'file') AS kind, coalesce(e.qualified, f.path),
+       f.kind AS language, c.n, (SELECT count(*) FROM calls) AS total
+FROM calls AS c
+JOIN files AS f ON f.id = c.file_id
+LEFT JOIN symbols AS e ON e.id = c.enclosing_id
+ORDER BY f.path, c.at
+LIMIT :limit OFFSET :offset;

@@ -1,0 +1,25 @@
+-- Uses whose target is one of :ids (symbol_names ids, a JSON array), of the kinds in :kinds,
+-- in the files the filters allow, with the definition enclosing each; a page of them (:limit,
+-- :offset) in path order with the count of all (total).
+WITH found AS (
+    SELECT f.path, r.line, r.kind, t.qualified AS target, r.name, e.qualified AS enclosing,
+           f.kind AS language, r.first_char
+    FROM symbol_refs AS r
+    JOIN symbol_names AS t ON t.id = r.target_id
+    JOIN files AS f ON f.id = r.file_id
+    LEFT JOIN symbols AS e ON e.id = r.enclosing_id
+    WHERE r.target_id IN (SELECT value FROM json_each(:ids))
+      AND (:kinds IS NULL OR r.kind IN (SELECT value FROM json_each(:kinds)))
+      AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
+      AND (:paths IS NULL OR EXISTS (
+              SELECT 1 FROM json_each(:paths) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+      AND (:excludes IS NULL OR NOT EXISTS (
+              SELECT 1 FROM json_each(:excludes) AS p
+              WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+)
+SELECT path, line, kind, target, name, enclosing, language, first_char,
+       (SELECT count(*) FROM found) AS total
+FROM found
+ORDER BY path, first_char
+LIMIT :limit OFFSET :offset;
