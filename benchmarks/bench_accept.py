@@ -28,11 +28,16 @@ questions in the same order; `report` tallies `repos3` apart and leaves it out o
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive
     uv run --frozen python -m benchmarks.bench_accept sample --style writer
     uv run --frozen python -m benchmarks.bench_accept sample --style extractive --repos3
-    uv run --frozen python -m benchmarks.bench_accept sample --repos3 --name NAME \
-        --settings '{"window_min_chars": 600}'   # a variant, beside bench_writer's runs
+    uv run --frozen python -m benchmarks.bench_accept sample --repos3 --name NAME
+        # (writer/context/answers_held_NAME.json; the sample's own file is left as it is)
     uv run --frozen python -m benchmarks.bench_accept sample --style writer --repos3 \
         --only ID,ID   # those answers again, in the sample's own file
     uv run --frozen python -m benchmarks.bench_accept report
+
+The saved answers_extractive.json and its verdicts are the passages ragdb chose from the sources
+before issue 39 (the fragment selection, last in commit 90ac313); `--style extractive`
+answers with whole blocks now (generate/blocks.py), so a new sample of it is best written with
+`--name` and judged blind against the old one (benchmarks/bench_blocks.py did so).
 """
 
 from __future__ import annotations
@@ -47,8 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (ACCEPT_DIR, CONTEXT_DIR, REPOS2, REPOS3, accept_sample,
-                               answer_record, host_line, repo_questions, use_extractive_settings,
-                               vllm_questions)
+                               answer_record, host_line, repo_questions, vllm_questions)
 from ragdb import RagDB
 from ragdb.retrieve import Mode
 
@@ -65,22 +69,17 @@ def first_round() -> set[str]:
     return {q.question_id for q in docs + code + repos}
 
 
-def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, Any] | None = None,
-                  name: str = "", only: frozenset[str] = frozenset()) -> Path:
-    """The sample answered; with `settings` (fields of passage_choice.Settings) the extractive
-    answers under them, written with `name` beside bench_writer's tuning runs as
+def answer_sample(style: str, k: int, repos3: bool = False, name: str = "",
+                  only: frozenset[str] = frozenset()) -> Path:
+    """The sample answered; with `name`, written beside bench_writer's tuning runs as
     answers_held_<name>.json (for `bench_writer pair`), the sample's own file left as it is.
     With `only` (question ids), those questions alone are answered again and replace theirs in
     the sample's own file (the writer's answers where the passages it is shown changed: 250 of
     them take most of an hour on 2 cores); the replaced answers go to
     answers_<style>_replaced.json, for a blind pairing."""
     answer_style, model = STYLES[style]
-    if only and (settings or name):
-        raise SystemExit("--only answers into the sample's own file: no --settings or --name")
-    if settings:
-        if style != "extractive" or not name:
-            raise SystemExit("--settings needs --style extractive and --name")
-        use_extractive_settings(settings)
+    if only and name:
+        raise SystemExit("--only answers into the sample's own file: no --name")
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in accept_sample(repos3):
@@ -98,7 +97,7 @@ def answer_sample(style: str, k: int, repos3: bool = False, settings: dict[str, 
     if name:
         CONTEXT_DIR.mkdir(parents=True, exist_ok=True)
         path = CONTEXT_DIR / f"answers_held_{name}.json"
-        path.write_text(json.dumps({"context": settings or {}, "answers": out}, indent=1))
+        path.write_text(json.dumps({"context": {}, "answers": out}, indent=1))
     elif only:
         path = ACCEPT_DIR / f"answers_{style}.json"
         saved = json.loads(path.read_text())
@@ -179,15 +178,13 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--repos3", action="store_true",
                         help="sample: also the 60 questions of benchmarks/repos3 (set repos3)")
-    parser.add_argument("--settings", default="{}", help="sample: extractive passage settings "
-                        "as JSON (fields of passage_choice.Settings); needs --name")
     parser.add_argument("--name", default="", help="sample: write writer/context/"
                         "answers_held_NAME.json instead of the sample's own file")
     parser.add_argument("--only", default="", help="sample: comma-separated question ids "
                         "answered again in the sample's own file, the others kept")
     args = parser.parse_args()
     if args.action == "sample":
-        answer_sample(args.style, args.k, args.repos3, json.loads(args.settings), args.name,
+        answer_sample(args.style, args.k, args.repos3, args.name,
                       frozenset(filter(None, args.only.split(","))))
     else:
         report()

@@ -1,13 +1,14 @@
 """`make bench-answer`: answer the public docs questions from their hybrid search results.
 
 Goes through `RagDB.answer_from`, exactly as `ragdb answer` does, with `--style` auto (the
-default: extractive where only the small offline model exists), extractive or generate, and
-reports against the reference answers: token F1, reference content-word recall, the share of
-answer passages that are verbatim passages of a cited source, valid citations, answers citing
-a source, cited sources holding the reference span (same file, IoU > 0.05), empty and
-path-only answers, for written answers what the claim check kept, dropped and replaced, and
-seconds per answer (p50 / p95, and the whole run including start-up, divided by the number of
-questions). Needs data/bench/rag.db (`make bench --quick` builds it).
+default: the blocks alone where only the small offline model exists), extractive (the blocks)
+or generate (a model's checked sentences above them), and reports against the reference
+answers: token F1, reference content-word recall, the share of blocks whose lines are their
+file's lines at their numbers (re-read from the files the index was built from), valid
+citations, answers citing a source, cited sources holding the reference span (same file, IoU >
+0.05), empty and path-only answers, for written answers what the claim check kept and dropped,
+and seconds per answer (p50 / p95, and the whole run including start-up, divided by the number
+of questions). Needs data/bench/rag.db (`make bench --quick` builds it).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import statistics
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import VLLM_DB, dataset, host_line, percentile
 from ragdb import RagDB, evaluate
-from ragdb.generate.extractive import clean_markup, is_label
 from ragdb.generate.style import Style
 from ragdb.retrieve import Mode
 from ragdb.schemas import MinimalSource, RagDataset
@@ -30,7 +31,6 @@ from ragdb.tokenize import STOPWORDS
 _WORD = re.compile(r"\w+")
 # A citation is a bracketed number not glued to code (`shape[1]`, `x[0]` are not citations).
 _CITATION = re.compile(r"(?<![\w\]\)])\[(\d{1,3})\]")
-_CLOSING = re.compile(r"\s*(?:(?<![\w\]\)])\[\d{1,3}\][ ,]*)+(?=\n\n|\s*$)")
 _PATH_LINE = re.compile(r"^[\w.\-/]+\.(py|md|rst|txt|toml|cfg|yaml|yml|json|sh)(:\d+-\d+)?$")
 # Reference answers say "vllm" in almost every one: it carries no content.
 CONTENT_STOP = STOPWORDS | {"vllm", "s", "t", "e", "g", "etc", "via", "one", "two"}
@@ -51,44 +51,21 @@ def content_words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)} - CONTENT_STOP
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
+def blocks_verbatim(rag: RagDB, result: Any) -> tuple[int, int]:
+    """(blocks whose lines are their file's lines at their numbers, blocks shown): each file
+    re-read where the index was built, as the answer read it (ragdb.source_files)."""
+    from ragdb.source_files import SourceFiles
 
-
-def passages_of(answer: str) -> list[tuple[str, list[int]]]:
-    """The answer cut after each citation that closes a paragraph: (text, cited numbers).
-    Text after the last such citation is a passage citing nothing."""
-    pieces: list[tuple[str, list[int]]] = []
-    position = 0
-    for match in _CLOSING.finditer(answer):
-        body = answer[position:match.start()]
-        pieces.append((body, [int(n) for n in _CITATION.findall(match.group(0))]))
-        position = match.end()
-    if answer[position:].strip():
-        pieces.append((answer[position:], []))
-    return pieces
-
-
-def verbatim_share(answer: str, sources: list[str]) -> tuple[int, int]:
-    """(passages found word for word in a source they cite, passages). Each line of a passage
-    (fence lines, a code answer's `...` line, which marks lines left out, and the label line
-    naming the code's file, ragdb's own words, aside) must appear in the source, raw or after
-    the same markup cleaning."""
+    files = SourceFiles(rag.conn)
     found = total = 0
-    for body, numbers in passages_of(answer):
-        lines = [_flat(line) for line in body.splitlines()
-                 if line.strip() and not line.strip().startswith("```") and line.strip() != "..."
-                 and not is_label(line)]
-        if not lines:
-            continue
+    for block in (result.shown or {}).get("blocks", []):
         total += 1
-        for n in numbers:
-            if not 1 <= n <= len(sources):
-                continue
-            raw, cleaned = _flat(sources[n - 1]), _flat(clean_markup(sources[n - 1]))
-            if all(line in raw or _flat(clean_markup(line)) in cleaned for line in lines):
-                found += 1
-                break
+        located = files(result.prompt_sources[block["n"] - 1])
+        if located.text is None:
+            continue
+        lines = located.text.split("\n")[block["start_line"] - 1:block["end_line"]]
+        shown = result.text.split("\n")
+        found += all(line.strip() in {x.strip() for x in shown} for line in lines)
     return found, total
 
 
@@ -113,8 +90,8 @@ def main() -> None:
 
     totals, firsts, f1s, recalls = [], [], [], []
     citing = valid = cited_total = cited_sources = cited_holding = 0
-    verbatim = passages = empty = paths_only = 0
-    checked = fallbacks = written = kept = replaced = 0
+    verbatim = blocks = empty = paths_only = 0
+    checked = fallbacks = written = kept = 0
     for question, hits in zip(questions, found):
         result = rag.answer_from(question.question, hits, k=args.k, mode=Mode.hybrid,
                                  style=args.style)
@@ -123,7 +100,6 @@ def main() -> None:
             fallbacks += bool(result.check["fallback"])
             written += result.check["sentences"]
             kept += result.check["kept"]
-            replaced += len(result.check["replaced_code"])
         totals.append(result.timings.get("total_s", 0.0))
         firsts.append(result.timings.get("first_token_s", 0.0))
         f1s.append(token_f1(result.text, question.answer))
@@ -134,8 +110,8 @@ def main() -> None:
         cited_total += len(numbers)
         citing += bool(result.cited)
         cited_sources += len(result.cited)
-        got, total = verbatim_share(result.text, [s.text for s in result.prompt_sources])
-        verbatim, passages = verbatim + got, passages + total
+        got, total = blocks_verbatim(rag, result)
+        verbatim, blocks = verbatim + got, blocks + total
         body = [line for line in _CITATION.sub("", result.text).splitlines() if line.strip()]
         empty += not body
         paths_only += bool(body) and all(_PATH_LINE.match(line.strip()) for line in body)
@@ -155,21 +131,20 @@ def main() -> None:
     print("\n| measure | value |\n|---|---|")
     print(f"| token F1 vs reference answers (mean) | {statistics.mean(f1s):.3f} |")
     print(f"| reference content-word recall (mean) | {statistics.mean(recalls):.3f} |")
-    print(f"| answer passages verbatim in a cited source | "
-          f"{verbatim / max(1, passages):.0%} |")
+    print(f"| blocks whose lines are their file's, at their numbers | "
+          f"{verbatim} / {blocks} |")
     print(f"| citations naming a given source | "
           f"{(valid / cited_total if cited_total else 1.0):.0%} |")
     print(f"| answers citing at least one source | {citing / n:.0%} |")
     print(f"| cited sources holding the reference span | "
           f"{cited_holding / max(1, cited_sources):.0%} |")
     print(f"| empty answers / answers that are only paths | {empty} / {paths_only} |")
-    print(f"| answerer load (model, or the embedder for extractive) | {load_s:.1f} s |")
+    print(f"| answerer load (the model; nothing for the blocks) | {load_s:.1f} s |")
     if checked:
-        print(f"| written answers kept after the check / fell back to passages | "
+        print(f"| written answers kept after the check / fell back to the blocks alone | "
               f"{checked - fallbacks} / {fallbacks} |")
-        print(f"| written sentences kept / dropped; code replaced by source lines | "
-              f"{kept} / {written - kept}; {replaced} |")
-    print(f"| first passage or token p50 / p95 | {statistics.median(firsts):.2f} / "
+        print(f"| written sentences kept / dropped | {kept} / {written - kept} |")
+    print(f"| first block or token p50 / p95 | {statistics.median(firsts):.2f} / "
           f"{percentile(firsts, 0.95):.2f} s |")
     print(f"| seconds per answer p50 / p95 | {statistics.median(totals):.2f} / "
           f"{percentile(totals, 0.95):.2f} s |")

@@ -1,8 +1,11 @@
-"""Answer variants side by side, for blind readers (issue 39): today's extractive answer against
-whole blocks of the sources (ragdb/generate/blocks.py), on the same retrieval.
+"""Answer variants side by side, for blind readers (issue 39): the passages ragdb chose before
+(`extractive`) against whole blocks of the sources (ragdb/generate/blocks.py), on the same
+retrieval. The readers chose `blocks`; the passages' selection was then deleted (it last lived
+in commit 90ac313), so their saved answers and verdicts stay what `report` compares
+against, and `answer` now answers with the variants of generate/blocks.VARIANTS alone.
 
-`answer` searches each question once (hybrid, k 10) and answers it with every variant
-(`extractive` and generate/blocks.VARIANTS), writing into data/bench/blocks/:
+`answer` searches each question once (hybrid, k 10) and answers it with every variant,
+writing into data/bench/blocks/:
 
 - `answers_VARIANT.json`: per question {id, set, kind, question, reference_answer, answer (the
   text exactly as the user sees it), cited (n, file_path, start_line, end_line, text of each
@@ -27,7 +30,7 @@ and 2 modulo 5 (data/bench/rag.db, skipped where it is not built), the repos set
 repos2 and repos3 (`python -m benchmarks.bench_repos --unseen` builds their indexes).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3] \
-        [--variants extractive,code,two,blocks] [--kind code]
+        [--variants code,two,blocks] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
 """
@@ -52,7 +55,7 @@ from ragdb.generate.blocks import VARIANTS
 from ragdb.retrieve import Mode
 
 OUT = BENCH_DIR / "blocks"
-ALL_VARIANTS = ("extractive", *VARIANTS)
+ALL_VARIANTS = tuple(VARIANTS)
 SEED = 39
 
 

@@ -15,15 +15,15 @@ has them (sentence text -> "ok" or "bad"; written by whoever tunes the check, ne
     uv run --frozen python -m benchmarks.bench_writer validate   # on judged_round1.json
 
 How much of the sources the writer is shown was chosen the same way, on the same tuning
-questions, with whole checked answers read by strict readers: `answers` writes them with the
-writer's passage settings given as JSON (fields of passage_choice.Settings, and
-`context_tokens`) into data/bench/writer/context/answers_NAME.json; `pair A B TAG` writes, for
+questions, with whole checked answers read by strict readers (on the passages ragdb chose
+before the blocks, issue 39): `answers` writes them with the writer's context window given as
+JSON (`context_tokens`) into data/bench/writer/context/answers_NAME.json; `pair A B TAG` writes, for
 the questions whose answers differ, both answers in a shuffled order under ids that do not
 say which is which (judge_TAG_*.json, the key kept apart), for readers given
 benchmarks/GRADER_BRIEF.md; `tally TAG` counts their verdicts (verdicts_TAG_*.json) per side.
 
     uv run --frozen python -m benchmarks.bench_writer answers --name wide \
-        --context '{"max_passages": 6, "max_chars": 3000, "min_relative": 0.2}'
+        --context '{"context_tokens": 2048}'
     uv run --frozen python -m benchmarks.bench_writer pair narrow wide w2
     uv run --frozen python -m benchmarks.bench_writer tally w2
 """
@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (CONTEXT_DIR, WRITER_DIR, answer_record, host_line,
-                               tuning_questions, use_extractive_settings)
+from benchmarks.common import CONTEXT_DIR, WRITER_DIR, answer_record, host_line, tuning_questions
 from ragdb import RagDB
 from ragdb.generate.checking import CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
@@ -175,24 +174,17 @@ def validate(verbose: bool) -> None:
 
 
 def answers(name: str, context: dict[str, Any], k: int, style: str = "generate") -> None:
-    """Whole checked answers on the tuning questions with the writer shown the passages that
-    `context` chooses (the defaults: WRITER_SETTINGS and the writer's context window); with
-    style "extractive", the extractive answers under those passage settings (the defaults:
-    DEFAULT_SETTINGS)."""
-    from dataclasses import replace
-
+    """Whole checked answers on the tuning questions with the writer's context window of
+    `context` (`context_tokens`; the default: WRITER_CONTEXT_TOKENS); with style
+    "extractive", the blocks alone."""
     import ragdb.generate.generator as generator
-    from ragdb.generate import styles
-    from ragdb.generate.passage_choice import WRITER_SETTINGS
 
     context = dict(context)
     window = int(context.pop("context_tokens", generator.WRITER_CONTEXT_TOKENS))
-    if style == "extractive":
-        use_extractive_settings(context)
-    else:
-        settings = replace(WRITER_SETTINGS, **context)
-        generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
-        styles.CheckedAnswerer.__init__.__defaults__ = (settings,)
+    if context:
+        raise SystemExit(f"unknown --context settings: {', '.join(context)} "
+                         "(only context_tokens)")
+    generator.WRITER_CONTEXT_TOKENS = window  # read when the writer's Generator is made
     out: list[dict[str, Any]] = []
     rags: dict[Path, RagDB] = {}
     for question, reference, db in tuning_questions():
@@ -212,7 +204,7 @@ def answers(name: str, context: dict[str, Any], k: int, style: str = "generate")
     print(f"{host_line()}\nwrote {path}; seconds per answer p50 "
           f"{statistics.median(a['seconds'] for a in out):.2f}, first token p50 "
           f"{statistics.median(a['first_token_s'] or 0 for a in out):.2f}, "
-          f"{sum(a['style'] != 'generate' for a in out)} fell back to passages")
+          f"{sum(a['style'] != 'generate' for a in out)} fell back to the blocks alone")
 
 
 def _context_answers(name: str) -> dict[str, dict[str, Any]]:
@@ -285,10 +277,10 @@ def main() -> None:
                                            "tally"))
     parser.add_argument("names", nargs="*", help="pair: A B TAG; tally: TAG")
     parser.add_argument("--name", default="wide", help="answers: the file's name")
-    parser.add_argument("--context", default="{}", help="answers: the writer's passage "
-                        "settings as JSON (fields of passage_choice.Settings, context_tokens)")
+    parser.add_argument("--context", default="{}", help="answers: the writer's context as "
+                        "JSON ({\"context_tokens\": N})")
     parser.add_argument("--style", default="generate", choices=("generate", "extractive"),
-                        help="answers: the writer's checked answers, or the extractive ones")
+                        help="answers: the writer's checked answers, or the blocks alone")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--only", default="", help="comma-separated positions in the tuning "

@@ -10,7 +10,7 @@ import platform
 import sys
 import tarfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -256,12 +256,3 @@ def answer_record(question: Question, reference: str, result: Any, seconds: floa
             "answer": result.text, "style": result.style, "model": result.model,
             "check": result.check, "cited_sources": cited, "seconds": round(seconds, 2),
             "first_token_s": result.timings.get("first_token_s")}
-
-
-def use_extractive_settings(overrides: dict[str, Any]) -> None:
-    """Extractive answers in this process under DEFAULT_SETTINGS with `overrides` (fields of
-    passage_choice.Settings): a variant measured without editing the defaults."""
-    from ragdb.generate import styles
-    from ragdb.generate.passage_choice import DEFAULT_SETTINGS
-
-    styles.ExtractiveAnswerer.passages.__defaults__ = (replace(DEFAULT_SETTINGS, **overrides),)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
-from ragdb.generate.styles import CheckedAnswerer, ExtractiveAnswerer
+from ragdb.generate.styles import CheckedAnswerer
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the pydantic models load with the first answer record, not 
     )
 
 
-Answerer = Generator | ExtractiveAnswerer | CheckedAnswerer | BlocksAnswerer
+Answerer = Generator | CheckedAnswerer | BlocksAnswerer
 
 
 @dataclass
@@ -44,11 +44,11 @@ class Answer:
     model: str | None = None
     prompt_sources: list[PromptSource] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
-    style: str | None = None  # what was shown: "extractive" or "generate"; None: no answer
+    style: str | None = None  # what was shown: "extractive" (blocks) or "generate"; None: none
     check: dict[str, Any] | None = None  # a written answer's claim check (checking.py)
     style_tried: str | None = None  # what was tried: "generate" that fell back, or `style`
     fallback_reason: str | None = None  # why what was tried is not what was shown
-    shown: dict[str, Any] | None = None  # a blocks answer: variant, blocks (path:start-end)
+    shown: dict[str, Any] | None = None  # the blocks shown: variant, blocks (path:start-end)
 
 
 def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[str, Any]:

@@ -52,13 +52,7 @@ from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_f
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.remote import RemoteGenerator
-from ragdb.generate.styles import (
-    CheckedAnswerer,
-    ExtractiveAnswerer,
-    Style,
-    extractive_wanted,
-    no_model_answerer,
-)
+from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted, no_model_answerer
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
 from ragdb.rerank import RerankParams, Reranking, reranking_spec
@@ -90,7 +84,6 @@ from ragdb.walking import (
     WalkOptions,
     check_roots,
     distinct_roots,
-    language_of,
     stored_path,
 )
 
@@ -162,7 +155,6 @@ class RagDB:
         self._generator_lock = threading.Lock()
         self._resolved: ResolvedModel | None = None
         self._resolve_notes: list[str] = []
-        self._extractive: ExtractiveAnswerer | None = None
         self._coverage: tuple[tuple[int, int], float | None] | None = None
         #: The reranker searches use (a folder or hub name), None: the fused order.
         self.reranker_spec = reranking_spec(rerank, reranker)
@@ -518,29 +510,16 @@ class RagDB:
             return self._generator
 
     def answerer(self, style: Style | str = Style.auto, variant: str | None = None
-                 ) -> Generator | ExtractiveAnswerer | CheckedAnswerer | BlocksAnswerer:
-        """Who answers: passages of the sources when asked, or when the model that would
-        answer is the small offline one (`auto`); otherwise the model, generating then
-        checking, the offline SmolLM2 too: an answer that fails the check is never shown,
-        the extractive one is (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
-        if self._extractive is None:
-            self._extractive = ExtractiveAnswerer(self._embed_passages, self._language_of)
+                 ) -> Generator | CheckedAnswerer | BlocksAnswerer:
+        """Who answers: whole blocks of the sources when asked, or when the model that would
+        answer is the small offline one (`auto`); otherwise the model, writing a few sentences
+        over those blocks, checked, the offline SmolLM2 too: a sentence that fails the check is
+        never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,"). `variant`
+        (benchmarks): one of generate/blocks.VARIANTS."""
+        blocks = no_model_answerer(variant, lambda: SourceFiles(self.conn))
         if extractive_wanted(Style(style), self.resolved_model):
-            # `variant` (benchmarks): one of generate/blocks.VARIANTS, or "extractive".
-            return no_model_answerer(variant, self._extractive, lambda: SourceFiles(self.conn))
-        return CheckedAnswerer(self.generator(), self._extractive)
-
-    def _language_of(self, path: str) -> str:
-        """A source's language: by its name, else as indexed (an extension-less script is
-        known by its #! line, which only the index run read)."""
-        known = language_of(path)
-        if known is not None:
-            return known
-        stored = scalar(self.conn, sql("file_language"), {"path": path})
-        return str(stored) if stored else "text"
-
-    def _embed_passages(self, texts: list[str]) -> Any:
-        return self.embedder.embed(texts)
+            return blocks
+        return CheckedAnswerer(self.generator(), blocks)
 
     @property
     def loaded_model(self) -> str | None:

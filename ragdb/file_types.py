@@ -38,11 +38,6 @@ LANGUAGES: dict[str, str] = {
     ".dart": "dart",
 }
 
-# Languages of the C family: `//` and `/* */` comments, blocks in braces (what the answerer
-# reads to show whole statements and a comment's sentence).
-C_FAMILY = frozenset({"c", "cpp", "cuda", "javascript", "typescript", "tsx", "go", "rust",
-                      "java", "csharp", "kotlin", "swift", "scala", "php", "dart", "zig"})
-
 # Languages cut as text: no tree would make their chunks better.
 TEXT_LANGUAGES: dict[str, str] = {
     ".yaml": "yaml", ".yml": "yaml",

@@ -80,10 +80,11 @@ class AnswerResult(BaseModel):
     answer: str
     cited: list[int] = Field(description="numbers n of the sources the answer cites as [n]")
     model: str | None
-    style: str | None = Field(description="extractive (passages of the sources) or generate")
+    style: str | None = Field(description="extractive (whole blocks of the sources) or "
+                              "generate (a model's checked sentences above those blocks)")
     check: dict[str, Any] | None = Field(
         default=None, description="a written answer's claim check: sentences kept and dropped "
-        "(with the reason), code replaced by the source's lines, extractive fallback")
+        "(with the reason), and why the blocks alone were shown (fallback)")
     sources: list[Source]
 
 
@@ -213,9 +214,10 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
     def answer(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
                mode: str = "hybrid", style: str = "auto",
                exclude: FilterArg = None) -> Annotated[CallToolResult, AnswerResult]:
-        """Answer a question from the k most relevant sources, citing them as [n]: passages
-        of the sources (style extractive, the default where only the small offline model
-        exists) or written by the local model (generate). Same filters as search."""
+        """Answer a question from the k most relevant sources, citing them as [n]: whole
+        blocks of the sources, verbatim with path:start-end (style extractive, the default
+        where only the small offline model exists), or a model's checked sentences above them
+        (generate). Same filters as search."""
         k = _k(k)
 
         def run() -> AnswerResult:

@@ -128,10 +128,10 @@ def test_a_long_definition_is_its_signature_and_the_branch_that_matches(
     assert block["signature_lines"] == [6]  # def send_request(...)
     text = answer.text
     assert "def send_request(payload, attempt=0):\n    ...\n" in text
-    # The branch asked about is whole: no `...` over it, and the caption is the docstring's.
+    # The branch asked about is whole: no `...` over it; no caption above the block.
     branch = "\n".join(CORPUS["src/client.py"].split("\n")[48:55])
     assert branch in text
-    assert "> Send one request to the upstream server and return its response." in text
+    assert "Send one request to the upstream server" not in text
     assert_verbatim(indexed, text, answer.shown["blocks"])
 
 
@@ -143,7 +143,8 @@ def test_a_short_definition_is_shown_whole_with_its_docstring(rag: RagDB,
     first = answer.shown["blocks"][0]
     assert first["file_path"] == "proj/src/shapes.py"
     assert "return 2 * 3.14159 * self.radius" in answer.text
-    assert first["caption"] == ""  # the docstring is in the block already
+    assert '"""The circumference length of the circle, two pi times its radius."""' in answer.text
+    assert "caption" not in first
     assert_verbatim(indexed, answer.text, answer.shown["blocks"])
 
 
@@ -182,16 +183,16 @@ def test_variants_differ_as_they_say(rag: RagDB) -> None:
     question = "What happens when the server answers 429 with a retry_after?"
     hits = rag.search(question, 5, "lexical")
     shown = {}
-    for name in ("rank1", "code", "two", "blocks", "blocks-nocaption", "extractive"):
+    for name in ("rank1", "code", "two", "blocks", None):
         shown[name] = rag.answer_from(question, hits, k=5, mode=Mode.lexical,
                                       style="extractive", variant=name)
-    assert shown["extractive"].shown is None and shown["extractive"].style == "extractive"
+    assert shown[None].text == shown["blocks"].text and shown[None].style == "extractive"
     two = shown["two"].shown
     assert two is not None and len({b["file_path"] for b in two["blocks"]}) == 2
     assert all(b["end_line"] - b["start_line"] < 30 for b in two["blocks"])
     assert shown["rank1"].shown is not None
     assert shown["rank1"].shown["blocks"][0]["rule"] == "rank 1"
-    assert "> " in shown["blocks"].text and "\n> " not in shown["blocks-nocaption"].text
+    assert "\n> " not in shown["blocks"].text  # no caption
 
 
 def test_only_tests_match_says_so(rag: RagDB) -> None:
@@ -232,13 +233,17 @@ def test_cli_json_says_what_was_tried_and_shown(indexed: Path) -> None:
     assert record["style"] == "extractive" and record["style_tried"] == "extractive"
     assert record["fallback_reason"] is None
     assert {"first_token_s", "total_s"} <= set(record["timings"])
+    # The answer made without a model is the blocks (issue 39's blind readers' choice).
+    assert record["shown"]["variant"] == "blocks" and record["model"].startswith("blocks")
+    assert record["shown"]["blocks"][0]["file_path"] == "proj/src/shapes.py"
     blocks = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
                      "--json", "--variant", "two", "--db", "rag.db", cwd=indexed)
     shown = json.loads(blocks.stdout)["shown"]
     assert shown["variant"] == "two"
     assert shown["blocks"][0]["file_path"] == "proj/src/shapes.py"
-    bad = run_cli("answer", "anything", "--variant", "nosuch", "--db", "rag.db", cwd=indexed)
-    assert "unknown answer variant 'nosuch'" in one_line_error(bad)
+    for gone in ("nosuch", "extractive", "blocks-nocaption"):  # fragments, captions: gone
+        bad = run_cli("answer", "anything", "--variant", gone, "--db", "rag.db", cwd=indexed)
+        assert f"unknown answer variant '{gone}'" in one_line_error(bad)
 
 
 def test_help_describes_the_default_that_happens(indexed: Path) -> None:

@@ -2,7 +2,7 @@
 
 Each answer below is the kind a small writer produces (several were written by
 Qwen2.5-Coder-1.5B from these very sources); the check must keep what the cited source
-supports, drop or repair the rest, and never leave a citation of a source that was not given.
+supports, drop the rest, and never leave a citation of a source that was not given.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.blocks import Block
+from ragdb.generate.checking import WRITTEN_CODE, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
-from ragdb.generate.extractive import Passage
 from ragdb.generate.generator import cited_sentences_regex
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.styles import _Gate, writer_sources
@@ -122,39 +122,28 @@ def test_uncited_sentences_are_dropped() -> None:
     assert {d["reason"] for d in checked.report.dropped} == {"cites no source"}
 
 
-def test_an_inexact_command_is_replaced_by_the_sources_own_line() -> None:
+def test_an_inexact_command_drops_the_sentence() -> None:
+    """Issue 39: replacing an inexact command by the source's own line wrote broken
+    sentences; the sentence is dropped (the blocks beneath show the command as it is)."""
     answer = "Run `kubectl port-forward svc/vllm-router 30080:80` on the host [2]."
     checked = check_answer(answer, ALL)
-    assert checked.text == ("Run `sudo kubectl port-forward svc/vllm-router-service 30080:80` "
-                            "on the host [2].")
-    assert checked.report.replaced[0]["n"] == 2
+    assert checked.text == "" and checked.report.dropped[0]["reason"] == (
+        "`kubectl port-forward svc/vllm-router 30080:80` is not in [2]")
+    exact = "Run `sudo kubectl port-forward svc/vllm-router-service 30080:80` on the host [2]."
+    assert check_answer(exact, ALL).text == exact
 
 
-def test_a_code_block_is_kept_verbatim_or_replaced_by_the_source_lines() -> None:
-    # The source wraps this command over three lines; joined, the block is a verbatim part.
-    joined = ("Serve the model with LoRA enabled [1].\n\n```bash\nvllm serve meta-llama/"
-              "Llama-2-7b-hf --enable-lora\n```")
-    kept = check_answer(joined, ALL, question="How do I serve LoRA adapters?")
-    assert kept.text == joined + "\n[1]" and not kept.report.replaced
-    # A flag the source never gives: the block becomes the source's own command, whole.
-    invented = ("Serve the model with LoRA enabled [1].\n\n```bash\nvllm serve meta-llama/"
-                "Llama-2-7b-hf --enable-lora --max-loras 4\n```")
-    checked = check_answer(invented, ALL, question="How do I serve LoRA adapters?")
-    assert checked.report.kept == 2 and "--max-loras" not in checked.text
-    block = re.search(r"```bash\n(.*?)\n```", checked.text, re.S)
-    assert block is not None
-    assert block.group(1).split("\n")[-1].strip().startswith("--lora-modules sql-lora=")
-    for line in block.group(1).split("\n"):
-        assert line.strip() in LORA.text
-    assert checked.report.replaced[0]["n"] == 1
-
-
-def test_a_code_block_nothing_like_the_source_is_dropped() -> None:
-    answer = ("Load an adapter at run time [1].\n\n```python\nllm.load_adapter('x')\n"
-              "engine.reload()\n```\n[1]")
-    checked = check_answer(answer, ALL)
-    assert "load_adapter" not in checked.text
-    assert any(d["reason"].startswith("code not in") for d in checked.report.dropped)
+def test_a_code_block_the_model_writes_is_dropped_even_verbatim() -> None:
+    """Code comes from the sources' blocks, never from the model (generate/styles.py): the
+    sentence before a written block stays, the block goes, verbatim in its source or not."""
+    for code in ("vllm serve meta-llama/Llama-2-7b-hf --enable-lora",  # joined: in the source
+                 "vllm serve meta-llama/Llama-2-7b-hf --enable-lora --max-loras 4",
+                 "llm.load_adapter('x')\nengine.reload()"):
+        written = f"Serve the model with LoRA enabled [1].\n\n```bash\n{code}\n```\n[1]"
+        checked = check_answer(written, ALL, question="How do I serve LoRA adapters?")
+        assert checked.text == "Serve the model with LoRA enabled [1]."
+        assert checked.report.sentences == 2 and checked.report.kept == 1
+        assert [d["reason"] for d in checked.report.dropped] == [WRITTEN_CODE]
 
 
 def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
@@ -167,10 +156,9 @@ def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
 
 
 def test_talk_about_the_sources_is_left_out() -> None:
-    checked = check_answer("Forward the port with the following command from the sources [2]:"
-                           "\n\n```bash\nsudo kubectl port-forward svc/vllm-router-service "
-                           "30080:80\n```", ALL)
-    assert checked.text.startswith("Forward the port with the following command [2]:\n\n```")
+    checked = check_answer("Forward the `vllm-router-service` port to the host machine from "
+                           "the sources [2].", ALL)
+    assert checked.text == "Forward the `vllm-router-service` port to the host machine [2]."
 
 
 def test_sentences_about_a_source_are_dropped() -> None:
@@ -251,38 +239,25 @@ def test_streaming_shows_only_checked_sentences_and_ends_on_the_answer(step: int
     assert "8080" in final.report.dropped[0]["reason"]
 
 
-def test_writer_sources_are_the_chosen_passages_with_their_lines() -> None:
-    source = PromptSource("docs/features/lora.md", 1000, 1000 + len(LORA.text), 52, 68,
-                          LORA.text)
-    other = PromptSource("notes.txt", 0, 10, 1, 1, "unused text")
-    start = LORA.text.index("The server entrypoint")
-    end = LORA.text.index("requests.") + len("requests.")
-    passage = Passage(1, LORA.text[start:end], start, end, 1.0)
-    shown, mapping = writer_sources([passage], [source, other])
-    assert mapping == {1: 1} and len(shown) == 1
-    # As the extractive answer shows it: the line the source wraps is joined.
-    assert shown[0].text == LORA.text[start:end].replace(",\netc.", ", etc.")
-    assert shown[0].start_line == 52 + LORA.text.count("\n", 0, start)
-    assert (shown[0].first, shown[0].last) == (1000 + start, 1000 + end)
-
-
-def test_a_source_longer_than_the_prompt_budget_reaches_the_writer_as_short_passages() -> None:
-    """A 40,000-character source (the LoRA doc over and over, as a huge generated page might
-    be): the writer is shown the selector's passages, never the whole source."""
-    from ragdb.generate.extractive import SourceText
-    from ragdb.generate.passage_choice import select_passages
-
-    long_text = "\n\n".join(LORA.text.replace("LoRA", f"LoRA{i}") for i in range(50))
-    assert len(long_text) > 40_000
-    source = PromptSource("docs/features/lora.md", 0, len(long_text), 1,
-                          long_text.count("\n") + 1, long_text)
-    passages = select_passages("How do I serve LoRA adapters with the server?",
-                               [SourceText(1, source.file_path, "markdown", long_text)])
-    shown, mapping = writer_sources(passages, [source])
-    assert mapping == {1: 1}
-    assert sum(len(s.text) for s in shown) <= 2_500
-    for passage in passages:
-        assert long_text[passage.start:passage.end] == passage.text
+def test_writer_sources_are_the_blocks_at_their_lines() -> None:
+    """The writer is shown each block as the answer shows it (code fenced under its signature
+    lines), numbered 1..n, mapped back to its source's own number; the check reads the same."""
+    lora = PromptSource("docs/features/lora.md", 1000, 1000 + len(LORA.text), 52, 68,
+                        LORA.text)
+    request = PromptSource("vllm/lora/request.py", 0, len(REQUEST.text), 12, 35, REQUEST.text)
+    lines = REQUEST.text.split("\n")
+    at = lines.index("    lora_name: str")
+    blocks = [Block(2, request.file_path, 30, 31, lines[at:at + 2], "python", True,
+                    heads=[(12, lines[0])]),
+              Block(1, lora.file_path, 66, 67, LORA.text.split("\n")[14:16], "markdown", False)]
+    shown, mapping, given = writer_sources(blocks, [lora, request])
+    assert mapping == {1: 2, 2: 1}
+    assert [(s.file_path, s.start_line, s.end_line) for s in shown] == [
+        ("vllm/lora/request.py", 30, 31), ("docs/features/lora.md", 66, 67)]
+    assert shown[0].text == ("```python\nclass LoRARequest(\n    ...\n    lora_name: str\n"
+                             "    lora_int_id: int\n```")
+    assert shown[1].text == "\n".join(LORA.text.split("\n")[14:16])
+    assert [(c.number, c.text) for c in given] == [(2, shown[0].text), (1, shown[1].text)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,7 +385,7 @@ def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
     report["evidence_from"] = [2]
     assert _check_summary(report) == (
         "checked 1 written sentences against their sources: 1 kept, 0 dropped; 1 cited to the "
-        "given source that says it; followed by the passages it was written from")
+        "given source that says it; followed by the blocks it was written from")
 
 
 # What SmolLM2-135M printed for `--style generate` (issue 37): no answer at all.
@@ -437,8 +412,8 @@ def test_a_degenerate_answer_fails_the_check_and_says_why(written: str) -> None:
     report.update(fallback="extractive", fallback_reason=checked.why_not_shown)
     line = _check_summary(report)
     assert "\n" not in line and line.endswith(
-        f"the written answer was not shown (it is {DEGENERATE[written]}): passages of the "
-        "sources instead")
+        f"the written answer was not shown (it is {DEGENERATE[written]}): the blocks alone "
+        "instead")
 
 
 def test_short_and_code_answers_are_not_degenerate() -> None:

@@ -433,16 +433,16 @@ async def test_answer_as_json_cites_sources_that_link_to_chunks(ds: Any) -> None
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    # Only the small offline model exists here: the default answer is passages of the sources.
-    assert body["style"] == "extractive" and "extractive" in body["model"]
+    # Only the small offline model exists here: the default answer is whole blocks of the
+    # sources, each under its [n] `path:start-end`, its lines the source's own.
+    assert body["style"] == "extractive" and body["model"].startswith("blocks")
     assert 1 <= len(body["sources"]) <= 3
     assert body["sources"][0]["file_path"].endswith("lora.md")
     assert "/v1/load_lora_adapter" in body["answer"] and body["cited"], body["answer"]
-    texts = {s["n"]: s["text"] for s in body["sources"]}
-    for passage in body["answer"].split("\n\n"):  # each passage is its cited source's words
-        words, number = passage.rsplit(" [", 1)
-        assert " ".join(words.replace("`", "").split()) in " ".join(
-            texts[int(number.rstrip("]"))].replace("`", "").split())
+    assert body["shown"]["variant"] == "blocks"
+    for block in body["shown"]["blocks"]:
+        title = f"[{block['n']}] `{block['file_path']}:{block['start_line']}-{block['end_line']}`"
+        assert title in body["answer"]
     assert (await _get_json(ds, "/-/ragdb/status"))["model"] is None  # no model was loaded
     for citation in body["citations"]:
         assert f"[{citation['n']}]" in body["answer"]
@@ -455,8 +455,8 @@ async def test_generated_answer_cites_a_given_source(ds: Any) -> None:
         "q": "How do I load a LoRA adapter at run time?", "k": 3, "style": "generate"})
     assert response.status_code == 200, response.text
     body = response.json()
-    # SmolLM2's answer is checked like any writer's: shown where it passed, else the passages
-    # of the sources with the reason (issue 37).
+    # SmolLM2's answer is checked like any writer's: shown where it passed, else the blocks
+    # alone with the reason (issue 37).
     assert "SmolLM2" in body["check"]["writer"]
     if body["style"] == "extractive":
         assert body["check"]["fallback"] == "extractive" and body["check"]["fallback_reason"]
@@ -466,7 +466,7 @@ async def test_generated_answer_cites_a_given_source(ds: Any) -> None:
     assert all(1 <= n <= len(body["sources"]) for n in body["cited"])
 
 
-async def test_extractive_answer_streams_passages(ds: Any) -> None:
+async def test_extractive_answer_streams_blocks(ds: Any) -> None:
     response = await ds.client.post(
         "/-/ragdb/answer?stream=1", json={"q": "How do I start a server?", "k": 2}
     )

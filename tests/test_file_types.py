@@ -14,8 +14,6 @@ import pytest
 from ragdb import RagDB
 from ragdb.chunking import chunk_text
 from ragdb.errors import RagdbError
-from ragdb.generate.answer_units import split_passages
-from ragdb.generate.spans import SourceText
 from ragdb.generate.style import Style
 from ragdb.walking import WalkOptions
 from ragdb.retrieve import Mode
@@ -131,9 +129,13 @@ def test_every_file_the_walk_sees_is_counted_by_outcome(mixed: Path) -> None:
                            ("marmalade report", "repo/man/tool.1"),
                            ("run_pipeline", "repo/bin/run")):
         assert rag.search(question, k=1, mode=Mode.lexical)[0].file_path == path
-    # The extractive answerer reads a script known by its #! line as code, not prose.
-    kind_of = rag.answerer(Style.extractive).kind_of  # type: ignore[union-attr]
-    assert (kind_of("repo/bin/run"), kind_of("repo/LICENSE")) == ("shell", "text")
+    # The answer shows a script known by its #! line as code, not prose (its language as
+    # indexed: the name does not say it).
+    for question, kind, language in (("run_pipeline", "code", "shell"),
+                                     ("marmalade report", "docs", "text")):
+        shown = rag.answer(question, k=1, mode=Mode.lexical, style=Style.extractive).shown
+        assert shown is not None
+        assert (shown["blocks"][0]["kind"], shown["blocks"][0]["language"]) == (kind, language)
     again = run_cli("index", "repo", "--db", "rag.db", "--no-vectors", cwd=mixed)
     assert _counts(again.stdout) == (len(MIXED), 0, len(MIXED) - SKIPPED, 0, SKIPPED)
     assert "by language: text 4, markdown 3, python 2" in again.stdout  # unchanged count too
@@ -148,10 +150,6 @@ def test_mdx_import_export_and_jsx_are_not_headings_or_prose() -> None:
     assert "".join(text[c.first:c.last] for c in as_mdx).count("import Tabs") == 1  # kept
     as_md = chunk_text(text, "markdown", 40)
     assert "not a heading" in {c.context for c in as_md}  # what plain Markdown would read
-    prose = [p.text for p in split_passages(SourceText(1, "docs/a.mdx", "markdown", text))]
-    assert prose == ["Run pip install to get the package."]
-    plain = [p.text for p in split_passages(SourceText(1, "docs/a.md", "markdown", text))]
-    assert any("TabItem" in p for p in plain)
 
 
 def test_asciidoc_org_and_rdoc_docs_are_indexed_as_prose_by_their_headings(
@@ -183,9 +181,10 @@ def test_asciidoc_org_and_rdoc_docs_are_indexed_as_prose_by_their_headings(
         assert (hit.file_path, hit.language) == (path, kind), question
         assert contexts[hit.chunk_id] == context
     assert not any("not a heading" in str(c) for c in contexts.values())
-    # The answerer reads them as prose, split into sentences, not as code blocks.
-    kind_of = rag.answerer(Style.extractive).kind_of  # type: ignore[union-attr]
-    assert kind_of("repo/docs/index.adoc") == "asciidoc"
+    # The answer shows them as docs under their headings, not as code blocks.
+    shown = rag.answer("quokka snapshots", k=1, mode=Mode.lexical, style=Style.extractive).shown
+    assert shown is not None and shown["blocks"][0]["kind"] == "docs"
+    assert shown["blocks"][0]["language"] == "asciidoc"
 
 
 # --- --include and --exclude ----------------------------------------------------------------
@@ -364,15 +363,3 @@ async def test_http_index_takes_exclude_and_names_fallbacks(
     assert response.json()["stats"]["fallback_paths"] == ["repo/broken.c"]
     with pytest.raises(RagdbError, match="at most 1000"):
         make_datasette(Path("rag.db"), extra={"exclude": ["x" * 10_000]})
-
-
-@pytest.mark.parametrize("language", ["dart", "zig", "kotlin", "c"])
-def test_the_c_family_reads_slash_comments_as_comments(language: str) -> None:
-    """One list of the C family (file_types.C_FAMILY) for the answerer: a bracket inside a
-    `//` comment of Dart or Zig code opens nothing (it did before they were in the list)."""
-    from ragdb.file_types import C_FAMILY
-    from ragdb.generate.spans import balanced
-
-    assert language in C_FAMILY
-    assert balanced("int f() { // see f( below\n  return 1;\n}\n", language)
-    assert not balanced("int f() {\n  return 1;\n", language)

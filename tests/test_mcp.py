@@ -124,8 +124,8 @@ def test_a_client_that_disconnects_ends_the_server(indexed: Path) -> None:
     assert b"Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
 
 
-def test_answer_tool_cites_passages_of_the_filtered_sources(indexed: Path) -> None:
-    """Only the small offline model exists here: the answer is passages of the sources."""
+def test_answer_tool_shows_blocks_of_the_filtered_sources(indexed: Path) -> None:
+    """Only the small offline model exists here: the answer is whole blocks of the sources."""
     description, rel = DESCRIBED[0]
     _tools, answer, bad = _call(indexed, [
         ("answer", {"query": description, "k": 3, "mode": "lexical",
@@ -135,8 +135,9 @@ def test_answer_tool_cites_passages_of_the_filtered_sources(indexed: Path) -> No
     assert not answer.is_error, answer.content
     body = answer.structured_content
     assert body["style"] == "extractive" and body["cited"]
+    assert body["model"].startswith("blocks")
     assert {s["file_path"] for s in body["sources"]} == {f"repo/{rel}"}
-    assert f"[{body['cited'][0]}]" in body["answer"]
+    assert body["answer"].startswith(f"[{body['cited'][0]}] `repo/{rel}:")
     assert bad.is_error and "style must be one of" in bad.content[0].text
 
 

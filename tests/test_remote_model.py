@@ -351,7 +351,7 @@ def test_a_real_server_writes_and_its_answer_is_checked(indexed: Path, llama_ser
     answer, stderr = _answer_json(indexed, f"smollm2@{llama_server}", timeout=300)
     assert answer["style_tried"] == "generate"
     assert answer["model"] in (f"smollm2 at {llama_server} (OpenAI-compatible)",
-                               "extractive (passages of the sources; no model)")
+                               "blocks (whole units of the sources; no model)")
     check = answer["check"]
     assert check["writer"] == f"smollm2 at {llama_server} (OpenAI-compatible)"
     # The model wrote (tokens came and were checked); what it wrote stands only if it passed.

@@ -1,5 +1,5 @@
 """The offline writer: installing it from its 22 registry parts, finding it, and answering with
-it (generate, then check).
+it (the writer's checked sentences over the blocks the answer shows).
 
 The part tests shadow one installed part with a broken copy (a real distribution earlier on
 PYTHONPATH, which importlib.metadata finds first), so they need the `writer` extra; the one
@@ -14,13 +14,13 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ragdb.answering import answer_json
-from ragdb.generate.checking import CitedSource, check_answer, split_units
+from ragdb.generate.blocks import BLOCKS_NAME, BlocksAnswerer, Located
+from ragdb.generate.checking import WRITTEN_CODE, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.generator import GeneratedAnswer, Generator
 from ragdb.generate.install import (
@@ -29,17 +29,9 @@ from ragdb.generate.install import (
     parts_installed,
     part_path_in_wheel,
 )
-from ragdb.generate.extractive import compose
 from ragdb.generate.models import resolve_model
-from ragdb.generate.passage_choice import WRITER_SETTINGS
 from ragdb.generate.prompt import PromptSource
-from ragdb.generate.styles import (
-    EXTRACTIVE_NAME,
-    CheckedAnswerer,
-    ExtractiveAnswerer,
-    Style,
-    extractive_wanted,
-)
+from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted
 from tests.conftest import MODELS, REPO, run_cli, write_corpus
 from tests.test_checking import LORA, STACK, WAIT, XGRAMMAR
 from tests.test_claim_binding import ROUTING
@@ -150,11 +142,11 @@ def test_a_disk_too_small_is_refused_before_writing(tmp_path: Path) -> None:
         subprocess.run(["umount", str(disk)], check=True)
 
 
-def test_an_installed_writer_stands_in_for_the_hub_but_auto_keeps_passages(
+def test_an_installed_writer_stands_in_for_the_hub_but_auto_keeps_the_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where the hub cannot be reached the installed writer is the model (`--style generate`
-    writes with it), but `auto` answers with passages unless the writer is named: a strict
+    writes with it), but `auto` answers with the blocks unless the writer is named: a strict
     reader found unsupported claims in its answers (README, Performance)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     warnings: list[str] = []
@@ -167,7 +159,7 @@ def test_an_installed_writer_stands_in_for_the_hub_but_auto_keeps_passages(
     assert warnings == ["cannot get Qwen/Qwen3-0.6B (HF_HUB_OFFLINE is set): the installed "
                         "Qwen2.5-Coder-1.5B-Instruct (writer, gguf q4_0) writes with "
                         "--style generate"]
-    assert extractive_wanted(Style.auto, lambda: resolved)  # auto keeps passages
+    assert extractive_wanted(Style.auto, lambda: resolved)  # auto keeps the blocks
     assert not extractive_wanted(Style.generate, lambda: resolved)
     named = resolve_model("writer", tmp_path, warn=pytest.fail)
     assert named.path == resolved.path and named.writer
@@ -205,12 +197,17 @@ def _sources() -> list[PromptSource]:
             for s in (STACK, LORA)]
 
 
-def test_a_weak_writer_falls_back_to_passages_and_never_cites_a_source_not_given(
+def _blocks(language: str) -> BlocksAnswerer:
+    """The blocks answerer over sources that are whole files, read as given (no files here)."""
+    return BlocksAnswerer(lambda source: Located(text=source.text, language=language))
+
+
+def test_a_weak_writer_falls_back_to_the_blocks_and_never_cites_a_source_not_given(
     generator: Generator,
 ) -> None:
     """The real SmolLM2 as the writer (it cites only its lead "According to [n]"): whatever
     it writes, what is shown cites given sources only, and the check says what it did."""
-    checked = CheckedAnswerer(generator, ExtractiveAnswerer(None, lambda path: "markdown"))
+    checked = CheckedAnswerer(generator, _blocks("markdown"))
     pieces: list[str] = []
     result = checked.answer("How do I forward the vllm-router-service port?", _sources(),
                             on_token=pieces.append)
@@ -219,10 +216,10 @@ def test_a_weak_writer_falls_back_to_passages_and_never_cites_a_source_not_given
     assert numbers and numbers <= {1, 2}
     assert result.cited == sorted(numbers) or set(result.cited) == numbers
     if result.check["fallback"] == "extractive":
-        assert result.model == EXTRACTIVE_NAME
+        assert result.model == BLOCKS_NAME
     else:
         assert result.check["kept"] >= 1
-    assert "".join(pieces) == result.text or result.check["fallback"] == "extractive"
+    assert "".join(pieces) == result.text
     assert all(d["reason"] for d in result.check["dropped"])
 
 
@@ -297,15 +294,15 @@ def test_the_writer_gives_the_asked_value_then_the_code_it_read_it_from(
     writer: Generator,
 ) -> None:
     """A question about a default in code: the written sentence names the value, passes the
-    check, and the code lines it was read from follow it, verbatim, under their label."""
-    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "python"))
+    check, and the block it was read from follows it, verbatim, under its label."""
+    answerer = CheckedAnswerer(writer, _blocks("python"))
     pieces: list[str] = []
     result = answerer.answer("What is the default max_threads value used when creating the "
                              "GrammarCompiler in vLLM's XGrammar backend?",
                              [_as_prompt(XGRAMMAR)], on_token=pieces.append)
     assert result.check is not None and result.check["fallback"] is None, result.text
     prose, _, code = result.text.partition("```")
-    written = prose.split("\n\n")[0]  # the written sentences; then the label of the code
+    written = prose.split("\n\n")[0]  # the written sentences; then the block's label
     assert re.search(r"\b8\b", written) and written.rstrip().endswith("[1]."), result.text
     assert prose.rstrip().endswith("`:"), result.text
     assert result.check["evidence_from"] == [1] and result.cited == [1]
@@ -319,21 +316,21 @@ def test_the_writer_gives_the_asked_value_then_the_code_it_read_it_from(
 @pytest.mark.slow
 def test_what_the_writer_cannot_support_never_reaches_the_reader(writer: Generator) -> None:
     """A question its one source does not answer (psutil's docs of Process.wait, asked about
-    wait_procs): what is shown is passages, or sentences the check keeps as they are."""
+    wait_procs): what is shown is the blocks, after sentences the check keeps as they are."""
     question = ("What does `psutil.wait_procs()` return, and does it raise when the timeout "
                 "expires?")
-    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "text"))
+    answerer = CheckedAnswerer(writer, _blocks("text"))
     pieces: list[str] = []
     result = answerer.answer(question, [_as_prompt(WAIT)], on_token=pieces.append)
     assert result.check is not None
+    written, _, blocks = result.text.partition("[1] `")
+    assert blocks.strip()
     if result.check["fallback"] is None:
-        # The check joins the passages shown after the sentences into their paragraph: the
-        # same words, every one kept.
-        again = check_answer(result.text, [WAIT], question=question)
-        assert " ".join(again.text.split()) == " ".join(result.text.split()), result.check
+        again = check_answer(written, [WAIT], question=question)
+        assert " ".join(again.text.split()) == " ".join(written.split()), result.check
         assert not again.report.dropped, result.check
     else:
-        assert result.model == EXTRACTIVE_NAME and result.text.strip()
+        assert result.model == BLOCKS_NAME and not written.strip()
     assert "".join(pieces) == result.text
 
 
@@ -347,83 +344,103 @@ def test_a_default_the_writer_states_is_shown_only_where_the_source_binds_it(
     is shown passes the check as it stands."""
     question = ("What is the default data type for indices_type parameter in the routing "
                 "simulator's expert selection method?")
-    answerer = CheckedAnswerer(writer, ExtractiveAnswerer(None, lambda path: "python"))
+    answerer = CheckedAnswerer(writer, _blocks("python"))
     sources = [_as_prompt(ROUTING)]
     draft = answerer.draft(question, sources)
     assert draft is not None
     result = answerer.settle(question, sources, draft)
     assert result.check is not None
     written = renumber_citations(draft.written.text, draft.mapping)
-    prose = re.sub(r"```.*?(?:```|$)", " ", result.text, flags=re.S)
+    prose = result.text.partition("[1] `")[0]  # the kept sentences, before the block
     for unit in split_units(written):
         if unit.kind == "prose" and "default" in unit.text.lower() and "None" not in unit.text:
             assert unit.text.split(" [")[0] not in prose, (unit.text, result.text)
     assert "`int`" not in prose
     if result.check["fallback"] is None:
-        again = check_answer(result.text, [ROUTING], question=question)
+        again = check_answer(prose, [ROUTING], question=question)
         assert not again.report.dropped, result.check
     else:
-        assert result.model == EXTRACTIVE_NAME and "indices_type" in result.text
+        assert result.model == BLOCKS_NAME and "indices_type" in result.text
 
 
 class _GivenWriter:
     """A writer whose answer is given: what is under test is what follows the written text
-    (the selector, the check and the composition are the real ones)."""
+    (the blocks, the check and the composition are the real ones)."""
 
     model = "given"
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.shown: list[PromptSource] = []
 
     def answer(self, question: str, sources: list[PromptSource],
                on_token: object = None) -> GeneratedAnswer:
+        self.shown = list(sources)
         return GeneratedAnswer(self.text, [1], self.model, 0, 0, 0.0, 0.0, list(sources))
 
 
-def test_the_passages_a_written_answer_came_from_follow_it_once() -> None:
-    """Strict readers accepted the extractive answer where the written one of the same
-    passages fell short, and the reverse: a kept written sentence is followed by the chosen
-    passages, verbatim and cited, and a passage the writer already quoted is not shown again."""
-    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+LORA_QUESTION = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+
+
+def test_the_writer_narrates_over_the_blocks_the_reader_sees() -> None:
+    """Issue 39: the writer is shown the blocks the answer without a model shows, numbered
+    as their sources, and its kept sentences are followed by those blocks, verbatim."""
     sources = [_as_prompt(LORA)]
-    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
-    chosen = extractive.passages(question, sources)
-    assert chosen
+    alone = _blocks("markdown").answer(LORA_QUESTION, sources)
+    assert alone.shown is not None and alone.cited == [1]
     written = "Use `--lora-modules {name}={path}` to specify each LoRA module [1]."
-    answerer = CheckedAnswerer(_GivenWriter(written), extractive)  # type: ignore[arg-type]
-    result = answerer.answer(question, sources)
+    writer = _GivenWriter(written)
+    pieces: list[str] = []
+    result = CheckedAnswerer(writer, _blocks("markdown")).answer(  # type: ignore[arg-type]
+        LORA_QUESTION, sources, on_token=pieces.append)
     assert result.check is not None and result.check["fallback"] is None, result.check
-    head, _, rest = result.text.partition("\n\n")
-    assert head == written and rest.strip()
-    assert result.check["evidence_from"] == [1] and result.cited == [1]
-    for passage in chosen:
-        assert " ".join(passage.text.split())[:60] in " ".join(rest.split())
-    # The writer quoted the first chosen passage: it is not shown a second time.
-    quoted = chosen[0].text.strip()
-    again = CheckedAnswerer(_GivenWriter(f"{written}\n\n{quoted} [1]"),  # type: ignore[arg-type]
-                            extractive).answer(question, sources)
-    assert " ".join(again.text.split()).count(" ".join(quoted.split())) <= 1
+    assert result.text == f"{written}\n\n{alone.text}"
+    assert "".join(pieces) == result.text  # what streamed is what was checked
+    assert result.model == "given" and result.cited == [1]
+    assert result.check["evidence_from"] == [1] and result.shown == alone.shown
+    block = alone.shown["blocks"][0]
+    (seen,) = writer.shown  # the block, at its own lines
+    assert (seen.file_path, seen.start_line, seen.end_line) == (
+        LORA.file_path, block["start_line"], block["end_line"])
+    assert seen.text in alone.text
+
+
+def test_code_the_writer_writes_is_never_shown() -> None:
+    """Code comes from the sources' blocks, verbatim, never from the model: a code block it
+    writes is dropped, even one its source holds, and the sentence before it stays."""
+    sources = [_as_prompt(LORA)]
+    written = ("Use `--lora-modules {name}={path}` to specify each LoRA module [1].\n\n"
+               "```bash\nvllm serve meta-llama/Llama-2-7b-hf --enable-lora --max-loras 4\n```"
+               "\n[1]")
+    answerer = CheckedAnswerer(_GivenWriter(written), _blocks("markdown"))  # type: ignore[arg-type]
+    result = answerer.answer(LORA_QUESTION, sources)
+    assert result.check is not None and result.check["fallback"] is None, result.check
+    assert "--max-loras 4" not in result.text
+    assert [d["reason"] for d in result.check["dropped"]] == [WRITTEN_CODE]
+    assert result.text.startswith("Use `--lora-modules {name}={path}` to specify each LoRA "
+                                  "module [1].\n\n[1] `docs/features/lora.md:")
 
 
 @pytest.mark.parametrize("written", [
     "According to [1], [2] and [3],,,,,,,,,,,,,,,",
     "Use `--lora-modules {name}={path}` to specify each LoRA module [1].\n\n"
     + "\n".join(["```", "```"] * 11),
+    "Serve them with the server.",  # cites nothing
 ])
-def test_a_degenerate_written_answer_is_never_shown(written: str) -> None:
+def test_a_written_answer_that_fails_gives_way_to_the_blocks_alone(written: str) -> None:
     """Issue 37: what SmolLM2 printed for `--style generate` (commas after its citations,
-    eleven empty code blocks) fails the check: the reader gets the extractive answer, and
-    the check says why."""
-    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
+    eleven empty code blocks), or a draft that cites nothing, fails the check: the reader
+    gets the blocks alone, as the answer without a model shows them, and the check says
+    why."""
     sources = [_as_prompt(LORA)]
-    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
     pieces: list[str] = []
-    result = CheckedAnswerer(_GivenWriter(written), extractive).answer(  # type: ignore[arg-type]
-        question, sources, on_token=pieces.append)
-    assert result.model == EXTRACTIVE_NAME and result.check is not None
-    assert result.check["fallback"] == "extractive"
-    assert result.check["fallback_reason"] == f"it is {result.check['degenerate']}"
-    assert result.text == compose(extractive.passages(question, sources), labels=False)[0]
+    answerer = CheckedAnswerer(_GivenWriter(written), _blocks("markdown"))  # type: ignore[arg-type]
+    result = answerer.answer(LORA_QUESTION, sources, on_token=pieces.append)
+    assert result.model == BLOCKS_NAME and result.check is not None
+    assert result.check["fallback"] == "extractive" and result.check["fallback_reason"]
+    if result.check["degenerate"]:
+        assert result.check["fallback_reason"] == f"it is {result.check['degenerate']}"
+    assert result.text == _blocks("markdown").answer(LORA_QUESTION, sources).text
     assert "".join(pieces) == result.text and ",," not in result.text
 
 
@@ -433,73 +450,20 @@ def test_the_repository_ignores_the_models_folder() -> None:
     assert ignored.returncode == 0  # 1.24 GB must never be committed
 
 
-class _RecordingWriter(_GivenWriter):
-    """A given answer, and the sources the writer was shown, to read them back."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.shown: list[PromptSource] = []
-
-    def answer(self, question: str, sources: list[PromptSource],
-               on_token: object = None) -> GeneratedAnswer:
-        self.shown = list(sources)
-        return super().answer(question, sources, on_token)
-
-
-def test_the_writers_context_settings_never_change_what_the_reader_is_shown() -> None:
-    """How much of the sources the writer is shown is a setting of its own (measured wider
-    and narrower with bench_writer answers): whatever it shows the writer, what the reader
-    sees of the sources (the fallback, the passages after kept sentences) stays the
-    extractive answer's."""
-    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
-    sources = [_as_prompt(LORA)]
-    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
-    narrow = extractive.passages(question, sources)
-    wider = replace(WRITER_SETTINGS, max_passages=6, max_chars=3000, min_relative=0.2)
-    wide = extractive.passages(question, sources, wider)
-    assert len(wide) > len(narrow)
-    # A draft with no citation falls back: to the extractive answer, not the writer's view.
-    writer = _RecordingWriter("Serve them with the server.")
-    result = CheckedAnswerer(writer, extractive, wider).answer(  # type: ignore[arg-type]
-        question, sources)
-    shown = " ".join(" ".join(s.text.split()) for s in writer.shown)
-    assert "max_lora_rank" in shown  # the second passage: the writer saw it
-    assert result.check is not None and result.check["fallback"] == "extractive"
-    alone = extractive.answer(question, sources)
-    assert "max_lora_rank" not in alone.text
-    assert " ".join(result.text.split()) == " ".join(
-        compose(narrow, labels=False)[0].split())
-
-
-def test_a_passage_the_writer_restated_word_for_word_is_not_shown_again() -> None:
-    """The written sentence that copies its passage (the citation before the full stop, a
-    word's backticks added) and then the passage itself read as the same thing said twice."""
-    question = "How do I serve LoRA adapters with the OpenAI-compatible server?"
-    sources = [_as_prompt(LORA)]
-    extractive = ExtractiveAnswerer(None, lambda path: "markdown")
-    (chosen,) = extractive.passages(question, sources)
-    restated = " ".join(chosen.text.split()).rstrip(":.").replace("Open-AI", "`Open-AI`")
-    result = CheckedAnswerer(_GivenWriter(f"{restated} [1]."),  # type: ignore[arg-type]
-                             extractive).answer(question, sources)
-    assert result.check is not None and result.check["fallback"] is None, result.check
-    assert result.check["evidence_from"] == []
-    assert result.text.count("LoRA adapted models") == 1
-
-
-def test_a_writer_stopped_at_its_time_limit_falls_back_to_passages(
+def test_a_writer_stopped_at_its_time_limit_falls_back_to_the_blocks(
     generator: Generator,
 ) -> None:
     """The real SmolLM2 as the writer with a limit already past: nothing finished survives, so
-    the answer is the extractive one, and the check and timings say the writer was stopped."""
+    the answer is the blocks alone, and the check and timings say the writer was stopped."""
     limit = generator.time_limit_s
     generator.time_limit_s = 0.0
     try:
-        checked = CheckedAnswerer(generator, ExtractiveAnswerer(None, lambda path: "markdown"))
+        checked = CheckedAnswerer(generator, _blocks("markdown"))
         result = checked.answer("How do I forward the vllm-router-service port?", _sources())
     finally:
         generator.time_limit_s = limit
     assert result.stopped_at_time_limit
     assert result.check is not None and result.check["stopped_at_time_limit"] is True
-    assert result.check["fallback"] == "extractive" and result.model == EXTRACTIVE_NAME
+    assert result.check["fallback"] == "extractive" and result.model == BLOCKS_NAME
     numbers = {int(n) for n in re.findall(r"\[(\d+)\]", result.text)}
     assert numbers and numbers <= {1, 2}

@@ -163,8 +163,8 @@ def answer_command(
         "path:start-end, and timings (first token, total, model load)."),
     variant: Optional[str] = typer.Option(
         None, "--variant", hidden=True,
-        help="The answer made without a model: extractive or a blocks variant "
-        "(generate/blocks.VARIANTS); for measuring them (benchmarks/bench_blocks.py)."),
+        help="The answer made without a model: a blocks variant (generate/blocks.VARIANTS); "
+        "for measuring them (benchmarks/bench_blocks.py)."),
     db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
@@ -175,7 +175,7 @@ def answer_command(
     batch = question == "-"
     if not batch:
         check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
-    if variant is not None and variant != "extractive":
+    if variant is not None:
         from ragdb.generate.blocks import recipe_named
 
         recipe_named(variant)  # an unknown one is refused before any work
@@ -245,10 +245,10 @@ class _OneAnswer:
             if stream:
                 typer.echo("\n")
             if stream and "".join(streamed) != answer.text:
-                # The written answer gave way to passages after some of it was shown.
+                # The written answer gave way to the blocks after some of it was shown.
                 why = answer.fallback_reason or "too little of it passed the check"
-                typer.echo(f"The written answer is not shown ({one_line(why)}); passages of "
-                           "the sources instead:\n")
+                typer.echo(f"The written answer is not shown ({one_line(why)}); the blocks "
+                           "of the sources alone instead:\n")
                 typer.echo(answer.text)
             typer.echo(answer.text if not stream else "")
             typer.echo("\nSources:")
@@ -270,20 +270,18 @@ def _check_summary(check: dict[str, Any]) -> str:
     if check.get("fallback") and not check.get("sentences") and not check.get("degenerate"):
         # Nothing was written to check: the model's endpoint failed (generate/remote.py).
         why = check.get("fallback_reason") or "nothing was written"
-        return f"no written answer ({one_line(why)}): passages of the sources instead"
+        return f"no written answer ({one_line(why)}): the blocks of the sources alone"
     line = (f"checked {check.get('sentences', 0)} written sentences against their sources: "
             f"{check.get('kept', 0)} kept, {len(dropped)} dropped")
     if dropped:
         line += f" (first: {dropped[0]['reason']})"
-    if check.get("replaced_code"):
-        line += f"; {len(check['replaced_code'])} code replaced by the source's own lines"
     if check.get("recited"):
         line += f"; {len(check['recited'])} cited to the given source that says it"
     if check.get("evidence_from"):
-        line += "; followed by the passages it was written from"
+        line += "; followed by the blocks it was written from"
     if check.get("stopped_at_time_limit"):
         line += "; the writer was stopped at its time limit"
     if check.get("fallback"):
         why = check.get("fallback_reason") or "too little survived"
-        line += f"; the written answer was not shown ({why}): passages of the sources instead"
+        line += f"; the written answer was not shown ({why}): the blocks alone instead"
     return line

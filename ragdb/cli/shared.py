@@ -139,10 +139,12 @@ def one_line(path: str) -> str:
 
 StyleOption = typer.Option(
     Style.auto, "--style",
-    help="extractive: no model; the answer is passages of the sources, each cited. generate: "
-    "the model writes from chosen passages, every sentence is checked against the source it "
-    "cites and one that fails is dropped; when too little is left, the passages are shown "
-    "instead and stderr says why. auto (default): generate with a model that writes well "
+    help="extractive: no model; the answer is whole blocks of the sources (the deciding "
+    "definition or docs passage, verbatim, with path:start-end), each cited. generate: the "
+    "model writes a few sentences over those blocks, shown above them; every sentence is "
+    "checked against the block it cites and one that fails is dropped; when too little is "
+    "left, the blocks alone are shown and stderr says why. auto (default): generate with a "
+    "model that writes well "
     "(the hub's Qwen3-0.6B, --model writer, or a model you name); extractive with the "
     "bundled SmolLM2 (--model offline, or no hub and no writer installed) and with the "
     "installed writer standing in for a hub that cannot be reached.",

@@ -1,10 +1,12 @@
 """Checking a written answer against the sources it cites, sentence by sentence.
 
 A language model's answer is only shown where what it says can be found in the source it
-cites: every sentence must cite a given source as [n]; code and commands must appear verbatim
-in a cited source (a block that does not is replaced by that source's own lines, when they
-are clearly the ones meant); identifiers, flags, paths and numbers written in prose must appear
-in a cited source, unless the question itself names them. Then the sentence's own words: what
+cites: every sentence must cite a given source as [n]; code blocks are never the model's (the
+answer shows the sources' own blocks beneath its sentences: generate/styles.py), and a command
+written inline must appear verbatim in a cited source (the step that replaced an inexact one
+by the source's own line, when clearly the one meant, wrote broken sentences: issue 39);
+identifiers, flags, paths and numbers written in prose must appear in a cited source, unless
+the question itself names them. Then the sentence's own words: what
 it says beyond the question (its content words, less stopwords, the question's words and words
 that only frame a claim, such as "default" or "allows") must be found in the cited source, all
 but a few, and together, in one stretch of it next to what the question asks about, not
@@ -48,17 +50,18 @@ _CHECKABLE = re.compile(
     r"|(?<![\w.])\d+(?:[.,]\d+)*(?![\w])"  # a number: 8000, 0.9, 1,024
 )
 _NOT_NAMES = re.compile(r"^(?:e\.g|i\.e|etc)$", re.I)
-# A written answer whose survivors are fewer than this share of its sentences is replaced by
-# the extractive one: most of it was unsupported, so the rest is rarely the answer either.
+# A written answer whose survivors are fewer than this share of its sentences gives way to the
+# blocks alone: most of it was unsupported, so the rest is rarely the answer either.
 MIN_KEPT_SHARE = 1 / 3
 
 
+#: The reason a code block the model wrote is dropped.
+WRITTEN_CODE = "code: the answer shows the sources' own blocks, never the model's"
 #: What every sentence was checked for, as the answer's JSON says.
-CHECKED = ["citations", "code verbatim", "identifiers, flags, paths, numbers",
-           "symbols", "members of dotted names", "every code name asked",
-           "a default bound to its name", "a list stated whole", "code for its case",
-           "what happens under its if",
-           "a not said where it is read",
+CHECKED = ["citations", "no code blocks", "inline code verbatim",
+           "identifiers, flags, paths, numbers", "symbols", "members of dotted names",
+           "every code name asked", "a default bound to its name", "a list stated whole",
+           "code for its case", "what happens under its if", "a not said where it is read",
            "words in the cited source, together", "says more than the question"]
 
 
@@ -78,12 +81,11 @@ class CheckReport:
     sentences: int = 0
     kept: int = 0
     dropped: list[dict[str, str]] = field(default_factory=list)
-    replaced: list[dict[str, Any]] = field(default_factory=list)
     recited: list[dict[str, Any]] = field(default_factory=list)
-    evidence: list[int] = field(default_factory=list)  # sources whose passages follow the text
+    evidence: list[int] = field(default_factory=list)  # sources whose blocks follow the text
     removed_citations: list[int] = field(default_factory=list)
-    fallback: str | None = None  # "extractive" when too little survived
-    # Why the answer is the extractive one, in words (the one line `ragdb answer` prints).
+    fallback: str | None = None  # "extractive" when too little survived: the blocks alone
+    # Why the answer is the blocks alone, in words (the one line `ragdb answer` prints).
     fallback_reason: str | None = None
     degenerate: str | None = None  # why the written answer is no answer at all (degenerate)
     writer: str | None = None  # the model whose answer was checked
@@ -95,7 +97,6 @@ class CheckReport:
             "sentences": self.sentences,
             "kept": self.kept,
             "dropped": self.dropped,
-            "replaced_code": self.replaced,
             "recited": self.recited,
             "evidence_from": self.evidence,
             "removed_citations": self.removed_citations,
@@ -123,7 +124,7 @@ class CheckedAnswer:
 
     @property
     def why_not_shown(self) -> str:
-        """Why the written answer gives way to the extractive one, in a few words."""
+        """Why the written sentences give way to the blocks alone, in a few words."""
         if self.report.degenerate is not None:
             return f"it is {self.report.degenerate}"
         return f"{self.report.kept} of its {self.report.sentences} sentences passed the check"
@@ -251,64 +252,9 @@ def _unsupported_tokens(prose: str, sources: list[CitedSource], question: str = 
     return found
 
 
-def _code_tokens(text: str) -> set[str]:
-    return set(re.findall(r"[\w.-]+|[^\w\s]", text))
-
-
-def _logical_lines(text: str) -> list[str]:
-    """A source's lines with shell continuations joined, fences and blank lines left out."""
-    joined = re.sub(r"\\[ \t]*\n[ \t]*", " ", text)
-    return [line.strip() for line in joined.split("\n")
-            if line.strip() and not re.match(r"[ \t]*(```|~~~)", line)]
-
-
-def _command_line(span: str, sources: list[CitedSource]) -> tuple[str, int] | None:
-    """The cited source's own line that an inexact inline command was meant to be."""
-    wanted = _code_tokens(span)
-    best: tuple[float, str, int] | None = None
-    for source in sources:
-        for line in _logical_lines(source.text):
-            if len(line) > 240:
-                continue
-            line = re.sub(r"^\$[ \t]+", "", line)
-            have = _code_tokens(line)
-            recall = len(wanted & have) / max(1, len(wanted))
-            if recall >= 0.6 and (best is None or recall > best[0]):
-                best = (recall, line, source.number)
-    return (best[1], best[2]) if best else None
-
-
 def _verbatim(code: str, sources: list[CitedSource]) -> bool:
     wanted = _normalised(code)
     return bool(wanted) and any(wanted in _normalised(s.text) for s in sources)
-
-
-def _block_window(lines: list[str], sources: list[CitedSource]) -> tuple[str, int] | None:
-    """The run of a cited source's lines that best matches a code block that is not verbatim:
-    the same number of lines (give or take), no fence inside, most of the block's tokens."""
-    wanted = _code_tokens("\n".join(lines))
-    best: tuple[float, int, str, int] | None = None
-    for source in sources:
-        raw = source.text.split("\n")
-        for size in {max(1, len(lines) - 1), len(lines), len(lines) + 1}:
-            for first in range(0, max(0, len(raw) - size) + 1):
-                window = raw[first:first + size]
-                if any(re.match(r"[ \t]*(```|~~~)", w) for w in window) or not window[0].strip():
-                    continue
-                have = _code_tokens("\n".join(window))
-                recall = len(wanted & have) / max(1, len(wanted))
-                extra = len(have - wanted)
-                if recall >= 0.5 and (best is None or (recall, -extra) > (best[0], -best[1])):
-                    end = first + size
-                    while end < len(raw) and raw[end - 1].rstrip().endswith("\\"):
-                        end += 1  # a shell command continues: show all of it
-                    best = (recall, extra, _dedent(raw[first:end]), source.number)
-    return (best[2], best[3]) if best else None
-
-
-def _dedent(lines: list[str]) -> str:
-    width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
-    return "\n".join(x[width:].rstrip() for x in lines).strip("\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +279,7 @@ def degenerate(answer: str) -> str | None:
     if empty >= 2:
         return f"{empty} empty code blocks"
     if any(m.group("body").strip() for m in _FENCED.finditer(answer)):
-        return None  # code: checked line by line against its source
+        return None  # code: not degenerate (the check drops it)
     marks = 3 * len(CITE.findall(answer))
     prose = INLINE.sub(lambda m: "x" * len(m.group(1)), CITE.sub(" ", answer))
     letters = sum(len(word) for word in re.findall(r"[^\W\d_]+", prose))
@@ -357,7 +303,6 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
     report = CheckReport(writer=writer)
     kept: list[str] = []
     seen: set[str] = set()
-    previous_cites: list[int] = []
     previous_text = ""
     for unit in split_units(answer):
         if unit.kind == "prose" and not _WORD.search(CITE.sub("", unit.text)):
@@ -369,7 +314,8 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
                 report.removed_citations.append(n)
         valid = list(dict.fromkeys(n for n in unit.cites if n in by_number))
         if unit.kind == "code":
-            text = _check_block(unit, valid or previous_cites, by_number, report)
+            _drop(report, unit.text, WRITTEN_CODE)
+            text = None
         elif _ABOUT_A_SOURCE.match(unit.text) and _CITED_AFTER_STOP.search(previous_text):
             # "... caching. [1] provides the information ...": the citation was the subject.
             _drop(report, unit.text, "talks about a source, not the question")
@@ -377,17 +323,14 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
         else:
             text = _check_sentence(unit, valid, invalid, by_number, report, seen, question,
                                    settings)
-            if text is not None:  # (re-cited, it may cite another source than written)
-                previous_cites = [int(n) for n in re.findall(r"\[(\d{1,3})\]", text)
-                                  if int(n) in by_number] or valid
         previous_text = unit.text
         if text is not None:
             kept.append(text)
             report.kept += 1
     report.degenerate = degenerate(answer)
     text = _join(kept)
-    cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", INLINE.sub(" ", _strip_fences(
-        text))) if int(n) in by_number})
+    cited = sorted({int(n) for n in re.findall(r"\[(\d{1,3})\]", INLINE.sub(" ", text))
+                    if int(n) in by_number})
     return CheckedAnswer(text, cited, report)
 
 
@@ -456,7 +399,7 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
     if key in seen:
         _drop(report, text, "repeats an earlier sentence")
         return None
-    checked, why, replaced = _claim(text, [by_number[n] for n in valid], question, settings)
+    why = _claim(text, [by_number[n] for n in valid], question, settings)
     if why is not None and why != NOTHING_NEW:
         # The writer may cite the wrong one of the sources it saw: where another one alone
         # supports the whole sentence, it is cited instead (the check is the same).
@@ -464,17 +407,15 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
             if number in valid:
                 continue
             moved = _recite(text, valid, number)
-            again, failed, moved_replaced = _claim(moved, [source], question, settings)
-            if failed is None:
+            if _claim(moved, [source], question, settings) is None:
                 report.recited.append({"text": text, "from": valid, "to": number})
-                checked, why, replaced = again, None, moved_replaced
+                text, why = moved, None
                 break
     if why is not None:
         _drop(report, text, why)
         return None
-    report.replaced.extend(replaced)
     seen.add(key)
-    return checked
+    return text
 
 
 NOTHING_NEW = "says nothing the question did not"
@@ -492,109 +433,64 @@ def _recite(text: str, old: list[int], new: int) -> str:
 
 
 def _claim(text: str, cited: list[CitedSource], question: str, settings: SupportSettings
-           ) -> tuple[str, str | None, list[dict[str, Any]]]:
-    """The sentence (inexact inline commands replaced by the source's own line), why it is
-    not supported by `cited` (None when it is), and what was replaced."""
+           ) -> str | None:
+    """Why the sentence is not supported by `cited`; None when it is."""
     where = ", ".join(f"[{s.number}]" for s in cited)
-    replaced: list[dict[str, Any]] = []
-    for match in list(INLINE.finditer(text)):
-        span = match.group(1)
-        if _verbatim(span, cited):
+    for match in INLINE.finditer(text):
+        span = match.group(1).strip()
+        if _verbatim(span, cited) or re.fullmatch(r"\S+", span) and (
+                _token_supported(span, cited) or asked(span, question)):
             continue
-        if re.fullmatch(r"\S+", span.strip()):
-            if _token_supported(span.strip(), cited) or asked(span.strip(), question):
-                continue
-            return text, f"`{span}` is not in {where}", []
-        line = _command_line(span, cited)
-        if line is None:
-            return text, f"`{span}` is not in {where}", []
-        replaced.append({"written": span, "source_lines": line[0], "n": line[1]})
-        text = text.replace(match.group(0), f"`{line[0]}`", 1)
+        return f"`{span}` is not in {where}"
     missing = _unsupported_tokens(text, cited, question)
     if missing:
-        return text, f"{', '.join(missing[:3])} not in {where}", []
+        return f"{', '.join(missing[:3])} not in {where}"
     symbols = [ch for ch in dict.fromkeys(CITE.sub(" ", text)) if symbol_char(ch)
                and ch not in question and not any(ch in s.text for s in cited)]
     if symbols:
-        return text, f"{''.join(symbols)} not in {where}", []
+        return f"{''.join(symbols)} not in {where}"
     subjects = asked_names(text, question)
     unheld = [t for t in subjects if not (_token_supported(t, cited) or in_any_case(t, cited))]
     if unheld and len(unheld) == len(subjects):
-        return text, f"{where} is not about {', '.join(subjects[:2])}", []
+        return f"{where} is not about {', '.join(subjects[:2])}"
     # A class name may lie above the excerpt (a method's chunk rarely shows its class line);
     # a function, attribute or dotted name the question asks about is the place itself.
     unheld = [t for t in unheld if "_" in t or "." in t]
     if unheld:
-        return text, f"{where} does not speak of {', '.join(unheld[:2])}", []
+        return f"{where} does not speak of {', '.join(unheld[:2])}"
     partial = partial_list(text, cited)
     if partial is not None:
-        return text, partial, []
+        return partial
     elsewhere = other_case(text, cited)
     if elsewhere is not None:
-        return text, elsewhere, []
+        return elsewhere
     unbound = default_unbound(text, cited, question)
     if unbound is not None:
-        return text, unbound, []
+        return unbound
     branch = outside_branch(text, cited, question, settings)
     if branch is not None:
-        return text, branch, []
+        return branch
     said = support(_LIST_MARKER.sub("", text), question,
                    [(s.text, s.file_path) for s in cited], settings)
     if not said.novel:
-        return text, NOTHING_NEW, []
+        return NOTHING_NEW
     if said.fails(settings):
         if said.missing:
-            return text, f"the words {', '.join(said.missing[:4])} are not in {where}", []
+            return f"the words {', '.join(said.missing[:4])} are not in {where}"
         if settings.negation_held and said.negated:
-            return text, f"{where} does not say that it is not so", []
-        return text, f"what it says is not together in one place of {where}", []
-    return text, None, replaced
-
-
-def _check_block(unit: Unit, cites: list[int], by_number: dict[int, CitedSource],
-                 report: CheckReport) -> str | None:
-    match = _FENCED.match(unit.text)
-    body = match.group("body") if match else unit.text
-    opening = unit.text.split("\n", 1)[0].strip()
-    lines = [line for line in body.rstrip("\n").split("\n") if line.strip()]
-    if not lines:
-        _drop(report, unit.text, "an empty code block")
-        return None
-    if not cites:
-        _drop(report, unit.text, "code that cites no source")
-        return None
-    cited = [by_number[n] for n in cites]
-    where = ", ".join(f"[{n}]" for n in cites)
-    suffix = "\n" + "".join(f"[{n}]" for n in cites)
-    fence = opening[:3]
-    if all(_verbatim(line, cited) for line in lines):
-        return f"{opening}\n{body.rstrip()}\n{fence}{suffix}"
-    window = _block_window(lines, cited)
-    if window is None:
-        _drop(report, unit.text, f"code not in {where}")
-        return None
-    source_lines, number = window
-    report.replaced.append({"written": body.rstrip(), "source_lines": source_lines, "n": number})
-    return f"{opening}\n{source_lines}\n{fence}\n[{number}]"
-
-
-def _strip_fences(text: str) -> str:
-    return _FENCED.sub(" ", text)
+            return f"{where} does not say that it is not so"
+        return f"what it says is not together in one place of {where}"
+    return None
 
 
 def _join(units: list[str]) -> str:
-    """Sentences of one paragraph on one line; code blocks and list items on their own."""
+    """Sentences of one paragraph on one line; list items on their own."""
     out = ""
     for unit in units:
         if not out:
             out = unit
-        elif unit.startswith(("```", "~~~")) or out.rstrip().endswith(("]", "```")) and (
-                _LIST_MARKER.match(unit) or unit.startswith(("```", "~~~"))):
-            out += "\n\n" + unit
         elif _LIST_MARKER.match(unit):
-            out += "\n" + unit
-        elif re.search(r"```\n(?:\[\d{1,3}\])*$", out):
-            out += "\n\n" + unit
+            out += ("\n\n" if out.rstrip().endswith("]") else "\n") + unit
         else:
             out += " " + unit
     return out.strip()

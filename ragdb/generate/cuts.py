@@ -1,8 +1,8 @@
 """Where an answer block starts and ends (generate/blocks.py): the lines that match the
 question, the branch and definition they lie in, the signature lines above them, the
-paragraphs, lists and tables of a docs section, and the captions the sources' own prose gives.
-All on a file's lines (0-based indexes, inclusive bounds), nothing but regular expressions and
-indentation: a cut that works the same on any language ragdb indexes.
+paragraphs, lists and tables of a docs section. All on a file's lines (0-based indexes,
+inclusive bounds), nothing but regular expressions and indentation: a cut that works the same
+on any language ragdb indexes.
 """
 
 from __future__ import annotations
@@ -177,66 +177,6 @@ def definition_name(line: str) -> str:
     return "" if name in _CONTROL else name
 
 
-_DOC_COMMENT = re.compile(r"\s*(?:///?!?|#(?![!\[])|/\*\*?|\*(?!/)|--)\s?")
-_NOT_PROSE = re.compile(r"TODO|FIXME|XXX|HACK|noqa|type:\s*ignore|pragma|https?://|SPDX|"
-                        r"Copyright|license", re.I)
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?:](?=\s|$)")
-
-
-def _first_sentence(text: str) -> str:
-    """The first sentence of some prose, of four words or more, else ''."""
-    text = _collapse(text)
-    stop = _SENTENCE_END.search(text)
-    sentence = text[:stop.end()] if stop else text
-    if len(re.findall(r"[A-Za-z]{2,}", sentence)) < 4 or _NOT_PROSE.search(sentence):
-        return ""
-    return sentence if len(sentence) <= 240 else ""
-
-
-def code_caption(lines: list[str], head: int, shown: tuple[int, int]) -> str:
-    """The first sentence of the docstring or doc comment of the definition starting at line
-    `head`, where those lines are not shown already; '' where there is none."""
-    a, b = shown
-    # A Python docstring: the first statement after the signature's closing colon.
-    for i in range(head, min(head + 12, len(lines))):
-        if lines[i].rstrip().endswith(":"):
-            j = i + 1
-            while j < len(lines) and not lines[j].strip():
-                j += 1
-            opened = re.match(r"\s*[rRuU]?(\"\"\"|''')", lines[j]) if j < len(lines) else None
-            if opened:
-                quote = opened.group(1)
-                body: list[str] = []
-                k = j
-                while k < len(lines) and k < j + 30:
-                    text = lines[k][opened.end():] if k == j else lines[k]
-                    body.append(text.split(quote)[0])
-                    if quote in text:
-                        break
-                    k += 1
-                if a <= j <= b:
-                    return ""
-                return _first_sentence(" ".join(body))
-            break
-    # A comment just above the definition (attributes and decorators skipped).
-    k = head - 1
-    while k >= 0 and re.match(r"\s*(?:@|#\[)", lines[k]):
-        k -= 1
-    comment: list[str] = []
-    if k >= 0 and lines[k].strip() == "*/":
-        k -= 1
-    while k >= 0 and _DOC_COMMENT.match(lines[k]):
-        text = _DOC_COMMENT.sub("", lines[k], count=1).rstrip("*/ ")
-        if text:
-            comment.insert(0, text)
-        if lines[k].lstrip().startswith("/*"):
-            break
-        k -= 1
-    if not comment or a <= head - 1 <= b:
-        return ""
-    return _first_sentence(" ".join(comment))
-
-
 # -- docs ---------------------------------------------------------------------------------
 
 _FENCE = re.compile(r"\s*(```|~~~)")
@@ -314,25 +254,6 @@ def best_paragraphs(lines: list[str], a: int, b: int, terms: frozenset[str], lim
         pick = max(options, key=lambda i: (score(runs[i]), i > hi))
         lo, hi = min(lo, pick), max(hi, pick)
     return runs[lo][0], runs[hi][1]
-
-
-def docs_caption(lines: list[str], a: int, body_lo: int) -> str:
-    """The sentence introducing a list, table or code block that the block starts with: the
-    last sentence of the paragraph just above it (in its section), when it ends with ':'."""
-    if not (ITEM.match(lines[a]) or _FENCE.match(lines[a])):
-        return ""
-    k = a - 1
-    while k >= body_lo and not lines[k].strip():
-        k -= 1
-    if k < body_lo or not lines[k].rstrip().endswith(":"):
-        return ""
-    j = k
-    while j - 1 >= body_lo and lines[j - 1].strip() and not ITEM.match(lines[j - 1]):
-        j -= 1
-    paragraph = _collapse(" ".join(lines[j:k + 1]))
-    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z`])", paragraph)
-    last = sentences[-1]
-    return last if len(re.findall(r"[A-Za-z]{2,}", last)) >= 3 else ""
 
 
 def heading_label(context: str, lines: list[str], top: int) -> str:

@@ -18,17 +18,20 @@ SYSTEM_PROMPT = (
     "by their numbers in square brackets, like [1] or [2]. Do not use outside knowledge. If the "
     "sources do not contain the answer, say plainly that the sources do not contain it."
 )
-# The writer (Qwen2.5-Coder-1.5B) sees only the passages the extractive selector chose and must
-# cite every sentence: its answers are checked against the cited source afterwards, so what
-# it should write is the answer in the source's own words, not a paraphrase of the question.
+# The writer (Qwen2.5-Coder-1.5B) sees only the blocks the answer shows beneath its sentences
+# (generate/styles.py) and must cite every sentence: its sentences are checked against the
+# cited block afterwards, so what it should write is the answer in the source's own words, not
+# a paraphrase of the question; code it writes is dropped (the blocks show the code).
 WRITER_SYSTEM_PROMPT = (
     "You answer questions about a software project using only the numbered sources given. "
     "Write one to three short sentences that give the answer itself: the value, name, flag, "
-    "command or steps the question asks for, in the words of the source. Do not repeat the "
+    "command or steps the question asks for, or where and how the code does it, in the words "
+    "of the source. Do not repeat the "
     "question. End every sentence with the number of the source it comes from, like [1], and "
-    "never write about the sources themselves. Copy names, flags, paths, numbers and code "
-    "exactly as the sources write them, in backticks. If the sources do not give the answer, "
-    "write only: The sources do not say. [1]"
+    "never write about the sources themselves. Copy names, flags, paths and numbers exactly "
+    "as the sources write them, in backticks. Write no code blocks: the sources are shown in "
+    "full below your sentences. If the sources do not give the answer, write only: The "
+    "sources do not say. [1]"
 )
 QUESTION_PREFIX = "Question: "
 # One worked example before the question, about a made-up project (the check drops anything
@@ -62,10 +65,11 @@ OFFLINE_MAX_NEW_TOKENS = 128
 DEFAULT_CONTEXT_TOKENS = 2560
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_QUESTION_CAP = 160
-# The writer's prompt is the selector's passages (at most ~1,000 characters): on 2 cores its
-# prefill runs at tens of tokens a second, so a short prompt is what keeps the first token
-# within seconds; four short cited sentences fit in the new tokens. (A 2,048-token window
-# with wider passages was measured and not kept: passage_choice.WRITER_SETTINGS.)
+# The writer's prompt is the answer's blocks: on 2 cores its prefill runs at tens of tokens a
+# second, so a short prompt is what keeps the first token within seconds (the first block is
+# cut at a line boundary where it does not fit, a second one that does not fit is left out);
+# four short cited sentences fit in the new tokens. (Measured on the passages ragdb showed
+# before the blocks, of at most ~1,000 characters: a 2,048-token window was not kept.)
 WRITER_CONTEXT_TOKENS = 1024
 WRITER_MAX_NEW_TOKENS = 176
 # Wall-clock seconds a model may write for (any model): the 30 s an answer, less the

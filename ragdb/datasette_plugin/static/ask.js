@@ -252,7 +252,7 @@
     }
   }
 
-  // What the claim check did to a written answer (null for passages of the sources).
+  // What the claim check did to a written answer (null for the blocks alone).
   function checkSummary(check) {
     if (!check) {
       return "";
@@ -260,14 +260,11 @@
     var dropped = (check.dropped || []).length;
     var line = " Checked " + check.sentences + " written sentences against their sources: " +
       check.kept + " kept, " + dropped + " dropped";
-    if (check.replaced_code && check.replaced_code.length) {
-      line += ", " + check.replaced_code.length + " code replaced by the source's lines";
-    }
     if (check.recited && check.recited.length) {
       line += ", " + check.recited.length + " cited to the given source that says it";
     }
     if (check.evidence_from && check.evidence_from.length) {
-      line += ", followed by the passages it was written from";
+      line += ", followed by the blocks it was written from";
     }
     if (check.stopped_at_time_limit) {
       line += "; the writer was stopped at its time limit";
@@ -275,7 +272,7 @@
     if (check.fallback) {
       line += "; the " + check.writer + " answer was not shown (" +
         (check.fallback_reason || "too little survived") +
-        "), so these are passages of the sources";
+        "), so these are the blocks of the sources alone";
     }
     return line + ".";
   }
