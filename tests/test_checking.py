@@ -204,7 +204,11 @@ def test_sentences_split_on_full_stops_not_on_dotted_names_or_abbreviations() ->
 def test_the_writer_grammar_admits_only_cited_sentences_of_given_sources() -> None:
     pattern = re.compile(cited_sentences_regex(2))
     assert pattern.fullmatch("Use `--enable-lora` [1]. Then query `/models` [2][1].")
-    assert pattern.fullmatch("Forward the port [2]:\n```bash\nsudo kubectl port-forward x\n```")
+    # No code (the answer's code is its blocks'), and three sentences at most.
+    assert not pattern.fullmatch("Forward the port [2]:\n```bash\nsudo kubectl port-forward x"
+                                 "\n```")
+    assert pattern.fullmatch("One [1]. Two [1]. Three [2].")
+    assert not pattern.fullmatch("One [1]. Two [1]. Three [2]. Four [2].")
     assert pattern.fullmatch("It hangs on v0.5.2 [1].")
     assert pattern.fullmatch("It hangs on v0.5.2. [1] Upgrade to the latest version. [2]")
     # Text beyond ASCII, which the model otherwise cannot write and stops at.
