@@ -151,8 +151,8 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
     read |= {str(path) for path in (bench_writer.DRAFTS, bench_writer.LABELS, bench_writer.JUDGED)}
     # The blind comparison of answer variants (issue 39): what `bench_blocks report` reads.
     blocks = REPO / bench_blocks.OUT
-    read |= {str(p.relative_to(REPO)) for pattern in ("answers_*.json", "verdicts_*.json",
-                                                       "key.json") for p in blocks.glob(pattern)}
+    patterns = ("answers_*.json", "verdicts_*.json", "key.json")
+    read |= {str(p.relative_to(REPO)) for pattern in patterns for p in blocks.glob(pattern)}
     assert tracked == read, ("a tracked file no benchmark command reads (a past reading: git "
                              "keeps it), or one a command reads that is not tracked")
 
