@@ -293,8 +293,8 @@ def test_blind_files_hide_the_variants_and_the_report_maps_them_back(
 
 
 def test_cli_json_records_the_writer_tried_and_what_was_shown(indexed: Path) -> None:
-    """A model that writes: the JSON says it was tried, what was shown (its checked answer or
-    the passages it fell back to, and why), and what loading it cost."""
+    """A model that writes: the JSON says it was tried, what was shown (its checked sentences
+    above the blocks, or the blocks alone and why), and what loading it cost."""
     done = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
                    "--style", "generate", "--model", "offline", "--k", "2", "--json",
                    "--db", "rag.db", cwd=indexed, env={"HF_HUB_OFFLINE": "1"}, timeout=300)
@@ -305,4 +305,7 @@ def test_cli_json_records_the_writer_tried_and_what_was_shown(indexed: Path) -> 
         assert record["fallback_reason"]
     else:
         assert record["style"] == "generate" and record["fallback_reason"] is None
+    # Either way the blocks are shown, verbatim, and recorded (the writer only narrates).
+    assert record["shown"]["blocks"][0]["file_path"] == "proj/src/shapes.py"
+    assert "return 2 * 3.14159 * self.radius" in record["answer"]
     assert record["timings"]["load_s"] > 0 and record["timings"]["first_token_s"] >= 0
