@@ -51,7 +51,7 @@ from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_from_env
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
-from ragdb.generate.remote import RemoteGenerator
+from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
 from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted, no_model_answerer
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
@@ -504,9 +504,11 @@ class RagDB:
                 for note in self._resolve_notes:
                     self.warn(note)
                 limit = time_limit_from_env()
-                self._generator = (RemoteGenerator(resolved, time_limit_s=limit)
-                                   if resolved.endpoint is not None
-                                   else Generator(resolved, time_limit_s=limit))
+                self._generator = (
+                    RemoteGenerator(resolved, time_limit_s=limit,
+                                    first_token_limit_s=first_token_limit_from_env())
+                    if resolved.endpoint is not None
+                    else Generator(resolved, time_limit_s=limit))
             return self._generator
 
     def answerer(self, style: Style | str = Style.auto, variant: str | None = None

@@ -209,6 +209,17 @@ def test_a_stream_without_end_is_cut_at_the_writing_limit(
     assert "the writer was stopped at its time limit" in stderr
 
 
+def test_the_first_token_limit_is_set_apart_from_the_writing_limit(
+        indexed: Path, endpoint: tuple[str, list[str | None]]) -> None:
+    answer, _ = _answer_json(indexed, f"m@{endpoint[0]}/silent/v1",
+                             env={"RAGDB_FIRST_TOKEN_SECONDS": "1", "RAGDB_WRITE_SECONDS": "30"})
+    assert answer["fallback_reason"] == f"{endpoint[0]}/silent/v1 wrote nothing within 1 s"
+    done = run_cli("answer", QUESTION, "--model", f"m@{endpoint[0]}/silent/v1", "--db",
+                   "rag.db", cwd=indexed, env={"RAGDB_FIRST_TOKEN_SECONDS": "soon"})
+    assert one_line_error(done) == ("ragdb: RAGDB_FIRST_TOKEN_SECONDS must be a number of "
+                                    "seconds (0: no limit), got 'soon'")
+
+
 def test_the_api_key_comes_from_the_environment(
         indexed: Path, endpoint: tuple[str, list[str | None]]) -> None:
     url = f"{endpoint[0]}/key/v1"
@@ -345,17 +356,24 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait()
 
 
+#: A busy 2-core host may take longer than the default limits to the first token: these tests
+#: are about what the server writes (the limits are tested above).
+UNHURRIED = {"RAGDB_WRITE_SECONDS": "240", "RAGDB_FIRST_TOKEN_SECONDS": "0"}
+
+
 def test_a_real_server_writes_and_its_answer_is_checked(indexed: Path, llama_server: str
                                                         ) -> None:
     before = index_rows(indexed / "rag.db")
-    answer, stderr = _answer_json(indexed, f"smollm2@{llama_server}", timeout=300)
+    answer, stderr = _answer_json(indexed, f"smollm2@{llama_server}", timeout=300,
+                                  env=UNHURRIED)
     assert answer["style_tried"] == "generate"
     assert answer["model"] in (f"smollm2 at {llama_server} (OpenAI-compatible)",
                                "blocks (whole units of the sources; no model)")
     check = answer["check"]
     assert check["writer"] == f"smollm2 at {llama_server} (OpenAI-compatible)"
     # The model wrote (tokens came and were checked); what it wrote stands only if it passed.
-    assert answer["timings"]["new_tokens"] > 0 and answer["timings"]["prompt_tokens"] > 0
+    assert answer["timings"]["new_tokens"] > 0, answer["fallback_reason"]
+    assert answer["timings"]["prompt_tokens"] > 0
     assert 0 < answer["timings"]["first_token_s"] <= answer["timings"]["total_s"]
     assert check["sentences"] > 0 or check["degenerate"], check
     assert "written sentences against their sources" in stderr
@@ -370,7 +388,7 @@ def test_a_real_server_streams_tokens_as_they_come(indexed: Path, llama_server: 
 
     resolved = endpoint_model(llama_server)  # a bare URL: the model the server lists
     assert resolved is not None
-    generator = RemoteGenerator(resolved, time_limit_s=120)
+    generator = RemoteGenerator(resolved, time_limit_s=240, first_token_limit_s=None)
     text = (indexed / "data/raw/proj/docs/features/lora.md").read_text()
     source = PromptSource("docs/features/lora.md", 0, len(text), 1, text.count("\n"), text)
     pieces: list[tuple[float, str]] = []

@@ -49,17 +49,22 @@ TIME_LIMIT_ENV = "RAGDB_WRITE_SECONDS"
 
 def time_limit_from_env() -> float | None:
     """The writing limit $RAGDB_WRITE_SECONDS sets (None: no limit), else the default."""
-    raw = os.environ.get(TIME_LIMIT_ENV, "").strip()
+    return seconds_from_env(TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT_S)
+
+
+def seconds_from_env(name: str, default: float | None) -> float | None:
+    """A limit in seconds from the environment variable `name` (0: none, returned as None),
+    else `default`; anything else is one line naming the variable."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_TIME_LIMIT_S
+        return default
     try:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
     if not math.isfinite(seconds) or seconds < 0:
         shown = raw if len(raw) <= 20 else raw[:17] + "..."
-        raise RagdbError(f"{TIME_LIMIT_ENV} must be a number of seconds (0: no limit), "
-                         f"got {shown!r}")
+        raise RagdbError(f"{name} must be a number of seconds (0: no limit), got {shown!r}")
     return seconds or None
 
 

@@ -24,7 +24,12 @@ from urllib.parse import urlsplit
 
 from ragdb.errors import RagdbError
 from ragdb.generate.cleaning import clean_answer, stream_view
-from ragdb.generate.generator import EMPTY_ANSWER_MESSAGE, NO_SOURCES_MESSAGE, GeneratedAnswer
+from ragdb.generate.generator import (
+    EMPTY_ANSWER_MESSAGE,
+    NO_SOURCES_MESSAGE,
+    GeneratedAnswer,
+    seconds_from_env,
+)
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import (
     DEFAULT_MAX_NEW_TOKENS,
@@ -40,8 +45,11 @@ from ragdb.generate.prompt import (
 API_KEY_ENVS = ("RAGDB_API_KEY", "OPENAI_API_KEY")
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds from the call to the first written text (capped by the writing limit): the issue's
-#: target is 10 s on a small host; a server still loading its model or queueing fails here.
+#: target is 10 s on a small host; a server that accepts and never writes fails here rather
+#: than at the writing limit. $RAGDB_FIRST_TOKEN_SECONDS sets another (0: only the writing
+#: limit), e.g. for a server that loads its model on the first request (Ollama).
 FIRST_TOKEN_LIMIT_S = 15.0
+FIRST_TOKEN_ENV = "RAGDB_FIRST_TOKEN_SECONDS"
 #: The prompt's size, counted as characters / CHARS_PER_TOKEN (no tokenizer of the remote
 #: model here; 3 over-counts English and most code, so the prompt fits a 4k window).
 CONTEXT_TOKENS = 4096
@@ -53,6 +61,11 @@ _ERROR_BODY_BYTES = 64 << 10
 
 class ModelUnavailable(RagdbError):
     """The endpoint gave no answer to show: why, in one line."""
+
+
+def first_token_limit_from_env() -> float | None:
+    """The first-token limit $RAGDB_FIRST_TOKEN_SECONDS sets (None: none), else the default."""
+    return seconds_from_env(FIRST_TOKEN_ENV, FIRST_TOKEN_LIMIT_S)
 
 
 def api_key() -> str | None:
@@ -74,7 +87,7 @@ class RemoteGenerator:
 
     def __init__(self, resolved: ResolvedModel, *,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
-                 first_token_limit_s: float = FIRST_TOKEN_LIMIT_S,
+                 first_token_limit_s: float | None = FIRST_TOKEN_LIMIT_S,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S,
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> None:
         if resolved.endpoint is None:
@@ -89,8 +102,8 @@ class RemoteGenerator:
         self.served_model = resolved.served_model
         self.model = resolved.name
         self.time_limit_s = time_limit_s  # None: no limit (RAGDB_WRITE_SECONDS=0)
-        self.first_token_limit_s = (first_token_limit_s if time_limit_s is None
-                                    else min(first_token_limit_s, time_limit_s))
+        limits = [s for s in (first_token_limit_s, time_limit_s) if s is not None]
+        self.first_token_limit_s = min(limits) if limits else None  # None: no limit
         self.connect_timeout_s = connect_timeout_s
         self.max_new_tokens = max_new_tokens
         self.load_s = 0.0
@@ -142,7 +155,7 @@ class RemoteGenerator:
         """The model a bare URL names: the first of GET /models (llama.cpp's server has one)."""
         reply = self.request("GET", "/models", None, started)
         try:
-            body = reply.read_all(started + self.first_token_limit_s)
+            body = reply.read_all(self.first_by(started))
         finally:
             reply.close()
         try:
@@ -154,6 +167,11 @@ class RemoteGenerator:
             raise ModelUnavailable(f"{self.base}/models names no model: give one, as "
                                    f"--model NAME@{self.base}")
         return name.strip()
+
+    def first_by(self, started: float) -> float | None:
+        """When the first text must have come, for a call made at `started` (None: never)."""
+        limit = self.first_token_limit_s
+        return started + limit if limit is not None else None
 
     def request(self, method: str, path: str, body: dict[str, Any] | None, started: float
                 ) -> _Reply:
@@ -170,7 +188,7 @@ class RemoteGenerator:
         if body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        first_by = started + self.first_token_limit_s
+        first_by = self.first_by(started)
         try:
             try:
                 connection.request(method, self._path + path, body=data, headers=headers)
@@ -186,7 +204,7 @@ class RemoteGenerator:
                 reply.response = connection.getresponse()
             except (_Late, socket.timeout, TimeoutError):
                 raise ModelUnavailable(f"{self.base} gave no answer within "
-                                       f"{self.first_token_limit_s:g} s") from None
+                                       f"{self.first_token_limit_s or 0:g} s") from None
             except (OSError, http.client.HTTPException) as exc:
                 raise ModelUnavailable(f"{self.base} broke off: {_os_reason(exc)}") from None
             if reply.response.status != 200:
@@ -196,7 +214,7 @@ class RemoteGenerator:
             connection.close()
             raise
 
-    def _status_reason(self, reply: _Reply, path: str, deadline: float) -> str:
+    def _status_reason(self, reply: _Reply, path: str, deadline: float | None) -> str:
         """An error status in one line: the server's own message, and what to do for a key."""
         response = reply.response
         body = reply.read_all(deadline, limit=_ERROR_BODY_BYTES, partial=True)
@@ -257,7 +275,7 @@ class _Stream:
     def next_deadline(self) -> float | None:
         """Before the first text: the first-token limit; after it, the writing limit."""
         if self.first_at is None:
-            return self.started + self.owner.first_token_limit_s
+            return self.owner.first_by(self.started)
         return self.deadline
 
     @property
@@ -274,7 +292,7 @@ class _Stream:
             except _Late:
                 if self.first_at is None:
                     raise ModelUnavailable(f"{self.owner.base} wrote nothing within "
-                                           f"{self.owner.first_token_limit_s:g} s") from None
+                                           f"{self.owner.first_token_limit_s or 0:g} s") from None
                 self.timed_out = True
                 return
             if not chunk:
@@ -381,7 +399,16 @@ class _Reply:
         self.base = base
         self.connection = connection
         self.sock = sock
-        self.response: http.client.HTTPResponse = None  # type: ignore[assignment]
+        self._response: http.client.HTTPResponse | None = None
+
+    @property
+    def response(self) -> http.client.HTTPResponse:
+        assert self._response is not None, "read before the response came"
+        return self._response
+
+    @response.setter
+    def response(self, response: http.client.HTTPResponse) -> None:
+        self._response = response
 
     def wait_until(self, deadline: float | None) -> None:
         if self.sock is None:
@@ -424,8 +451,8 @@ class _Reply:
 
     def close(self) -> None:
         self.connection.close()
-        if self.response is not None:
-            self.response.close()
+        if self._response is not None:
+            self._response.close()
 
 
 def _json(text: str, base: str) -> Any:
