@@ -39,26 +39,28 @@ CREATE INDEX symbol_names_last ON symbol_names(last);
 -- of unknown type; such a use keeps its name); whether a definition of that name exists,
 -- directly or through imports that re-export it (`alias_id`: the qualified name a module-level
 -- import binds, module.name), is decided when it is read, so a file's rows never depend on
--- another file's.
+-- another file's. A use is stored by its place (file, character: one use starts there), in
+-- file order: a file's uses are one range of the table, found and removed without an index
+-- of their own.
 CREATE TABLE symbol_refs (
-    id            INTEGER PRIMARY KEY,
     file_id       INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    first_char    INTEGER NOT NULL,          -- the name as written starts here (its end:
+                                             -- first_char + length(name))
+    kind          TEXT NOT NULL,
     enclosing_id  INTEGER,                   -- the innermost symbol holding it (same file)
     name          TEXT NOT NULL,             -- the name as written (its last part)
     target_id     INTEGER,                   -- symbol_names.id
     alias_id      INTEGER,                   -- imports only: symbol_names.id
-    kind          TEXT NOT NULL,
-    first_char    INTEGER NOT NULL,          -- the name as written starts here (its end:
-    line          INTEGER NOT NULL           -- first_char + length(name))
-);
+    line          INTEGER NOT NULL,
+    PRIMARY KEY (file_id, first_char)
+) WITHOUT ROWID;
 CREATE INDEX symbol_refs_target ON symbol_refs(target_id) WHERE target_id IS NOT NULL;
 CREATE INDEX symbol_refs_unresolved ON symbol_refs(name) WHERE target_id IS NULL;
 CREATE INDEX symbol_refs_alias ON symbol_refs(alias_id) WHERE alias_id IS NOT NULL;
-CREATE INDEX symbol_refs_file ON symbol_refs(file_id);
 
 -- Uses with their target and alias as text, for ad hoc SQL.
 CREATE VIEW symbol_uses AS
-SELECT r.id, r.file_id, r.enclosing_id, r.name, t.qualified AS target, a.qualified AS alias,
+SELECT r.file_id, r.enclosing_id, r.name, t.qualified AS target, a.qualified AS alias,
        r.kind, r.first_char, r.first_char + length(r.name) AS last_char, r.line
 FROM symbol_refs AS r
 LEFT JOIN symbol_names AS t ON t.id = r.target_id

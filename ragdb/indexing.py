@@ -406,7 +406,7 @@ def _write_file(
         cap = max_chunk_size if kind in SYNTAX_LANGUAGES else chunk_cap(kind, max_chunk_size)
         chunks, fell_back = chunk_source(text, kind, cap)
     if not chunks:
-        return 0, fell_back or not symbol_rows.write(file_id, text, kind, path, rel, [])
+        return 0, not symbol_rows.write(file_id, text, kind, path, rel, []) or fell_back
     analyse = fts.analyse
     path_terms = analyse(indexed_path)
     rows = []
@@ -430,10 +430,11 @@ def _write_file(
     fts.add((chunk_id, path_terms, _context_terms(analyse, row[6], row[7], kind, chunk.names),
              analyse(row[7]))
             for chunk_id, row, chunk in zip(ids, rows, chunks))
-    if not fell_back:
-        fell_back = not symbol_rows.write(file_id, text, kind, path, rel,
-                                          [(i, row[1], row[2]) for i, row in zip(ids, rows)])
-    return len(chunks), fell_back
+    # A tree with too many errors to cut along still holds definitions: they are read (a
+    # parse that ran out of time has none).
+    read = symbol_rows.write(file_id, text, kind, path, rel,
+                             [(i, row[1], row[2]) for i, row in zip(ids, rows)])
+    return len(chunks), fell_back or not read
 
 
 class _FullText:

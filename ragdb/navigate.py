@@ -260,10 +260,13 @@ def _inherited(conn: Connection, names: Iterable[str], ids: dict[str, int]) -> s
             containers.setdefault(member, []).append(ids[container])
     found = set()
     for member, container_ids in containers.items():
-        for subclass, overrides in conn.execute(sql("symbol_subclasses"), {
-                "ids": json.dumps(sorted(set(container_ids))), "member": member}):
-            if not overrides:
-                found.add(f"{subclass}.{member}")
+        subclasses = [str(q) for (q,) in conn.execute(sql("symbol_subclasses"), {
+            "ids": json.dumps(sorted(set(container_ids)))})]
+        if not subclasses:
+            continue
+        overrides = {str(q) for (q,) in conn.execute(sql("symbols_qualified_named"),
+                                                     {"name": member})}
+        found.update(f"{c}.{member}" for c in subclasses if f"{c}.{member}" not in overrides)
     return found
 
 

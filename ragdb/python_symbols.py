@@ -81,6 +81,7 @@ class _Extractor:
         self.refs: list[Ref] = []
         self.scopes: list[_Scope] = []
         self.classes: dict[str, _Scope] = {}  # qualified -> class scope (this file)
+        self.defined: set[ast.AST] = set()  # `self.x = ...` that define a field
 
     # -- positions ---------------------------------------------------------------------------
 
@@ -251,8 +252,11 @@ class _Extractor:
                             if known:
                                 scope.types[name] = known
                     continue
-                self.define(name, "constant" if _CONSTANT.match(name) else "variable",
-                            name_node, scope)
+                if t is ast.AnnAssign and value is None and scope.kind == "class":
+                    kind = "field"  # `x: int` in a class body: a declared field
+                else:
+                    kind = "constant" if _CONSTANT.match(name) else "variable"
+                self.define(name, kind, name_node, scope)
 
     def attribute(self, target: ast.Attribute, scope: _Scope) -> None:
         """`self.x = ...` in a method: the class's field x, where it is first assigned."""
@@ -262,6 +266,7 @@ class _Extractor:
                 scope.types.get(obj.id) != cls.qualified or target.attr in cls.members:
             return
         self.define(target.attr, "field", target, cls)
+        self.defined.add(target)
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         base = ""
@@ -420,7 +425,9 @@ class _Extractor:
                     base = self.use(node, use or "attribute", scope)
                     if base is not None:
                         push(base)
-                else:  # self.x += 1, del a.b: a use of the object only
+                else:  # self.x = v, self.x += 1: a use of the member, not its definition
+                    if node not in self.defined:
+                        self.use(node, "attribute", scope, stored=True)
                     push(node.value)  # type: ignore[attr-defined]
                 continue
             fields = children.get(t)
@@ -435,7 +442,8 @@ class _Extractor:
                 elif value is not None and isinstance(value, AST):
                     push(value)
 
-    def use(self, node: ast.AST, kind: str, scope: _Scope) -> ast.AST | None:
+    def use(self, node: ast.AST, kind: str, scope: _Scope, stored: bool = False
+            ) -> ast.AST | None:
         """A called or accessed name: `f`, `a.b.f` (one reference, to its last part).
         Returns what is left to walk (the object of `f(x).g`), if anything."""
         t = type(node)
@@ -470,10 +478,18 @@ class _Extractor:
                 found = self.local_type(head, scope)
             elif found:
                 target = ".".join([found, *attrs])
+                if head[:1].isupper() or kind == "decorator" or found.startswith(
+                        self.module + "."):  # Cls.m, f.attr, @prop.setter: a use of the
+                    # base too (a module's name is not: `np.array` uses np's array)
+                    line = base.lineno  # type: ignore[attr-defined]
+                    first = self.pos(line, base.col_offset)  # type: ignore[attr-defined]
+                    self.refs.append(Ref(head, found, "use", first, line, scope.index))
                 found = ""
         else:
             rest = base
             found = self.instance_of(base, scope)
+        if stored and (not found or len(attrs) > 1):
+            return rest  # an assignment: kept only as `self.x = ...` to a known member
         if found:  # self.x, param.x, Foo().x: the member of its class
             member, here = self.member(found, attrs[0])
             if len(attrs) == 1 and (here or kind == "call"):

@@ -118,10 +118,10 @@ def error_share(root: ts.Node, size: int) -> float:
 
 
 @lru_cache(maxsize=1)
-def parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
-    """The tree of the best grammar for the language; None when it is mostly ERROR nodes (or
-    its parse ran out of time). The last one is kept: the index run's symbols
-    (ragdb.tree_symbols) read the tree the chunker just parsed."""
+def best_tree(text: str, language: str) -> tuple[float, ts.Tree, str, bytes] | None:
+    """The tree of the best grammar for the language, with the share of its bytes in ERROR
+    nodes; None when every parse ran out of time. The last one is kept: the chunker and the
+    index run's symbols (ragdb.tree_symbols) read the same tree."""
     data = text.encode("utf-8", "surrogatepass")
     source = CUDA_NOISE.sub(blank, data) if language in ("cuda", "cpp", "c") else data
     grammars = GRAMMARS[language]
@@ -142,9 +142,18 @@ def parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
             best = (share, tree, grammar)
         if share <= good_enough:
             break
-    if best is None or best[0] > MAX_ERROR_SHARE:
+    if best is None:
         return None
-    return best[1], best[2], data
+    return best[0], best[1], best[2], data
+
+
+def parse(text: str, language: str) -> tuple[ts.Tree, str, bytes] | None:
+    """The tree of the best grammar for the language; None when it is mostly ERROR nodes (or
+    its parse ran out of time)."""
+    found = best_tree(text, language)
+    if found is None or found[0] > MAX_ERROR_SHARE:
+        return None
+    return found[1], found[2], found[3]
 
 
 # A parse's time budget: a fixed part and a part per byte (valid code parses at 1-3 MB/s

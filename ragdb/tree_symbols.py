@@ -19,7 +19,7 @@ from functools import lru_cache
 import tree_sitter as ts
 
 from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol
-from ragdb.syntax_trees import grammar_language, parse
+from ragdb.syntax_trees import best_tree, grammar_language
 from ragdb.tree_imports import Imports, module_of, read_imports
 
 _C_DEFS = """
@@ -42,6 +42,7 @@ _CPP_DEFS = _C_DEFS + """
 _JS_DEFS = """
 (function_declaration name: (identifier) @name) @function
 (generator_function_declaration name: (identifier) @name) @function
+(function_expression name: (identifier) @name) @function
 (class_declaration name: (_) @name) @class
 (method_definition name: (_) @name) @method
 (field_definition property: (_) @name) @field
@@ -53,12 +54,20 @@ _JS_DEFS = """
     (variable_declarator name: (identifier) @name) @variable))
 (variable_declarator name: (identifier) @name
     value: [(arrow_function) (function_expression) (generator_function) (class)]) @function
+(expression_statement (assignment_expression
+    left: (member_expression object: (_) @recv property: (property_identifier) @name)
+    right: [(arrow_function) (function_expression) (generator_function) (class)]) @function)
 """
-_TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "") + """
+# TypeScript's own: members of classes and interfaces (not of object literals and type
+# literals), overload signatures left out (the implementation is the definition), a `const`
+# or `let` anywhere (as ctags reads TypeScript).
+_TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "").replace(
+    "(method_definition name: (_) @name) @method",
+    "(class_body (method_definition name: (_) @name) @method)") + """
 (abstract_class_declaration name: (_) @name) @class
-(method_signature name: (_) @name) @method
+(interface_body (method_signature name: (_) @name) @method)
 (abstract_method_signature name: (_) @name) @method
-(function_signature name: (_) @name) @function
+(ambient_declaration (function_signature name: (_) @name) @function)
 (interface_declaration name: (_) @name) @interface
 (type_alias_declaration name: (_) @name) @type
 (enum_declaration name: (_) @name) @enum
@@ -66,11 +75,17 @@ _TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "
 (enum_assignment name: (property_identifier) @name) @constant
 (internal_module name: (_) @name) @module
 (public_field_definition name: (_) @name) @field
-(property_signature name: (_) @name) @field
+(interface_body (property_signature name: (_) @name) @field)
 (internal_module body: (statement_block (export_statement declaration: (lexical_declaration
     (variable_declarator name: (identifier) @name) @variable))))
 (ambient_declaration (lexical_declaration (variable_declarator name: (identifier) @name)
     @variable))
+(lexical_declaration "const" (variable_declarator name: (identifier) @name) @constant)
+(lexical_declaration "let" (variable_declarator name: (identifier) @name) @variable)
+(variable_declaration (variable_declarator name: (identifier) @name) @variable)
+(variable_declarator name: [(array_pattern (identifier) @name)
+                            (object_pattern (shorthand_property_identifier_pattern) @name)])
+    @variable
 """
 DEF_QUERIES: dict[str, str] = {
     "c": _C_DEFS,
@@ -87,8 +102,9 @@ DEF_QUERIES: dict[str, str] = {
 (source_file (const_declaration (const_spec name: (identifier) @name) @constant))
 (source_file (var_declaration (var_spec name: (identifier) @name) @variable))
 (source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @variable)))
-(field_declaration name: (field_identifier) @name) @field
-(method_elem name: (field_identifier) @name) @method
+(type_spec type: (struct_type (field_declaration_list
+    (field_declaration name: (field_identifier) @name) @field)))
+(type_spec type: (interface_type (method_elem name: (field_identifier) @name) @method))
 """,
     "rust": """
 (function_item name: (identifier) @name) @function
@@ -104,7 +120,10 @@ DEF_QUERIES: dict[str, str] = {
 (macro_definition name: (identifier) @name) @macro
 (const_item name: (identifier) @name) @constant
 (static_item name: (identifier) @name) @variable
-(field_declaration name: (field_identifier) @name) @field
+(struct_item body: (field_declaration_list
+    (field_declaration name: (field_identifier) @name) @field))
+(union_item body: (field_declaration_list
+    (field_declaration name: (field_identifier) @name) @field))
 (impl_item type: (_) @name) @impl
 """,
     "java": """
@@ -277,11 +296,15 @@ class _File:
 
     def definitions(self) -> list[_Def]:
         found: dict[tuple[int, int], _Def] = {}
+        namespaces: set[str] = set()
         cursor = ts.QueryCursor(_query(self.grammar, "defs"))
         for _pattern, captures in cursor.matches(self.tree.root_node):
             kind = next(k for k in captures if k not in ("name", "decl", "recv"))
             node = captures[kind][0]
             qualifier = ""
+            if self.grammar in ("c", "cpp") and kind not in ("macro", "constant", "type") and \
+                    self.in_function(node):
+                continue  # a local type, or a macro used as a loop (`foreach(x) {...}`)
             if "decl" in captures:
                 name_node, is_function = _declarator(captures["decl"][0])
                 if name_node is None:
@@ -291,8 +314,8 @@ class _File:
                         continue  # a prototype: declared, not defined
                     kind = "method"
                     continue  # a member function declared in its class, defined elsewhere
-                if kind == "variable" and not self.global_declaration(node):
-                    continue
+                if kind == "variable" and (node.has_error or not self.global_declaration(node)):
+                    continue  # not a definition, or the parser's guess inside macro soup
                 if name_node.type == "qualified_identifier":
                     inner = name_node.child_by_field_name("name")
                     scope = name_node.child_by_field_name("scope")
@@ -305,10 +328,12 @@ class _File:
             else:
                 name_node = captures["name"][0]
             name = self.cut(name_node)
-            if kind == "impl":
+            if kind == "impl" or "<" in name:  # a template's specialization: its name
                 name = _GENERIC.sub("", name).rsplit("::", 1)[-1].strip()
             if "recv" in captures:
                 qualifier = _GENERIC.sub("", self.cut(captures["recv"][0])).lstrip("*& ")
+                if qualifier in _SELF:
+                    qualifier = ""  # this.f = function () {...}: the enclosing scope's
             if kind == "type" and self.grammar == "go":
                 shape = node.child_by_field_name("type")
                 kind = {"struct_type": "struct", "interface_type": "interface"}.get(
@@ -316,12 +341,32 @@ class _File:
             name = name.strip("'\"` ")
             if not name:
                 continue
+            if kind == "module" and self.grammar == "cpp":
+                if name in namespaces:
+                    kind = "impl"  # `namespace vllm {` again: a scope, defined once
+                namespaces.add(name)
             key = (name_node.start_byte, name_node.end_byte)
-            if key in found and found[key].kind != "variable":
-                continue  # a const arrow function: its function pattern came first
+            if key in found and (found[key].kind not in ("variable", "constant")
+                                 or kind in ("variable", "constant")):
+                continue  # `const f = () => ...` is a function, whichever pattern came first
             found[key] = _Def(name, qualifier, kind, node, name_node)
         return sorted(found.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte,
                                                      d.name_node.start_byte))
+
+    @staticmethod
+    def in_function(node: ts.Node) -> bool:
+        """Whether a C or C++ node lies in a function's body."""
+        parent = node.parent
+        for _ in range(64):
+            if parent is None:
+                return False
+            if parent.type == "compound_statement":
+                return True
+            if parent.type in ("translation_unit", "field_declaration_list",
+                               "declaration_list"):
+                return False
+            parent = parent.parent
+        return False
 
     def global_declaration(self, node: ts.Node) -> bool:
         """A C declaration at file or namespace level, not `extern` (declared, not defined)."""
@@ -516,12 +561,12 @@ class _File:
 
 
 def tree_symbols(text: str, language: str, rel: str) -> FileSymbols | None:
-    """A source file's symbols and references; None when its tree was mostly errors or its
-    parse ran out of time (the chunker then cut it as text)."""
-    parsed = parse(text, language)
+    """A source file's symbols and references (those its tree holds, errors or not); None
+    when its parse ran out of time (the chunker then cut it as text)."""
+    parsed = best_tree(text, language)
     if parsed is None:
         return None
-    tree, grammar, data = parsed
+    _share, tree, grammar, data = parsed  # a tree with errors still holds its definitions
     if grammar not in DEF_QUERIES:
         return FileSymbols()
     f = _File(text, language, rel, tree, data)

@@ -40,7 +40,7 @@ CREATE INDEX symbol_refs_alias ON symbol_refs(alias_id) WHERE alias_id IS NOT NU
 CREATE INDEX symbol_refs_file ON symbol_refs(file_id);
 
 CREATE VIEW symbol_uses AS
-SELECT r.id, r.file_id, r.enclosing_id, r.name, t.qualified AS target, a.qualified AS alias,
+SELECT r.file_id, r.enclosing_id, r.name, t.qualified AS target, a.qualified AS alias,
        r.kind, r.first_char, r.first_char + length(r.name) AS last_char, r.line
 FROM symbol_refs AS r
 LEFT JOIN symbol_names AS t ON t.id = r.target_id

@@ -1,0 +1,396 @@
+"""Definitions and references (issue 41): measured against the tools their users know.
+
+    uv run --frozen python -m benchmarks.bench_symbols defs       # against universal-ctags
+    uv run --frozen --with jedi python -m benchmarks.bench_symbols refs   # against jedi
+    uv run --frozen python -m benchmarks.bench_symbols speed      # ragdb references, vLLM
+    uv run --frozen python -m benchmarks.bench_symbols index [--before COMMIT] [--vectors]
+
+* defs: ragdb's definitions (ragdb.symbols.extract, what an index run stores) against
+  `ctags --output-format=json` (Debian's universal-ctags) on the same files, per language, as
+  (file, name, line) triples: recall (ctags' tags ragdb has) and precision (ragdb's that ctags
+  has). Left out on both sides, as neither tool's definition in the other's sense: ctags'
+  imports, includes, package clauses and Rust `impl` blocks, anonymous names; ragdb's module
+  symbols (a Python file) and Python instance attributes (`self.x = ...`, kind field: ctags
+  has no kind for them).
+* refs: for Python names sampled from two packages (functions, methods, classes), jedi's
+  `get_references(scope="project")` at the definition against `ragdb references` of its
+  qualified name: precision and recall of ragdb's resolved uses, as (file, line, column), the
+  definition itself and type stubs (.pyi: jedi merges them with the code they describe) left
+  out; and how many uses of the name ragdb leaves unresolved. jedi is not a dependency of
+  ragdb: run with `uv run --with jedi`.
+* speed: `ragdb references NAME` on the vLLM index, in process (warm) and as a whole process
+  (the installed `ragdb` command), over names sampled from the index; the map within 2,000
+  tokens.
+* index: the full vLLM index (lexical only unless --vectors) with the tables and without them
+  (the code of --before, from `git archive`): CPU and wall seconds, rag.db size; alternated.
+
+Run at `nice` on a shared host: every figure is printed under the host line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BENCH_DIR, CORPUS, ensure_corpus, host_line
+
+TRAIN = Path("data/train/raw")
+#: language -> (corpus name, files): vLLM and packages from the registries (training corpora,
+#: fetched by `python -m training.fetch`).
+DEF_SETS: list[tuple[str, str, Path, tuple[str, ...]]] = [
+    ("python", "vllm", CORPUS, (".py",)),
+    ("python", "httpx", TRAIN / "httpx", (".py",)),
+    ("go", "cobra", TRAIN / "golang-github-spf13-cobra-dev", (".go",)),
+    ("rust", "clap", TRAIN / "librust-clap-dev", (".rs",)),
+    ("typescript", "zod", TRAIN / "zod" / "src", (".ts",)),
+    ("c", "zlib", TRAIN / "zlib", (".c", ".h")),
+    ("c", "jq", TRAIN / "jq" / "src", (".c", ".h")),
+    ("cpp", "vllm csrc", CORPUS / "csrc", (".cpp", ".cc", ".hpp")),
+    ("cuda", "vllm csrc", CORPUS / "csrc", (".cu", ".cuh")),
+    ("javascript", "express", TRAIN / "express", (".js",)),
+]
+#: ctags kinds that are not definitions in ragdb's sense, by language: imports and their
+#: aliases, includes, package clauses, Rust impl blocks, C++ using-directives.
+CTAGS_SKIP = {
+    "python": {"namespace", "module", "unknown"},
+    "go": {"package", "packageName", "unknown"},
+    "rust": {"implementation"},
+    "c": {"header"}, "cpp": {"header", "using", "name"}, "cuda": {"header", "using", "name"},
+}
+#: ragdb kinds ctags has no counterpart for, by language.
+RAGDB_SKIP = {"python": {"module", "field"}}
+REF_PACKAGES = [("httpx", TRAIN / "httpx", "httpx"), ("attrs", TRAIN / "attrs", "src")]
+SAMPLE_PER_PACKAGE = 150
+
+
+def _files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    skip = {".git", "node_modules", "__pycache__"}
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip)
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffixes)
+                  and not f.endswith(".d.ts")]
+    return found
+
+
+def _language(path: Path, default: str) -> str:
+    from ragdb.file_types import LANGUAGES
+
+    return LANGUAGES.get(path.suffix, default) if default != "python" else "python"
+
+
+def ctags_tags(files: list[Path], language: str) -> set[tuple[str, str, int]]:
+    """(file, name, line) of each tag ctags writes for the files (a name without its spaces:
+    ctags writes `operator ()`)."""
+    done = subprocess.run(
+        ["ctags", "--output-format=json", "--fields=+nKzE", "-f", "-", "-L", "-"],
+        input="\n".join(str(f) for f in files), capture_output=True, text=True, check=True)
+    tags = set()
+    for line in done.stdout.splitlines():
+        tag = json.loads(line)
+        if tag.get("_type") != "tag" or tag.get("kind") in CTAGS_SKIP.get(language, ()):
+            continue
+        if "anonymous" in str(tag.get("extras", "")):
+            continue
+        tags.add((str(tag["path"]), str(tag["name"]).replace(" ", ""), int(tag["line"])))
+    return tags
+
+
+def ragdb_definitions(files: list[Path], language: str) -> tuple[set[tuple[str, str, int]], int]:
+    """(file, name, line) of each definition ragdb stores for the files, and the files whose
+    parse failed."""
+    from ragdb.symbols import extract
+
+    found: set[tuple[str, str, int]] = set()
+    failed = 0
+    skip = RAGDB_SKIP.get(language, set())
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        symbols = extract(text, _language(path, language), path, str(path))
+        if symbols is None:
+            failed += 1
+            continue
+        found.update((str(path), s.name.replace(" ", ""), s.start_line)
+                     for s in symbols.symbols if s.kind not in skip)
+    return found, failed
+
+
+def bench_defs(out: dict[str, Any]) -> None:
+    ensure_corpus()
+    version = subprocess.run(["ctags", "--version"], capture_output=True, text=True).stdout
+    print(f"\n{host_line()}\ndefinitions against universal-ctags ({version.split(',')[0]})")
+    print("| language | corpus | files | ctags tags | ragdb definitions | recall | precision "
+          "| parse failures |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    for language, name, root, suffixes in DEF_SETS:
+        if not root.is_dir():
+            print(f"| {language} | {name} | (not here: {root}) | | | | | |")
+            continue
+        files = _files(root, suffixes)
+        theirs = ctags_tags(files, language)
+        ours, failed = ragdb_definitions(files, language)
+        both = theirs & ours
+        recall = len(both) / max(len(theirs), 1)
+        precision = len(both) / max(len(ours), 1)
+        rows.append({"language": language, "corpus": name, "files": len(files),
+                     "ctags": len(theirs), "ragdb": len(ours), "recall": round(recall, 4),
+                     "precision": round(precision, 4), "parse_failures": failed,
+                     "missed": sorted(theirs - ours)[:15], "extra": sorted(ours - theirs)[:15]})
+        print(f"| {language} | {name} | {len(files)} | {len(theirs):,} | {len(ours):,} | "
+              f"{recall:.3f} | {precision:.3f} | {failed} |")
+    out["defs"] = rows
+
+
+# -- references against jedi -------------------------------------------------------------------
+
+def _index(root: Path, db: Path) -> None:
+    from ragdb import RagDB
+
+    with RagDB(db) as rag:
+        rag.index([root], vectors=False)
+
+
+def bench_refs(out: dict[str, Any], per_package: int) -> None:
+    try:
+        import jedi
+    except ImportError:
+        sys.exit("refs needs jedi: uv run --frozen --with jedi python -m benchmarks.bench_symbols "
+                 "refs")
+    from ragdb import RagDB
+
+    print(f"\n{host_line()}\nPython references against jedi {jedi.__version__} "
+          f"(get_references, scope=project), {per_package} names per package")
+    print("| package | names | jedi uses | ragdb resolved | both | precision | recall "
+          "| ragdb unresolved | seconds jedi / ragdb |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="bench-symbols-"))
+    for name, top, package in REF_PACKAGES:
+        if not top.is_dir():
+            print(f"| {name} | (not here: {top}) |")
+            continue
+        root = (top / package).resolve()
+        here = os.getcwd()
+        os.chdir(root)
+        try:
+            db = work / f"{name}.db"
+            _index(Path("."), db)
+            rag = RagDB(db)
+            defs = [(str(r[0]), int(r[1]), str(r[2]), int(r[3])) for r in rag.conn.execute(
+                "SELECT f.path, s.start_line, s.qualified, s.first_char FROM symbols s "
+                "JOIN files f ON f.id = s.file_id WHERE s.kind IN "
+                "('function', 'method', 'class') AND f.path NOT LIKE 'tests/%' "
+                "AND f.path NOT LIKE '%.pyi' "
+                "ORDER BY s.qualified")]
+            sample = random.Random(41).sample(defs, min(per_package, len(defs)))
+            project = jedi.Project(str(root))
+            theirs_all = ours_all = both_all = unresolved = 0
+            jedi_s = ragdb_s = 0.0
+            misses: list[Any] = []
+            for path, line, qualified, first in sample:
+                text = _text(path)
+                at = text.index(qualified.rsplit(".", 1)[-1], first)  # the name, after def
+                column = at - (text.rfind("\n", 0, at) + 1)
+                started = time.perf_counter()
+                script = jedi.Script(path=str(root / path), project=project)
+                refs = script.get_references(line, column, scope="project")
+                jedi_s += time.perf_counter() - started
+                theirs = {(str(Path(r.module_path).relative_to(root)), r.line, r.column)
+                          for r in refs if r.module_path and str(r.module_path).startswith(
+                              str(root)) and not str(r.module_path).endswith(".pyi")
+                          and not (str(r.module_path) == str(root / path) and r.line == line)}
+                started = time.perf_counter()
+                listing = rag.references(qualified, limit=10_000)
+                ragdb_s += time.perf_counter() - started
+                ours = set()
+                for p in listing.places:
+                    if p.path.endswith(".pyi"):
+                        continue  # stubs: jedi merges them with the code they describe
+                    if not p.resolved:
+                        unresolved += 1
+                        continue
+                    lines_of = _text(p.path).count("\n", 0, p.first)
+                    col = p.first - (_text(p.path).rfind("\n", 0, p.first) + 1)
+                    ours.add((p.path, lines_of + 1, col))
+                theirs_all += len(theirs)
+                ours_all += len(ours)
+                both_all += len(theirs & ours)
+                if len(misses) < 10 and theirs != ours:
+                    misses.append({"name": qualified, "jedi_only": sorted(theirs - ours)[:5],
+                                   "ragdb_only": sorted(ours - theirs)[:5]})
+            precision = both_all / max(ours_all, 1)
+            recall = both_all / max(theirs_all, 1)
+            rows.append({"package": name, "names": len(sample), "jedi": theirs_all,
+                         "ragdb": ours_all, "both": both_all, "precision": round(precision, 4),
+                         "recall": round(recall, 4), "unresolved": unresolved,
+                         "jedi_s": round(jedi_s, 1), "ragdb_s": round(ragdb_s, 2),
+                         "examples": misses})
+            print(f"| {name} | {len(sample)} | {theirs_all:,} | {ours_all:,} | {both_all:,} | "
+                  f"{precision:.3f} | {recall:.3f} | {unresolved:,} | {jedi_s:.0f} / "
+                  f"{ragdb_s:.1f} |")
+            rag.close()
+        finally:
+            os.chdir(here)
+    out["refs"] = rows
+
+
+_TEXTS: dict[str, str] = {}
+
+
+def _text(path: str) -> str:
+    if path not in _TEXTS:
+        _TEXTS[path] = Path(path).read_text(encoding="utf-8")
+    return _TEXTS[path]
+
+
+# -- speed -------------------------------------------------------------------------------------
+
+def _vllm_index(db: Path) -> None:
+    ensure_corpus()
+    if not db.exists():
+        print(f"indexing {CORPUS} into {db} (lexical only)", file=sys.stderr)
+        from ragdb import RagDB
+
+        with RagDB(db) as rag:
+            rag.index([CORPUS], vectors=False)
+
+
+def bench_speed(out: dict[str, Any], names: int) -> None:
+    from ragdb import RagDB
+
+    db = BENCH_DIR / "symbols_vllm.db"
+    _vllm_index(db)
+    rag = RagDB(db)
+    rag.references("LLM")
+    population = [str(r[0]) for r in rag.conn.execute(
+        "SELECT DISTINCT name FROM symbols WHERE kind IN ('function', 'method', 'class') "
+        "ORDER BY name")]
+    sample = random.Random(41).sample(population, min(names, len(population)))
+    warm = []
+    for name in sample:
+        rag.references(name)
+        started = time.perf_counter()
+        rag.references(name)
+        warm.append((time.perf_counter() - started) * 1000)
+    command = Path(sys.executable).with_name("ragdb")
+    whole = []
+    for name in sample[:30]:
+        started = time.perf_counter()
+        subprocess.run([str(command), "references", name, "--db", str(db)],
+                       capture_output=True, check=True)
+        whole.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    text, entries = rag.repo_map(2000)
+    map_s = time.perf_counter() - started
+    size = os.path.getsize(db) / 1e6
+    q = statistics.quantiles
+    print(f"\n{host_line()}\n`ragdb references NAME` on vLLM ({size:.0f} MB rag.db, lexical): "
+          f"{len(warm)} names warm in process p50 {statistics.median(warm):.1f} ms, p95 "
+          f"{q(warm, n=20)[-1]:.1f} ms, max {max(warm):.1f} ms; {len(whole)} whole processes "
+          f"p50 {statistics.median(whole):.2f} s, p95 {q(whole, n=20)[-1]:.2f} s; "
+          f"map within 2,000 tokens {map_s:.2f} s ({len(entries)} definitions, "
+          f"{len(text)} characters)")
+    out["speed"] = {"warm_ms_p50": round(statistics.median(warm), 2),
+                    "warm_ms_p95": round(q(warm, n=20)[-1], 2), "warm_ms_max": round(max(warm), 2),
+                    "whole_s_p50": round(statistics.median(whole), 3),
+                    "whole_s_p95": round(q(whole, n=20)[-1], 3), "map_s": round(map_s, 2),
+                    "map_entries": len(entries), "names": len(warm)}
+
+
+# -- index time and size -----------------------------------------------------------------------
+
+INDEX_RUN = """
+import os, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import ragdb
+assert ragdb.__file__.startswith(sys.argv[1]), ragdb.__file__
+from ragdb import RagDB
+db = Path(sys.argv[2])
+cpu, wall = time.process_time(), time.perf_counter()
+with RagDB(db) as rag:
+    rag.index([Path(sys.argv[3])], vectors=sys.argv[4] == "1")
+print(time.process_time() - cpu, time.perf_counter() - wall, os.path.getsize(db))
+"""
+
+
+def bench_index(out: dict[str, Any], before: str, runs: int, vectors: bool) -> None:
+    ensure_corpus()
+    work = Path(tempfile.mkdtemp(prefix="bench-symbols-index-"))
+    old = work / "before"
+    old.mkdir()
+    archive = subprocess.run(["git", "archive", before, "ragdb", "sql", "migrations"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    versions = {"without symbols": str(old.resolve()), "with symbols": os.getcwd()}
+    figures: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for run in range(runs):
+        for label, code in versions.items():
+            db = work / f"{run}-{label.replace(' ', '_')}.db"
+            done = subprocess.run([sys.executable, "-c", INDEX_RUN, code, str(db), str(CORPUS),
+                                   "1" if vectors else "0"], capture_output=True, text=True,
+                                  check=True)
+            cpu_s, wall_s, size_b = done.stdout.split()
+            figures[label].append((float(cpu_s), float(wall_s), int(size_b)))
+            for path in work.glob(db.name + "*"):
+                path.unlink()
+    print(f"\n{host_line()}\nfull vLLM index ({'with vectors' if vectors else 'lexical only'}), "
+          f"{runs} runs each, alternated; before = {before}")
+    print("| version | CPU s (median) | wall s (median) | rag.db MB |")
+    print("|---|---|---|---|")
+    rows = {}
+    for label, values in figures.items():
+        cpu = statistics.median(v[0] for v in values)
+        wall = statistics.median(v[1] for v in values)
+        size = values[-1][2] / 1e6
+        rows[label] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "mb": round(size, 1)}
+        print(f"| {label} | {cpu:.2f} | {wall:.2f} | {size:.1f} |")
+    a, b = rows["without symbols"], rows["with symbols"]
+    print(f"with / without: CPU {b['cpu_s'] / a['cpu_s']:.2f}x, wall "
+          f"{b['wall_s'] / a['wall_s']:.2f}x, size {b['mb'] / a['mb']:.2f}x")
+    out["index" + ("_vectors" if vectors else "")] = rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", nargs="*", default=["defs", "refs", "speed", "index"],
+                        choices=["defs", "refs", "speed", "index"])
+    parser.add_argument("--names", type=int, default=SAMPLE_PER_PACKAGE,
+                        help="names per package (refs), names timed (speed)")
+    parser.add_argument("--before", default="222d896^", help="the code without symbols (index)")
+    parser.add_argument("--runs", type=int, default=2, help="index runs of each version")
+    parser.add_argument("--vectors", action="store_true", help="index with vectors (index)")
+    args = parser.parse_args()
+    out: dict[str, Any] = {"host": host_line()}
+    for what in args.what:
+        if what == "defs":
+            bench_defs(out)
+        elif what == "refs":
+            bench_refs(out, args.names)
+        elif what == "speed":
+            bench_speed(out, args.names)
+        else:
+            bench_index(out, args.before, args.runs, args.vectors)
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    saved = BENCH_DIR / "symbols.json"
+    previous = json.loads(saved.read_text()) if saved.exists() else {}
+    saved.write_text(json.dumps({**previous, **out}, indent=2) + "\n")
+    print(f"\nsaved to {saved}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
