@@ -48,6 +48,11 @@ if TYPE_CHECKING:  # psycopg is the postgres extra: imported where a copy needs 
 _BLOCK = 1 << 20  # bytes per write of a spooled COPY stream
 
 
+#: Definitions and references (issue 41) travel with the index, names first (both others
+#: point at them by id), so a copy answers `ragdb references` as its source does.
+SYMBOL_TABLES = ("symbol_names", "symbols", "symbol_refs")
+
+
 def masked(url: str) -> str:
     """The URL as messages show it: without its password (ragdb.postgres.display)."""
     return display(url)
@@ -210,10 +215,11 @@ def _write_postgres(lite: apsw.Connection, pg: psycopg.Connection[Any], ranking:
     with cur.copy(_statement("copy_write_settings")) as copy:
         for item in sorted(settings.items()):
             copy.write_row(item)
-    for name in ("roots", "index_runs", "common_terms"):
+    for name in ("roots", "index_runs", "common_terms", *SYMBOL_TABLES):
         with cur.copy(_statement(f"copy_write_{name}")) as copy:
             for row in lite.execute(sql(f"copy_read_{name}")):
                 copy.write_row(row)
+    _run(pg, "copy_symbol_sequences")
     chunks_seq, files_seq, runs_seq = lite.execute(sql("copy_read_sequences")).fetchall()[0]
     _run(pg, "copy_write_sequences",
          {"chunks": chunks_seq, "files": files_seq, "index_runs": runs_seq})
@@ -359,7 +365,7 @@ def _write_sqlite(pg: psycopg.Connection[Any], lite: apsw.Connection,
     progress(f"vectors: {stats.vectors}")
     lite.executemany(sql("copy_write_settings"),
                      [row for row in rows("copy_read_settings") if row[0] not in PG_SETTINGS])
-    for name in ("roots", "index_runs", "common_terms"):
+    for name in ("roots", "index_runs", "common_terms", *SYMBOL_TABLES):
         lite.executemany(sql(f"copy_write_{name}"), rows(f"copy_read_{name}"))
     (last_chunk,) = first_row(pg, "copy_read_sequences")
     lite.execute(sql("copy_write_chunk_sequence"), {"seq": int(last_chunk)})

@@ -258,7 +258,7 @@ def _inherited(conn: Connection, names: Iterable[str], ids: dict[str, int]) -> s
         container, _, member = name.rpartition(".")
         if container in ids:
             containers.setdefault(member, []).append(ids[container])
-    found = set()
+    found: set[str] = set()
     for member, container_ids in containers.items():
         subclasses = [str(q) for (q,) in conn.execute(sql("symbol_subclasses"), {
             "ids": json.dumps(sorted(set(container_ids)))})]

@@ -223,7 +223,8 @@ async def test_http_search_filters(poly: Path) -> None:
     assert {s["file_path"] for s in response.json()["sources"]} == {
         "repo/server/headers.go", "repo/server/secret_public.go"}
     response = await ds.client.post("/-/ragdb/search", json={"q": "ring", "path": [3]})
-    assert response.status_code == 400 and "path, lang and exclude" in response.json()["error"]
+    assert response.status_code == 400 and "path must be a string or a list of strings" in (
+        response.json()["error"])
     response = await ds.client.post("/-/ragdb/index", json={})  # the roots rag.db records
     assert response.status_code == 200 and response.json()["roots"] == ["repo"]
 

@@ -198,8 +198,11 @@ def test_ctrl_c_while_embedding_keeps_the_rows_and_says_so(tmp_path: Path) -> No
     while time.monotonic() < deadline and proc.poll() is None and not files:
         time.sleep(0.05)
         try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1) as conn:
-                files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+            probe = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
+            try:
+                files = probe.execute("SELECT count(*) FROM files").fetchone()[0]
+            finally:
+                probe.close()
         except sqlite3.Error:
             continue  # not created yet, or its schema not yet committed
     if proc.poll() is not None:

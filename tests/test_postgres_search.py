@@ -277,6 +277,9 @@ def _tables(db: Path) -> dict[str, list[Any]]:
         "runs": "SELECT * FROM index_runs ORDER BY id",
         "common": "SELECT term FROM fts_common_terms ORDER BY term",
         "sequence": "SELECT seq FROM sqlite_sequence WHERE name = 'chunks'",
+        "symbols": "SELECT * FROM symbols ORDER BY id",
+        "symbol_names": "SELECT * FROM symbol_names ORDER BY id",
+        "symbol_refs": "SELECT * FROM symbol_refs ORDER BY file_id, first_char",
     }
     try:
         return {name: conn.execute(q).fetchall() for name, q in statements.items()}
@@ -290,7 +293,7 @@ def test_copy_back_gives_the_same_rag_db(slice_index: Path, copied: str,
     done = run_cli("copy", copied, str(back), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     original, copy = _tables(slice_index), _tables(back)
-    assert original["chunks"] and original["vectors"]
+    assert original["chunks"] and original["vectors"] and original["symbol_refs"]
     for name in original:
         assert copy[name] == original[name], name
     assert not {key for key, _ in copy["settings"]} & PG_SETTINGS
@@ -544,6 +547,10 @@ def test_every_analysed_row_knows_its_file_after_a_copy_an_index_run_and_an_upgr
         pg.execute("DROP TRIGGER chunks_fts_file ON chunks_fts")
         pg.execute("DROP FUNCTION ragdb_chunks_fts_file()")
         pg.execute("ALTER TABLE chunks_fts DROP COLUMN file_id")
+        # and what later migrations made (014: definitions and references)
+        pg.execute("DROP VIEW symbol_uses")
+        pg.execute("DROP TABLE symbol_refs, symbols, symbol_names")
+        pg.execute("ALTER TABLE files DROP COLUMN symbols_version")
         pg.execute("UPDATE ragdb_schema SET version = 11")
     postgres.connect(copied).close()
     assert missing(copied) == (copied_rows, 0)

@@ -227,6 +227,8 @@ def _code_in(text: str) -> list[str]:
     blocks = re.findall(r"```[^\n]*\n(.*?)\n```", text, re.S)
     lines = [line.strip() for block in blocks for line in block.split("\n") if line.strip()]
     prose = re.sub(r"```.*?```", " ", text, flags=re.S)
+    # A block's label line (`[1] `path:start-end`, `name`:`) names where it is, not its text.
+    prose = re.sub(r"^\[\d+\] `[^\n]*$", " ", prose, flags=re.M)
     return lines + re.findall(r"`([^`\n]+)`", prose)
 
 
