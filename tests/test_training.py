@@ -178,3 +178,14 @@ def test_candidates_rank_the_chunk_a_question_was_written_for(tmp_path: Path) ->
     table = candidates.report({"python/writer": [1, None]}, 30)
     assert "| python/writer | 2 | 0.500 | 0.500 | 0.500 |" in table
     assert table.splitlines()[-1] == "| all | 2 | 0.500 | 0.500 | 0.500 |"
+
+
+def test_a_refused_chunk_is_not_asked_again(tmp_path: Path) -> None:
+    """Greedy decoding writes the same reply again: a refused chunk is recorded and skipped."""
+    from training import questions
+
+    rejected = tmp_path / "rejected.jsonl"
+    assert questions.rejected_keys(rejected) == set()
+    rejected.write_text('{"package": "demo", "path": "demo/a.py", "first_char": 7, '
+                        '"reply": "What is the purpose of `f`?"}\n', encoding="utf-8")
+    assert questions.rejected_keys(rejected) == {("demo", "demo/a.py", 7, "writer")}

@@ -31,6 +31,9 @@ from training.fetch import Pin, read_pins
 
 INDEXES = Path("data/train/index")
 QUESTIONS = Path(__file__).parent / "data" / "questions.jsonl"
+# Chunks whose question the filter refused, with the reply: greedy decoding would write the
+# same reply again, so a later run skips them instead of paying for it twice.
+REJECTED = Path(__file__).parent / "data" / "rejected.jsonl"
 CODE_KINDS = frozenset({"function", "method", "class", "impl", "struct", "interface", "trait",
                         "enum", "type", "module", "macro", "constant", "definition"})
 MIN_CHARS, MAX_SHOWN = 160, 1500
@@ -147,6 +150,14 @@ def read_records(path: Path = QUESTIONS) -> list[QuestionRecord]:
     return [QuestionRecord(**json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
+def rejected_keys(path: Path = REJECTED) -> set[tuple[str, str, int, str]]:
+    """The chunks whose writer question was refused (record keys, source "writer")."""
+    if not path.is_file():
+        return set()
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return {(r["package"], r["path"], r["first_char"], "writer") for r in rows}
+
+
 def append_record(record: QuestionRecord, path: Path = QUESTIONS) -> None:
     """One line appended and flushed, so a stopped run keeps every question it paid for."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +228,7 @@ class Writer:
 
 def run_writer(per_package: int, limit: int | None, only: list[str] | None) -> int:
     """Ask the writer about sampled chunks of every indexed package, round-robin, resumable."""
-    done = {r.key() for r in read_records()}
+    done = {r.key() for r in read_records()} | rejected_keys()
     plans: list[tuple[Pin, list[ChunkRow]]] = []
     for pin in read_pins():
         db = INDEXES / f"{pin.name}.db"
@@ -239,10 +250,15 @@ def run_writer(per_package: int, limit: int | None, only: list[str] | None) -> i
                 continue
             row = todo[step]
             started = time.monotonic()
-            question = clean_question(writer.ask(pin.name, pin.language, row), row.text)
+            reply = writer.ask(pin.name, pin.language, row)
+            question = clean_question(reply, row.text)
             seconds = round(time.monotonic() - started, 1)
             asked += 1
             if not question:
+                with REJECTED.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"package": pin.name, "path": row.path,
+                                             "first_char": row.first_char, "reply": reply},
+                                            ensure_ascii=False) + "\n")
                 continue
             append_record(QuestionRecord(
                 pin.name, pin.version, pin.language, "writer", question, row.path,
