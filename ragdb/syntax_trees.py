@@ -86,9 +86,11 @@ def blank(m: re.Match[bytes]) -> bytes:
 
 
 # A header that says any of these is C++, and is parsed as such first.
-_CPP_HINT = re.compile(r"^\s*(?:namespace|template\s*<|class\s+\w|using\s|#include\s*<"
-                       r"(?:torch|c10|ATen|cuda_runtime|cutlass|cute|vector|string|memory)"
-                       r"[/>.]|extern \"C\")|\bstd::", re.M)
+# (`using strm.` in a comment and `#include <string.h>` are not.)
+_CPP_HINT = re.compile(r"^\s*(?:namespace|template\s*<|class\s+\w"
+                       r"|using\s+(?:namespace\s|[\w:]+\s*[=;])|#include\s*<"
+                       r"(?:(?:torch|c10|ATen|cuda_runtime|cutlass|cute)[/>.]|(?:vector|string"
+                       r"|memory)>)|extern \"C\")|\bstd::", re.M)
 
 MAX_ERROR_SHARE = 0.2  # more of the file than this in ERROR nodes: its tree is not worth cutting
 

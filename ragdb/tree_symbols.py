@@ -234,19 +234,24 @@ def _query(grammar: str, which: str) -> ts.Query:
     return ts.Query(grammar_language(grammar), source)
 
 
+_PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                             "preproc_elifdef"})
 _DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier",
                                "qualified_identifier", "destructor_name", "operator_name",
                                "namespace_identifier", "primitive_type"})
 
 
 def _declarator(node: ts.Node) -> tuple[ts.Node | None, bool]:
-    """The name node a C declarator declares, and whether it declares a function."""
+    """The name node a C declarator declares, and whether it declares a function (the
+    declarator right around the name is a function's: `int (*f)(int)` is a pointer)."""
     function = False
     for _ in range(16):
         if node.type in _DECLARATOR_NAMES:
+            after = node.next_sibling
+            if node.type == "identifier" and after is not None and _macro_word(after):
+                return after.named_children[-1], function  # `int ZEXPORT f(...)`: the last
             return node, function
-        if node.type == "function_declarator":
-            function = True
+        function = node.type == "function_declarator"
         inner = node.child_by_field_name("declarator")
         if inner is None:
             inner = next((c for c in node.named_children
@@ -257,16 +262,107 @@ def _declarator(node: ts.Node) -> tuple[ts.Node | None, bool]:
     return None, function
 
 
+#: Declarators where a name may follow a macro word (`ZLIB_INTERNAL x[4]`).
+_NAME_AFTER_MACRO = frozenset({"init_declarator", "array_declarator", "function_declarator",
+                               "pointer_declarator"})
+
+
+def _macro_word(node: ts.Node) -> bool:
+    """An ERROR node of identifiers alone: words the parser could not place, unexpanded
+    macros (`local`, `FAR`, `ZEXPORT`) as a C declaration holds them."""
+    return node.type == "ERROR" and node.child_count > 0 and all(
+        c.type in ("identifier", "primitive_type", "type_identifier") for c in node.children)
+
+
+def _macro_scope(node: ts.Node) -> bool:
+    """A `::` the parser made up: C++'s reading of `MACRO name` in C (`ZLIB_INTERNAL x`)."""
+    return node.is_missing and node.type == "::" and node.parent is not None and \
+        node.parent.type == "qualified_identifier"
+
+
+def _only_macro_words(node: ts.Node) -> bool:
+    """Whether every error in a declaration is an unexpanded macro word where C writes
+    them, before the name (`local const int FAR x[] = {...}`, `int ZLIB_INTERNAL x`):
+    nothing missing, nothing else skipped, so it is still a definition of x."""
+    stack = [node]
+    while stack:
+        parent = stack.pop()
+        value = parent.child_by_field_name("value") if parent.type == "init_declarator" \
+            else None  # what an initializer holds does not change what is defined
+        for child in parent.children:
+            if child.type == "ERROR":
+                before = child.prev_sibling
+                if not _macro_word(child) or not (parent == node or (
+                        before is not None and before.type == "identifier" and
+                        parent.type in _NAME_AFTER_MACRO)):
+                    return False
+            elif child.is_missing:
+                if not _macro_scope(child):
+                    return False
+            elif child.has_error and child != value:
+                stack.append(child)
+    return True
+
+
+def _call_shaped(node: ts.Node) -> bool:
+    """A declarator written as a call: `f(a, b)` (C++'s object built with arguments)."""
+    return node.type == "init_declarator" and any(
+        c.type == "argument_list" for c in node.children)
+
+
+def _call_name(head: ts.Node) -> ts.Node | None:
+    """The name a function head declares, as error recovery left it: the name before the
+    last parameter or argument list of identifiers in it (`ZEXPORT inflate(strm, flush)`)."""
+    if head.type == "function_declarator":
+        return _declarator(head)[0]
+    name = None
+    stack = [head]
+    for _ in range(256):
+        if not stack:
+            break
+        node = stack.pop()
+        for child in node.children:
+            if child.type in ("parameter_list", "argument_list"):
+                before = child.prev_sibling
+                if before is not None and before.type == "qualified_identifier":
+                    before = before.child_by_field_name("name")  # `MACRO f(...)` in C++
+                elif before is not None and _macro_word(before):
+                    before = before.named_children[-1]
+                if before is not None and before.type == "identifier" and all(
+                        c.type in ("identifier", "parameter_declaration", "comment")
+                        for c in child.named_children):
+                    if name is None or before.start_byte > name.start_byte:
+                        name = before
+            elif child.type in ("ERROR", "declaration") or child.type.endswith("declarator"):
+                stack.append(child)
+    return name
+
+
+def _block_end(brace: ts.Node) -> ts.Node:
+    """The `}` that closes a loose `{` among its siblings (or the last of them)."""
+    depth, last = 0, brace
+    node: ts.Node | None = brace
+    while node is not None:
+        depth += {"{": 1, "}": -1}.get(node.type, 0)
+        last = node
+        if depth == 0:
+            break
+        node = node.next_sibling
+    return last
+
+
 class _Def:
     __slots__ = ("name", "qualifier", "kind", "node", "name_node", "index", "qualified",
-                 "parent")
+                 "parent", "start_byte")
 
     def __init__(self, name: str, qualifier: str, kind: str, node: ts.Node,
-                 name_node: ts.Node) -> None:
+                 name_node: ts.Node, start_byte: int = -1) -> None:
         self.name = name
         self.qualifier = qualifier  # written before the name: Go's receiver, C++'s A::
         self.kind = kind
         self.node = node
+        #: where it starts: its node's start, or a K&R function's head (the node is its body)
+        self.start_byte = node.start_byte if start_byte < 0 else start_byte
         self.name_node = name_node
         self.index = -1
         self.qualified = ""
@@ -297,11 +393,17 @@ class _File:
     def definitions(self) -> list[_Def]:
         found: dict[tuple[int, int], _Def] = {}
         namespaces: set[str] = set()
+        taken: set[int] = set()  # K&R heads and parameter declarations: not variables
+        if self.language == "c":
+            for d in self.old_style_functions(taken):
+                found[(d.name_node.start_byte, d.name_node.end_byte)] = d
         cursor = ts.QueryCursor(_query(self.grammar, "defs"))
         for _pattern, captures in cursor.matches(self.tree.root_node):
             kind = next(k for k in captures if k not in ("name", "decl", "recv"))
             node = captures[kind][0]
             qualifier = ""
+            if node.start_byte in taken and kind == "variable":
+                continue
             if self.grammar in ("c", "cpp") and kind not in ("macro", "constant", "type") and \
                     self.in_function(node):
                 continue  # a local type, or a macro used as a loop (`foreach(x) {...}`)
@@ -314,12 +416,18 @@ class _File:
                         continue  # a prototype: declared, not defined
                     kind = "method"
                     continue  # a member function declared in its class, defined elsewhere
-                if kind == "variable" and (node.has_error or not self.global_declaration(node)):
+                if kind == "variable" and ((node.has_error and not _only_macro_words(node))
+                                           or not self.global_declaration(node)):
                     continue  # not a definition, or the parser's guess inside macro soup
+                if kind == "variable" and (self.language == "c" or node.has_error) and \
+                        _call_shaped(captures["decl"][0]):
+                    continue  # `int f OF((int a));`: a prototype (C has no constructor call)
                 if name_node.type == "qualified_identifier":
                     inner = name_node.child_by_field_name("name")
                     scope = name_node.child_by_field_name("scope")
                     qualifier = self.cut(scope).replace("::", ".") if scope is not None else ""
+                    if any(_macro_scope(c) for c in name_node.children):
+                        qualifier = ""  # `ZLIB_INTERNAL x`: a macro word, not a scope
                     if inner is None:
                         continue
                     name_node = inner
@@ -327,6 +435,13 @@ class _File:
                         kind = "method"
             else:
                 name_node = captures["name"][0]
+                before = name_node.prev_named_sibling
+                while before is not None and before.type == "comment":
+                    before = before.prev_named_sibling
+                if kind == "macro" and before is not None and before.type == "ERROR" and \
+                        before.named_child_count and \
+                        before.named_children[0].type == "identifier":
+                    name_node = before.named_children[0]  # `#define F(a) \ /* c */ \`
             name = self.cut(name_node)
             if kind == "impl" or "<" in name:  # a template's specialization: its name
                 name = _GENERIC.sub("", name).rsplit("::", 1)[-1].strip()
@@ -350,8 +465,59 @@ class _File:
                                  or kind in ("variable", "constant")):
                 continue  # `const f = () => ...` is a function, whichever pattern came first
             found[key] = _Def(name, qualifier, kind, node, name_node)
-        return sorted(found.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte,
+        return sorted(found.values(), key=lambda d: (d.start_byte, -d.node.end_byte,
                                                      d.name_node.start_byte))
+
+    def old_style_functions(self, taken: set[int]) -> list[_Def]:
+        """C functions the parser did not see whole: K&R definitions (`int f(a, b) int a;
+        char *b; { ... }`), and definitions whose macros (`int ZEXPORT f(...)`) broke the
+        parse, read from what error recovery leaves at file level: a block not inside any
+        function, after the declarations of its parameters, after a head whose last call
+        shape (`f(a, b)`) names the function. `taken` gets the heads and the parameter
+        declarations (not global variables)."""
+        found: list[_Def] = []
+        stack = [(self.tree.root_node, False)]
+        while stack:
+            parent, in_error = stack.pop()
+            for child in parent.children:
+                if child.type == "function_definition":
+                    continue
+                if not child.is_named:
+                    if child.type != "{" or parent.type != "ERROR":
+                        continue
+                    body = _block_end(child)  # a body the parser left as loose tokens
+                else:
+                    if in_error or child.type in _PREPROC_BLOCKS or child.type == "ERROR":
+                        # what the parser could not read holds more functions, blocks too
+                        stack.append((child, in_error or child.type == "ERROR"))
+                    if child.type not in ("compound_statement", "ERROR") or (
+                            child.type == "ERROR" and child.children[0].type != "{"):
+                        continue
+                    body = child
+                params: list[ts.Node] = []
+                head = child.prev_named_sibling
+                name: ts.Node | None = None
+                for _ in range(64):
+                    if head is None:
+                        break
+                    if head.type != "comment":
+                        name = _call_name(head)
+                        if name is not None or head.type != "declaration":
+                            break
+                        params.append(head)
+                    head = head.prev_named_sibling
+                if name is None or head is None or self.indented(head) or not (
+                        params or head.has_error or body.type != "compound_statement"):
+                    continue  # a head's line is not indented, as C writes a function's
+                taken.update(n.start_byte for n in [head, *params])
+                found.append(_Def(self.cut(name), "", "function", body, name,
+                                  head.start_byte))
+        return found
+
+    def indented(self, node: ts.Node) -> bool:
+        """Whether the line a node starts on starts with blanks (code inside a body)."""
+        start = self.data.rfind(b"\n", 0, node.start_byte) + 1
+        return self.data[start:start + 1] in (b" ", b"\t")
 
     @staticmethod
     def in_function(node: ts.Node) -> bool:
@@ -371,6 +537,12 @@ class _File:
     def global_declaration(self, node: ts.Node) -> bool:
         """A C declaration at file or namespace level, not `extern` (declared, not defined)."""
         parent = node.parent
+        broken = False
+        while parent is not None and (parent.type in _PREPROC_BLOCKS or parent.type == "ERROR"):
+            broken = broken or parent.type == "ERROR"
+            parent = parent.parent  # `#ifdef DEBUG int verbose; #endif` at file level
+        if broken and self.indented(node):
+            return False  # in what the parser could not read, only an unindented line's
         if parent is None or parent.type not in ("translation_unit", "declaration_list",
                                                  "linkage_specification"):
             return False
@@ -382,7 +554,7 @@ class _File:
         stack: list[_Def] = []
         by_qualified: dict[str, int] = {}
         for d in defs:
-            while stack and stack[-1].node.end_byte <= d.node.start_byte:
+            while stack and stack[-1].node.end_byte <= d.start_byte:
                 stack.pop()
             parent = stack[-1] if stack else None
             d.parent = parent
@@ -406,7 +578,7 @@ class _File:
                 owner_index = parent.index
             else:
                 owner_index = by_qualified.get(owner, -1)
-            first, last = self.pos(d.node.start_byte), self.pos(d.node.end_byte)
+            first, last = self.pos(d.start_byte), self.pos(d.node.end_byte)
             d.index = len(self.symbols)
             self.symbols.append(Symbol(
                 d.name, d.qualified, d.kind, first, last, self.line(d.name_node),
@@ -429,7 +601,7 @@ class _File:
 
     def references(self, defs: list[_Def], imports: Imports, module: str) -> None:
         scopes = [d for d in defs if d.kind in _SCOPES]
-        starts = [d.node.start_byte for d in scopes]
+        starts = [d.start_byte for d in scopes]
         top: dict[str, str] = {}  # a name defined at the file's top level -> qualified
         members: dict[str, set[str]] = {}  # a type's qualified name -> its members' names
         def_names = set()

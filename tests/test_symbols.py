@@ -341,3 +341,45 @@ def test_postgresql_holds_the_same_rows(tmp_path: Path, pg_url: str) -> None:
     with psycopg.connect(pg_url) as pg:
         assert pg.execute("SELECT count(*) FROM symbols WHERE qualified LIKE 'shop.checkout%'"
                           ).fetchall() == [(0,)]
+
+
+C_UNDER_MACROS = (
+    "#include <string.h>\n"
+    "#define local static\n"
+    "#  define MOD63(a) \\\n    do { /* a comment */ \\\n        z_off64_t tmp = a; \\\n"
+    "    } while (0)\n"
+    "local const int FAR extra_lbits[4] = {0, 0, 1, 1};\n"
+    "int ZLIB_INTERNAL z_verbose = 1;\n"
+    "#ifdef DEBUG\nint debug_level = 0;\n#endif\n"
+    "static int (*real_fopen)(const char *);\n"
+    "int f OF((int a));\n"
+    "static void change_date(filename, dosdate)\n    const char *filename;\n"
+    "    unsigned long dosdate;\n{\n    int local_x = 0;\n}\n"
+    "int ZEXPORT inflate(strm, flush)\nz_streamp strm;\nint flush;\n{\n"
+    "    struct inflate_state FAR *state;\n    return 0;\n}\n"
+    "extern int ZEXPORT unzeof (unzFile file)\n{\n    return 0;\n}\n"
+)
+
+
+def test_c_definitions_under_macros_and_k_and_r() -> None:
+    """What C code hides behind macros the parser cannot expand and K&R definitions is
+    still found (the name is the word before the declarator's brackets or parameters), and
+    what is not a definition stays out: parameters' declarations, locals, a prototype
+    written through a macro (`f OF((...))`)."""
+    found = extract(C_UNDER_MACROS, "c", Path("z.c"), "z.c")
+    assert found is not None
+    got = {(s.name, s.kind, s.start_line) for s in found.symbols}
+    lines = C_UNDER_MACROS.splitlines()
+    for name, kind in [("MOD63", "macro"), ("extra_lbits", "variable"),
+                       ("z_verbose", "variable"), ("debug_level", "variable"),
+                       ("real_fopen", "variable"), ("change_date", "function"),
+                       ("inflate", "function"), ("unzeof", "function")]:
+        line = next(i for i, text in enumerate(lines, 1) if name in text)
+        assert (name, kind, line) in got, (name, sorted(got))
+    names = {s.name for s in found.symbols}
+    for not_a_definition in ("z_off64_t", "filename", "dosdate", "strm", "flush", "state",
+                             "local_x", "f", "OF", "ZEXPORT", "ZLIB_INTERNAL", "FAR"):
+        assert not_a_definition not in names, not_a_definition
+    inflate = next(s for s in found.symbols if s.name == "inflate")
+    assert C_UNDER_MACROS[inflate.first:inflate.last].startswith("int ZEXPORT inflate(")
+    assert C_UNDER_MACROS[inflate.first:inflate.last].endswith("}")
