@@ -541,6 +541,10 @@ class RagDB:
         if k:
             self._check_langs(filters)
         started = time.perf_counter()
+        if k:
+            found = self._uses_answer(question, k, mode, filters, started)
+            if found is not None:
+                return found
         self.last_rerank = None
         hits = self._search_with_rerank(
             lambda: self.searcher.search(question, k, mode, filters)) if k else []
@@ -550,6 +554,22 @@ class RagDB:
         if self.last_rerank is not None:
             found.timings.update(self.last_rerank)
         return found
+
+    def _uses_answer(self, question: str, k: int, mode: Mode, filters: Filters,
+                     started: float) -> Answer | None:
+        """"Who calls X?", "where is X used?" (navigate.asks_for_uses) where X has a
+        definition in the index: answered from the references, `path:line` a place with its
+        enclosing definition, no search and no model; None for any other question."""
+        from ragdb import navigate
+
+        with read_transaction(self.conn):
+            found = navigate.uses_answer(self.conn, question, filters)
+        if found is None:
+            return None
+        text, listing = found
+        timings = {"search_ms": round((time.perf_counter() - started) * 1000, 2)}
+        return Answer(question, k, mode, [], text, timings=timings, style="references",
+                      style_tried="references", shown=listing.to_json())
 
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,

@@ -346,6 +346,21 @@ def callers(conn: Connection, name: str, filters: Filters = Filters(),
     return listing
 
 
+def callers_of(conn: Connection, qualified: str, limit: int) -> tuple[list[Place], int]:
+    """The first `limit` definitions that call one definition (by its qualified name, through
+    the imports that re-export it), and how many there are: the line an answer's code block
+    ends with (generate/blocks)."""
+    ids = sorted(set(known_as(conn, [qualified]).values()))
+    if not ids:
+        return [], 0
+    params = _params(Filters(), (), limit, 0)
+    params["ids"] = json.dumps(ids)
+    rows = [tuple(r) for r in conn.execute(sql("symbol_callers"), params)]
+    places = [Place(str(p), int(line), str(kind), str(q), str(lang), calls=int(n))
+              for p, line, kind, q, lang, n, _t in rows]
+    return places, int(rows[0][-1]) if rows else 0
+
+
 def callees(conn: Connection, name: str, filters: Filters = Filters(),
             kinds: tuple[str, ...] = (), limit: int = DEFAULT_LIMIT,
             offset: int = 0) -> Listing:
@@ -427,3 +442,68 @@ def outline(conn: Connection, path: str, filters: Filters = Filters(),
     if not total:
         listing.note = f"no definitions in {path} (no indexed file there, or none it defines)"
     return listing
+
+
+# -- questions about uses (`ragdb answer "who calls X?"`) ---------------------------------------
+
+# The name a question asks about: in backticks or not, `()` after it, "the function" before
+# or after it.
+_ASKED = (r"(?:the\s+)?(?:(?:function|method|class|macro)\s+)?`?(?P<name>[^\W\d][\w.:#>-]*?)"
+          r"(?:\(\))?`?(?:\s+(?:function|method|class|macro))?")
+_WHO = r"(?:who|what|which\s+(?:functions?|methods?|code|files?|places?))"
+#: The shapes of a question answered from the references, each with the listing it asks for.
+USE_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (what, re.compile(rf"^\s*{shape}\s*[?.!]*\s*$", re.IGNORECASE)) for what, shape in (
+        ("callers", rf"{_WHO}\s+(?:calls?|invokes?)\s+{_ASKED}"),
+        ("callers", rf"(?:(?:list|show|find)\s+)?(?:all\s+)?(?:the\s+)?callers\s+of\s+{_ASKED}"),
+        ("references", rf"where\s+(?:is|are)\s+{_ASKED}\s+(?:used|called|referenced|invoked)"
+                       r"(?:\s+from)?"),
+        ("references", rf"{_WHO}\s+uses?\s+{_ASKED}"),
+        ("references", rf"(?:(?:list|show|find)\s+)?(?:all\s+)?(?:the\s+)?"
+                       rf"(?:references|uses|usages)\s+(?:of|to)\s+{_ASKED}"),
+    ))
+#: Places an answer from the references lists (`ragdb references` pages through all).
+ANSWER_PLACES = 20
+
+
+def asks_for_uses(question: str) -> tuple[str, str] | None:
+    """("callers" or "references", the name) when a question only asks who calls a name or
+    where it is used ("who calls `generate`?", "where is LLM.generate used?", "callers of
+    f"); None for any other question (those are answered from the search)."""
+    for what, shape in USE_QUESTIONS:
+        found = shape.match(question)
+        if found and found.group("name").strip(".:#>-"):
+            return what, found.group("name")
+    return None
+
+
+def uses_answer(conn: Connection, question: str, filters: Filters = Filters()
+                ) -> tuple[str, Listing] | None:
+    """The answer to a question asks_for_uses recognises, from the references: a line saying
+    what is listed, then `path:line: kind name (in enclosing definition)` a place a line (the
+    first ANSWER_PLACES), then how to see the rest. None when the question has another shape
+    or its name has no definition in the index (the question is then searched as any other)."""
+    asked = asks_for_uses(question)
+    if asked is None:
+        return None
+    what, raw = asked
+    try:
+        name = check_name(raw)
+    except RagdbError:
+        return None
+    if not _named(conn, name, Filters(), (), 1, 0)[1]:
+        return None
+    read = callers if what == "callers" else references
+    listing = read(conn, name, filters, limit=ANSWER_PLACES)
+    noun = "definitions that call" if what == "callers" else "uses of"
+    lines = [f"{listing.total:,} {noun} `{_one_line(name)}` (`ragdb {what} "
+             f"{_one_line(name)}`):" if listing.total else listing.note or
+             f"no {what} of `{_one_line(name)}` in the index"]
+    lines += [place.text() for place in listing.places]
+    more = listing.total - len(listing.places)
+    if listing.places and listing.note:
+        lines.append(listing.note)
+    if more > 0:
+        lines.append(f"... and {more:,} more: `ragdb {what} {_one_line(name)} "
+                     f"--offset {len(listing.places)}`")
+    return "\n".join(lines), listing

@@ -135,7 +135,8 @@ def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, A
     parameters) on a ragdb PostgreSQL database: its settings for this search, each leg's
     file (search_bm25_hits or search_textsearch_hits, search_knn), then
     sql/postgresql/<statement>.sql over the legs' hits, in one snapshot (the caller's, if one
-    is open). The rows are sql/search_*.sql's. A leg found in `memo` is not run again."""
+    is open). The rows are sql/search_*.sql's. A leg found in `memo` is not run again; a
+    hybrid search's symbol leg (search_symbol_hits, where the question writes names) is one."""
     values = pg_params(params, ranking)
     memo = {} if memo is None else memo
     depth, k = int(values["depth"]), int(values["k"])
@@ -159,6 +160,10 @@ def search_rows(conn: PostgresConnection, statement: str, params: Mapping[str, A
             values["bridge_ids"], values["bridge_scores"] = _leg(
                 conn, memo, ranking.hits_statement, values, terms=values["bridge_terms"],
                 query_text=" ".join(bridge), hits_limit=depth) if bridge else ([], [])
+            names = values.get("symbol_names")
+            values["symbol_ids"], values["symbol_names_held"] = _leg(
+                conn, memo, "search_symbol_hits", values, symbol_names=names,
+                symbol_max=values.get("symbol_max")) if names else ([], [])
         return list(conn.run(statement, values, prepare=True))  # a generic plan: its file
 
 

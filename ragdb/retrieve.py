@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the models are imported where they are made: a search needs
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (
     STOPWORDS, analyse_terms, fts_query, identifier_runs, joined_words, named_identifiers,
-    query_terms,
+    query_terms, written_names,
 )
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
@@ -140,6 +140,13 @@ class SearchParams:
     # strip auth" also queries `shouldstripauth`, stop words included. Issue 37: the function
     # a question names in plain words ranked below the `.strip()` calls.
     identifier_runs: bool = True
+    # The symbol leg (hybrid; sql/search_hybrid.sql): the chunks that define a name the
+    # question writes (tokenize.written_names, looked up in the `symbols` table) are
+    # candidates of their own, each adding w_symbol / (c + its rank there); a name defined more
+    # than symbol_max times in the index points at no one definition and is left out.
+    # w_symbol 0: off. Measured: benchmarks/README.md, "Symbols in retrieval (issue 41)".
+    w_symbol: float = 0.25
+    symbol_max: int = 5
 
     def for_question(self, question: str) -> SearchParams:
         """These parameters as one question runs them: w_dense_plain as w_dense when it is in
@@ -166,8 +173,10 @@ class SearchParams:
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),
             "w_bridge": float(self.w_bridge), "margin_cap": float(self.margin_cap),
+            "w_symbol": float(self.w_symbol), "symbol_max": self.symbol_max,
             # Set per index and per question by Searcher._run: off when run as is.
             "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
+            "symbol_names": None,
             **({"w_dense_plain": float(self.w_dense_plain)}
                if self.w_dense_plain is not None else {}),
         }
@@ -561,6 +570,8 @@ class Searcher:
         if mode is Mode.dense or not match:
             params["knn_depth"] = max(k, self.params.depth) * self.params.windows_per_chunk
             return "search_dense", params
+        names = written_names(question) if self.params.w_symbol > 0 else []
+        params["symbol_names"] = json.dumps(names) if names else None
         return "search_hybrid", params
 
     def bridge_terms(self, question: str, vector: bytes | None,

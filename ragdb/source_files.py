@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ragdb.db import Connection, Setting, get_setting
-from ragdb.generate.blocks import Located
+from ragdb.generate.blocks import Definition, Located
 from ragdb.generate.prompt import PromptSource
+from ragdb.navigate import callers_of
 from ragdb.reading import VANISHED, read_text
 from ragdb.resources import sql
+
+
+#: Callers named under a code block (`ragdb callers NAME` lists them all).
+BLOCK_CALLERS = 3
+#: Functions of one source a block may be about, at most (a chunk packs small ones).
+BLOCK_DEFINITIONS = 8
 
 
 class SourceFiles:
@@ -39,7 +47,26 @@ class SourceFiles:
         if text is None or text[source.first:source.last] != source.text:
             return Located(context, None, stale=True,
                            why=why or "changed since it was indexed", language=language)
-        return Located(context, text, language=language)
+        return self._with_definition(Located(context, text, language=language), source)
+
+    def _with_definition(self, located: Located, source: PromptSource) -> Located:
+        """The functions and methods a source overlaps (sql/block_definition.sql) as lines of
+        the file, each with its first BLOCK_CALLERS callers: the block shows the one it is
+        about whole when it fits and names its callers."""
+        text = located.text
+        if text is None:
+            return located
+        found = []
+        rows = self.conn.execute(sql("block_definition"), {
+            "path": source.file_path, "first": source.first, "last": source.last,
+            "limit": BLOCK_DEFINITIONS}).fetchall()
+        for name, qualified, first_char, last_char in rows:
+            first, last = int(str(first_char)), int(str(last_char))
+            places, total = callers_of(self.conn, str(qualified), BLOCK_CALLERS)
+            found.append(Definition(
+                str(name), text.count("\n", 0, first), text.count("\n", 0, max(first, last - 1)),
+                tuple(f"{p.path}:{p.line}" for p in places), total))
+        return replace(located, definitions=tuple(found)) if found else located
 
     def _file(self, path: str, sha256: str) -> tuple[str | None, str]:
         if path not in self._read:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ragdb.file_types import language_for
+
 # Bump when analysis changes: the index records it and a different version forces a rebuild.
 # split-2: the context column also holds the joined names of the Python definitions a chunk holds.
 # split-3: and of the functions, classes and types of the tree-sitter languages.
@@ -271,6 +273,38 @@ def named_identifiers(text: str) -> list[str]:
             elif parts and len(parts[0]) > 2:
                 terms.append(parts[0])
     return list(dict.fromkeys(terms))
+
+
+#: A backtick span that writes one name: `fetch`, `LLM.generate()`, `clap::Command::new`,
+#: `@app.route` (a decorator), `self.step(x)`; a path, a flag or a phrase is none.
+_CODE_NAME = re.compile(r"@?([^\W\d]\w*(?:(?:\.|::|->|#)[^\W\d]\w*)*)(?:\(.*\))?")
+_NAME_PARTS = re.compile(r"\.|::|->|#")
+#: Names a question is read for at most (the symbol leg's :symbol_names).
+MAX_WRITTEN_NAMES = 16
+
+
+def written_names(question: str) -> list[str]:
+    """The names of definitions a question writes, as written (case kept), once each in
+    order: the last part of a name in backticks (`LLM.generate()` -> `generate`; a file name
+    such as `config.py` is none) when it has three characters or more, and each multi-part
+    identifier outside them (`max_model_len`, `getSelector`, `HTTPServer`). Plain words are
+    none (a sentence's capitalised word is not a class name).
+
+    The symbol leg of sql/search_hybrid.sql looks them up in the `symbols` table: the chunk
+    that defines a name the question writes is a candidate of its own.
+    """
+    names: list[str] = []
+    for match in _NAMED_IDENTIFIER.finditer(question):
+        if match.group(2):
+            names.append(match.group(2))
+            continue
+        span = match.group(1).strip()
+        code = _CODE_NAME.fullmatch(span)
+        if code and not ("." in span and language_for(span)):  # `config.py`: a file
+            last = _NAME_PARTS.split(code.group(1))[-1]
+            if len(last) >= 3:
+                names.append(last)
+    return list(dict.fromkeys(names))[:MAX_WRITTEN_NAMES]
 
 
 def fts_query(terms: list[str]) -> str:

@@ -1,7 +1,7 @@
 -- Hybrid search: weighted Reciprocal Rank Fusion of BM25 (FTS5) and vector KNN (sqlite-vec).
 --
 --   score(chunk) = (:w_lex x margin / (:c + rank_lex) + :w_dense / (:c + rank_dense)
---                   + :w_bridge / (:c + rank_bridge)) * priors
+--                   + :w_bridge / (:c + rank_bridge) + :w_symbol / (:c + rank_symbol)) * priors
 --
 -- The lexical margin: ranks hide how far the first BM25 hit leads, so the first lexical hit's
 -- term is multiplied by its BM25 over the second hit's, from 1 (a tie) to at most :margin_cap
@@ -29,6 +29,14 @@
 -- name (ragdb.tokenize.named_identifiers). Its BM25 ranks chunks of the kinds outside
 -- :dense_kinds only (the path prior applied before ranking), each adding
 -- :w_bridge / (:c + rank_bridge).
+--
+-- The symbol leg (a question that names a definition): :symbol_names (a JSON array of the
+-- names the question writes, ragdb.tokenize.written_names; NULL: no leg) are looked up in the
+-- `symbols` table; a name defined more than :symbol_max times in the index (`forward`,
+-- `__init__`) points at no one definition and is left out. The chunks holding the others'
+-- definitions rank by how many of the names they define, then outside the prior paths
+-- first, then by their lexical rank, each adding :w_symbol / (:c + rank_symbol): the
+-- definition is a candidate even where BM25 and the vectors rank only its callers.
 --
 -- Filters (:filtered = 1): :paths and :excludes, JSON arrays of GLOB patterns matched against
 -- the stored path or any tail of it after a '/' (a file must match a :paths pattern if any,
@@ -136,6 +144,31 @@ bridge AS MATERIALIZED (
     WHERE :dense_kinds IS NOT NULL
       AND f.kind NOT IN (SELECT value FROM json_each(:dense_kinds))
 ),
+named AS MATERIALIZED (                -- the symbol leg: the names that point at a definition
+    SELECT q.value AS name
+    FROM json_each(:symbol_names) AS q
+    WHERE (SELECT count(*) FROM symbols AS s WHERE s.name = q.value) BETWEEN 1 AND :symbol_max
+),
+symbol AS MATERIALIZED (
+    SELECT d.chunk_id,
+           row_number() OVER (
+               ORDER BY d.names DESC,
+                        :prior_paths IS NOT NULL AND EXISTS (
+                            SELECT 1 FROM json_each(:prior_paths) AS p
+                            WHERE lower(f.path) GLOB p.value),
+                        coalesce(l.rank, :depth + 1), f.path, c.first_char, d.chunk_id) AS rank
+    FROM (SELECT s.chunk_id, count(DISTINCT s.name) AS names
+          FROM symbols AS s
+          WHERE s.name IN (SELECT name FROM named)
+            AND s.chunk_id IS NOT NULL
+            AND (:filtered = 0 OR s.file_id IN (SELECT id FROM allowed_files))
+          GROUP BY s.chunk_id) AS d
+    JOIN chunks AS c ON c.id = d.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+    LEFT JOIN lexical AS l ON l.chunk_id = d.chunk_id
+    ORDER BY rank
+    LIMIT :depth
+),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
     SELECT CASE WHEN :gate_far <= :gate_near THEN 1.0
                 ELSE max(0.0, min(1.0, (coalesce((SELECT min(distance) FROM dense),
@@ -151,16 +184,20 @@ gate AS (                               -- 0 to 1: how much the question looks l
           FROM lexical) AS best
 ),
 joined AS (
-    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
+    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id, symbol.chunk_id)
+             AS chunk_id,
            coalesce(:w_lex / (:c + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL THEN :w_dense / (:c + dense.rank)
                     WHEN lexical.unembedded
                     THEN :w_absent / (:c + lexical.rank) * (SELECT code FROM gate)
                     ELSE 0.0 END
-             + coalesce(:w_bridge / (:c + bridge.rank), 0.0) AS score
+             + coalesce(:w_bridge / (:c + bridge.rank), 0.0)
+             + coalesce(:w_symbol / (:c + symbol.rank), 0.0) AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
     FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
+    FULL OUTER JOIN symbol
+      ON symbol.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id)
 ),
 scored AS (
     SELECT j.chunk_id, f.path, c.first_char,

@@ -38,6 +38,7 @@ from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer
 from ragdb.generate.prompt import PromptSource
+from ragdb.tokenize import split_identifier
 from ragdb.generate.cuts import (
     DOCS_SECTION_LINES,
     UNDERLINE,
@@ -52,6 +53,7 @@ from ragdb.generate.cuts import (
     region,
     signature_lines,
     without_lead_in,
+    _stem,
 )
 
 BLOCKS_NAME = "blocks (whole units of the sources; no model)"
@@ -114,6 +116,20 @@ class Located:
     stale: bool = False  # the file changed since it was indexed: none of it is shown
     why: str = ""  # why `text` is None ("changed since it was indexed", "not found", ...)
     language: str = "text"  # the file's language as indexed (files.kind)
+    #: The functions and methods the source overlaps (the `symbols` table), outermost only,
+    #: in order: the one the block is about is shown whole when it fits, with its callers.
+    definitions: tuple[Definition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function or method as parsed: its lines (0-based, inclusive) and first callers."""
+
+    name: str
+    first: int
+    last: int
+    callers: tuple[str, ...] = ()  # `path:line` of the first few definitions calling it
+    callers_total: int = 0  # how many definitions call it
 
 
 Locate = Callable[[PromptSource], Located]
@@ -133,13 +149,15 @@ class Block:
     heads: list[tuple[int, str]] = field(default_factory=list)  # signature lines above it
     label: str = ""  # ragdb's words: the definition's name or the heading path
     rule: str = ""  # why this block is here
+    callers: str = ""  # the line under a function's block naming a few of its callers
 
     def markdown(self) -> str:
-        """The block as the answer shows it: `[n] `path:start-end`` and its text."""
+        """The block as the answer shows it: `[n] `path:start-end`` and its text (and the
+        line naming its callers)."""
         title = f"[{self.number}] `{self.path}:{self.start_line}-{self.end_line}`"
         if self.label:
             title += self.label if self.label.startswith(",") else f" {self.label}"
-        return f"{title}:\n{self.body()}"
+        return f"{title}:\n{self.body()}" + (f"\n{self.callers}" if self.callers else "")
 
     def body(self) -> str:
         """The block's text as shown: code fenced under the signature lines it lies in (`...`
@@ -163,7 +181,8 @@ class Block:
         return {"n": self.number, "file_path": self.path, "start_line": self.start_line,
                 "end_line": self.end_line, "language": self.language,
                 "kind": "code" if self.code else "docs",
-                "signature_lines": [n for n, _ in self.heads], "rule": self.rule}
+                "signature_lines": [n for n, _ in self.heads], "rule": self.rule,
+                "callers": self.callers}
 
 
 def _elision(line: str) -> str:
@@ -271,7 +290,14 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
     if signatures:
         lo = min(lo, signatures[-1])
         hi = max(hi, block_end(lines, signatures[-1], len(lines) - 1))
-    a, b = region(lines, lo, hi, terms, limit, focus=(first, last))
+    about = definition_about(cand.located.definitions, terms)
+    focus = (first, last)
+    if about is not None:  # the function's own range, as parsed: whole when it fits
+        lo, hi = min(lo, about.first), max(hi, about.last)
+        focus = (max(first, about.first), min(last, about.last))
+        if focus[0] > focus[1]:
+            focus = (first, last)
+    a, b = region(lines, lo, hi, terms, limit, focus=focus)
     while a < b and not lines[a].strip():
         a += 1
     while b > a and not lines[b].strip():
@@ -281,7 +307,29 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
     names = [definition_name(line) for _, line in heads] + [definition_name(lines[a])]
     name = ".".join(n for n in names if n)
     return Block(cand.number, source.file_path, a + 1, b + 1, lines[a:b + 1],
-                 cand.located.language, True, heads, f", `{name}`" if name else "")
+                 cand.located.language, True, heads, f", `{name}`" if name else "",
+                 callers=callers_line(about))
+
+
+def definition_about(definitions: Sequence[Definition], terms: frozenset[str]
+                     ) -> Definition | None:
+    """The function a code block is about: the one of the source's the question names
+    (its joined name among the question's terms), else the source's only one; None when
+    the source holds several and the question names none of them."""
+    named = [d for d in definitions if _stem("".join(split_identifier(d.name))) in terms]
+    if named:
+        return named[0]
+    return definitions[0] if len(definitions) == 1 else None
+
+
+def callers_line(about: Definition | None) -> str:
+    """"Called from `a.py:12`, `b.py:40` and 3 more." under a function's block; '' when
+    nothing calls it (or the block is about no one function)."""
+    if about is None or not about.callers:
+        return ""
+    named = ", ".join(f"`{place}`" for place in about.callers)
+    more = about.callers_total - len(about.callers)
+    return f"Called from {named}" + (f" and {more:,} more." if more > 0 else ".")
 
 
 # -- docs blocks ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 -- result columns; with the default legs, the same scores and ties as rag.db.
 --
 --   score(chunk) = (:w_lex x margin / (:c + rank_lex) + :w_dense / (:c + rank_dense)
---                   + :w_bridge / (:c + rank_bridge)) * priors
+--                   + :w_bridge / (:c + rank_bridge) + :w_symbol / (:c + rank_symbol)) * priors
 --
 -- margin: the first lexical hit's BM25 over the second's, 1 to :margin_cap (1 for the others).
 -- Each leg ranks its own :depth candidates (the dense leg's chunks by their nearest window);
@@ -22,6 +22,11 @@
 -- The bridge leg (as sql/search_hybrid.sql's): the hits of the identifiers the best doc
 -- passages of a first run name rank the chunks of the kinds outside :dense_kinds only (the
 -- path prior applied before ranking), each adding :w_bridge / (:c + rank_bridge).
+--
+-- The symbol leg (as sql/search_hybrid.sql's): search_symbol_hits.sql's chunks, which define
+-- names the question writes, as :symbol_ids with how many of the names each defines
+-- (:symbol_names_held; empty: no leg), ranked by that, then outside the prior paths first,
+-- then by their lexical rank, each adding :w_symbol / (:c + rank_symbol).
 --
 -- The legs' files apply the filters (--path, --exclude, --lang); priors (the SQLite
 -- file's prior_paths / :prior, :named_roots / :root_prior) multiply the fused score; the
@@ -91,6 +96,23 @@ bridge AS MATERIALIZED (
     WHERE CAST(:dense_kinds AS jsonb) IS NOT NULL
       AND f.kind NOT IN (SELECT jsonb_array_elements_text(CAST(:dense_kinds AS jsonb)))
 ),
+symbol AS MATERIALIZED (                -- search_symbol_hits.sql's rows, ranked
+    SELECT d.chunk_id,
+           row_number() OVER (
+               ORDER BY d.names DESC,
+                        coalesce(ragdb_glob_match(lower(f.path COLLATE "C"),
+                                                  CAST(:prior_likes AS text[]),
+                                                  CAST(:prior_regex AS text)), false),
+                        coalesce(l.rank, CAST(:depth AS integer) + 1),
+                        f.path COLLATE "C", c.first_char, d.chunk_id) AS rank
+    FROM unnest(CAST(:symbol_ids AS bigint[]),
+                CAST(:symbol_names_held AS double precision[])) AS d(chunk_id, names)
+    JOIN chunks AS c ON c.id = d.chunk_id
+    JOIN files AS f ON f.id = c.file_id
+    LEFT JOIN lexical AS l ON l.chunk_id = d.chunk_id
+    ORDER BY rank
+    LIMIT CAST(:depth AS integer)
+),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
     SELECT CASE WHEN CAST(:gate_far AS double precision)
                      <= CAST(:gate_near AS double precision) THEN 1.0
@@ -113,7 +135,8 @@ gate AS (                               -- 0 to 1: how much the question looks l
           FROM lexical) AS best
 ),
 joined AS (
-    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id) AS chunk_id,
+    SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id, symbol.chunk_id)
+             AS chunk_id,
            coalesce(CAST(:w_lex AS double precision) / (CAST(:c AS double precision)
                                                         + lexical.rank) * lexical.margin, 0.0)
              + CASE WHEN dense.rank IS NOT NULL
@@ -125,10 +148,14 @@ joined AS (
                          * (SELECT code FROM gate)
                     ELSE 0.0 END
              + coalesce(CAST(:w_bridge AS double precision) / (CAST(:c AS double precision)
-                                                              + bridge.rank), 0.0) AS score
+                                                              + bridge.rank), 0.0)
+             + coalesce(CAST(:w_symbol AS double precision) / (CAST(:c AS double precision)
+                                                              + symbol.rank), 0.0) AS score
     FROM lexical
     FULL OUTER JOIN dense ON dense.chunk_id = lexical.chunk_id
     FULL OUTER JOIN bridge ON bridge.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id)
+    FULL OUTER JOIN symbol
+      ON symbol.chunk_id = coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id)
 ),
 scored AS (
     SELECT j.chunk_id, f.path, c.first_char,
