@@ -9,7 +9,8 @@ file (Python str offsets, UTF-8, no newline translation) that starts and ends wi
 passage recorded for it in anchors.json (the start quote found exactly once in its file), no span
 used twice, at most three questions on one file, every question naming its package as a word
 (as repos3's check does: "lz4" alone, not inside "lz4frame"), and the unanswered files holding
-the same ids and questions. `--show` prints each question with the text its span slices to, for reading the answers against it.
+the same ids and questions. `--show` prints each question with the text its span slices to,
+for reading the answers against it.
 Exit status 1 and one line per problem if anything is off.
 """
 
