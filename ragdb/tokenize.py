@@ -287,7 +287,7 @@ def written_names(question: str) -> list[str]:
     """The names of definitions a question writes, as written (case kept), once each in
     order: the last part of a name in backticks (`LLM.generate()` -> `generate`; a file name
     such as `config.py` is none) when it has three characters or more, and each multi-part
-    identifier outside them (`max_model_len`, `getSelector`, `HTTPServer`). Plain words are
+    identifier outside them (`max_model_len`, `getSelector`, `SamplingParams`). Plain words are
     none (a sentence's capitalised word is not a class name).
 
     The symbol leg of sql/search_hybrid.sql looks them up in the `symbols` table: the chunk
