@@ -25,11 +25,12 @@ variants through key.json and tallies each variant per set and kind, with sign t
 reference span (per variant, set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
 
-The sample is common.accept_sample(repos3=True): vLLM public docs 51-100 and code at positions 0
-and 2 modulo 5 (data/bench/rag.db, skipped where it is not built), the repos set's half B, all of
-repos2 and repos3 (`python -m benchmarks.bench_repos --unseen` builds their indexes).
+The sample is common.accept_sample(repos3=True, repos4=True): vLLM public docs 51-100 and code at
+positions 0 and 2 modulo 5 (data/bench/rag.db, skipped where it is not built), the repos set's
+half B, all of repos2, repos3 and repos4 (`python -m benchmarks.bench_repos --unseen` builds their
+indexes; a set whose index is not built is left out).
 
-    uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3] \
+    uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants code,two,blocks] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
@@ -48,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (BENCH_DIR, REPOS2, REPOS3, Asked, accept_sample, host_line,
+from benchmarks.common import (BENCH_DIR, HELD_OUT, Asked, accept_sample, host_line,
                                tuning_questions)
 from ragdb import RagDB
 from ragdb.generate.blocks import VARIANTS
@@ -60,10 +61,10 @@ SEED = 39
 
 
 def set_group(question_set: str) -> str:
-    """The set a question belongs to in reports: vllm, repos, repos2, repos3."""
+    """The set a question belongs to in reports: vllm, repos, repos2, repos3, repos4."""
     if question_set.startswith("vllm"):
         return "vllm"
-    for held in (REPOS2, REPOS3):
+    for held in HELD_OUT:
         if question_set in held.names:
             return held.name
     return "repos"
@@ -72,7 +73,7 @@ def set_group(question_set: str) -> str:
 def questions(sets: Sequence[str], kind: str, tuning: bool = False) -> list[Asked]:
     """The sample's questions (or the tuning ones) of `sets` and `kind`; a set whose index is
     not built is left out, said once."""
-    chosen = tuning_questions() if tuning else accept_sample(repos3=True)
+    chosen = tuning_questions() if tuning else accept_sample(repos3=True, repos4=True)
     out: list[Asked] = []
     missing: set[Path] = set()
     for asked in chosen:
@@ -269,7 +270,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("answer", "cover", "report"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
-                        "repos3 [default: all whose index is built]")
+                        "repos3, repos4 [default: all whose index is built]")
     parser.add_argument("--variants", default=",".join(ALL_VARIANTS),
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))

@@ -116,12 +116,15 @@ class HeldOut:
 
 
 #: repos2 was written for issue 18 (benchmarks/repos2/README.md); repos3 the same way once repos2
-#: had been read over many rounds (benchmarks/repos3/README.md).
+#: had been read over many rounds (benchmarks/repos3/README.md); repos4 for issues 39 and 40, in
+#: languages the reranker's training data covers and kept out of it (benchmarks/repos4/README.md).
 REPOS2 = HeldOut("repos2", Path("benchmarks/repos2"), Path("data/raw-repos2"),
                  ("fastify", "cryptography", "greenlet"), BENCH_DIR / "repos2.db")
 REPOS3 = HeldOut("repos3", Path("benchmarks/repos3"), Path("data/raw-repos3"),
                  ("ent", "starlette", "yard"), BENCH_DIR / "repos3.db")
-HELD_OUT = (REPOS2, REPOS3)
+REPOS4 = HeldOut("repos4", Path("benchmarks/repos4"), Path("data/raw-repos4"),
+                 ("tornado", "undici", "lz4"), BENCH_DIR / "repos4.db")
+HELD_OUT = (REPOS2, REPOS3, REPOS4)
 
 
 @dataclass(frozen=True)
@@ -213,11 +216,12 @@ CONTEXT_DIR = WRITER_DIR / "context"
 Asked = tuple[Question, str, Path]  # a question, its reference answer, the index it is asked of
 
 
-def accept_sample(repos3: bool = False) -> list[Asked]:
+def accept_sample(repos3: bool = False, repos4: bool = False) -> list[Asked]:
     """The held-out sample in a fixed order: public docs questions 51-100, the public code
     questions at positions 0 and 2 modulo 5, the repos set's half B, all of repos2; `repos3`
-    appends the 60 questions of benchmarks/repos3 after those 190."""
-    answers = reference_answers((REPOS_SET, REPOS2.folder, REPOS3.folder))
+    appends the 60 questions of benchmarks/repos3 after those 190, and `repos4` the 60 of
+    benchmarks/repos4 after everything before it."""
+    answers = reference_answers((REPOS_SET, REPOS2.folder, REPOS3.folder, REPOS4.folder))
     public = vllm_questions()
     docs = [q for q in public if q.kind == "docs"][50:100]
     code = [q for i, q in enumerate(q for q in public if q.kind == "code") if i % 5 in (0, 2)]
@@ -226,6 +230,8 @@ def accept_sample(repos3: bool = False) -> list[Asked]:
             (repo_questions(REPOS2.folder, REPOS2.names), REPOS2.db)]
     if repos3:
         sets.append((repo_questions(REPOS3.folder, REPOS3.names), REPOS3.db))
+    if repos4:
+        sets.append((repo_questions(REPOS4.folder, REPOS4.names), REPOS4.db))
     return [(q, answers[q.question_id], db) for questions, db in sets for q in questions]
 
 
@@ -240,7 +246,7 @@ def tuning_questions() -> list[Asked]:
     repos = [q for q in repo_questions() if q.half == "A"][::2]
     chosen = ([(q, answers[q.question_id], VLLM_DB) for q in docs + code]
               + [(q, answers[q.question_id], REPOS_DB) for q in repos])
-    held_out = {q.question_id for q, _, _ in accept_sample(repos3=True)}
+    held_out = {q.question_id for q, _, _ in accept_sample(repos3=True, repos4=True)}
     assert not held_out & {q.question_id for q, _, _ in chosen}
     return chosen
 

@@ -1,5 +1,5 @@
-"""The benchmarks' question sets: the held-out repos3 set joins bench_repos and bench_accept
-without changing what the earlier sets hold (real dataset files, no index needed)."""
+"""The benchmarks' question sets: the held-out repos3 and repos4 sets join bench_repos and the
+answer samples without changing what the earlier sets hold (real dataset files, no index needed)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_accept
-from benchmarks.common import HELD_OUT, REPOS2, REPOS3, accept_sample, repo_questions
+from benchmarks import bench_blocks
+from benchmarks.common import HELD_OUT, REPOS3, REPOS4, accept_sample, repo_questions
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -39,7 +40,8 @@ def test_held_out_sets_have_their_shape_and_own_ids() -> None:
         ids = {q.question_id for q in questions}
         assert len(ids) == 60 and not ids & seen
         seen |= ids
-    assert REPOS3.db != REPOS2.db and REPOS3.root != REPOS2.root
+    assert len({held.db for held in HELD_OUT}) == len({held.root for held in HELD_OUT}) == 3
+    assert [held.name for held in HELD_OUT] == ["repos2", "repos3", "repos4"]
 
 
 @needs_shared
@@ -59,6 +61,20 @@ def test_accept_sample_appends_repos3_and_keeps_the_190() -> None:
         answers.update({q["question_id"]: q["answer"]
                         for q in json.loads(path.read_text())["rag_questions"]})
     assert all(reference == answers[q.question_id] for q, reference, _ in added)
+
+
+@needs_shared
+def test_accept_sample_appends_repos4_after_repos3() -> None:
+    with_repos3 = accept_sample(repos3=True)
+    both = accept_sample(repos3=True, repos4=True)
+    assert both[:250] == with_repos3  # repos4 comes last; what came before is unchanged
+    added = both[250:]
+    assert len(added) == 60
+    assert {db for _, _, db in added} == {REPOS4.db}
+    assert {q.set_name for q, _, _ in added} == set(REPOS4.names)
+    assert accept_sample(repos4=True)[190:] == added  # without repos3 it follows the 190
+    assert {bench_blocks.set_group(name) for name in REPOS4.names} == {"repos4"}
+    assert bench_blocks.set_group("click") == "repos"
 
 
 @needs_shared
