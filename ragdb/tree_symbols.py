@@ -60,7 +60,7 @@ _JS_DEFS = """
 """
 # TypeScript's own: members of classes and interfaces (not of object literals and type
 # literals), overload signatures left out (the implementation is the definition), a `const`
-# or `let` anywhere (as ctags reads TypeScript).
+# or `let` in any block but a function's body (locals are left out in Python: _File.in_body).
 _TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "").replace(
     "(method_definition name: (_) @name) @method",
     "(class_body (method_definition name: (_) @name) @method)") + """
@@ -234,6 +234,11 @@ def _query(grammar: str, which: str) -> ts.Query:
     return ts.Query(grammar_language(grammar), source)
 
 
+_C_TYPE_WORDS = frozenset("void char short int long float double signed unsigned".split())
+_JS = frozenset({"javascript", "typescript", "tsx"})
+_JS_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function",
+                           "arrow_function", "method_definition", "generator_function",
+                           "generator_function_declaration", "class_static_block"})
 _PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
                              "preproc_elifdef"})
 _DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier",
@@ -248,7 +253,8 @@ def _declarator(node: ts.Node) -> tuple[ts.Node | None, bool]:
     for _ in range(16):
         if node.type in _DECLARATOR_NAMES:
             after = node.next_sibling
-            if node.type == "identifier" and after is not None and _macro_word(after):
+            if node.type == "identifier" and after is not None and _macro_word(after) and \
+                    after.named_children[-1].type == "identifier":
                 return after.named_children[-1], function  # `int ZEXPORT f(...)`: the last
             return node, function
         function = node.type == "function_declarator"
@@ -423,18 +429,39 @@ class _File:
                         _call_shaped(captures["decl"][0]):
                     continue  # `int f OF((int a));`: a prototype (C has no constructor call)
                 if name_node.type == "qualified_identifier":
-                    inner = name_node.child_by_field_name("name")
-                    scope = name_node.child_by_field_name("scope")
-                    qualifier = self.cut(scope).replace("::", ".") if scope is not None else ""
-                    if any(_macro_scope(c) for c in name_node.children):
-                        qualifier = ""  # `ZLIB_INTERNAL x`: a macro word, not a scope
+                    scopes: list[str] = []
+                    inner: ts.Node | None = name_node
+                    while inner is not None and inner.type == "qualified_identifier":
+                        scope = inner.child_by_field_name("scope")
+                        if any(_macro_scope(c) for c in inner.children):
+                            scopes = []  # `ZLIB_INTERNAL x`, `MACRO ns::T f`: not scopes
+                        elif scope is not None:
+                            scopes.append(self.cut(scope).replace("::", "."))
+                        inner = inner.child_by_field_name("name")  # a::b::f: b::f, then f
                     if inner is None:
                         continue
                     name_node = inner
+                    qualifier = ".".join(scopes)
                     if kind == "function" and qualifier:
                         kind = "method"
             else:
                 name_node = captures["name"][0]
+                if name_node.type == "nested_namespace_specifier":  # namespace a::b {
+                    parts, todo = [], [name_node]
+                    while todo:  # a::b::c is (a, (b, c))
+                        for c in todo.pop().named_children:
+                            if c.type == "namespace_identifier":
+                                parts.append(c)
+                            elif c.type == "nested_namespace_specifier":
+                                todo.append(c)
+                    parts.sort(key=lambda c: c.start_byte)
+                    *outer, last = parts or [name_node]
+                    for part in outer:
+                        text = self.cut(part)
+                        found[(part.start_byte, part.end_byte)] = _Def(
+                            text, "", "impl" if text in namespaces else "module", node, part)
+                        namespaces.add(text)
+                    name_node = last
                 before = name_node.prev_named_sibling
                 while before is not None and before.type == "comment":
                     before = before.prev_named_sibling
@@ -449,13 +476,18 @@ class _File:
                 qualifier = _GENERIC.sub("", self.cut(captures["recv"][0])).lstrip("*& ")
                 if qualifier in _SELF:
                     qualifier = ""  # this.f = function () {...}: the enclosing scope's
+                elif self.grammar in _JS and self.in_body(node):
+                    continue  # `obj.f = () => ...` in a function: a value set, not defined
+            if kind in ("variable", "constant") and node.type == "variable_declarator" and \
+                    self.grammar in _JS and self.in_body(node):
+                continue  # a local: as in every other language, not a definition
             if kind == "type" and self.grammar == "go":
                 shape = node.child_by_field_name("type")
                 kind = {"struct_type": "struct", "interface_type": "interface"}.get(
                     shape.type if shape is not None else "", "type")
             name = name.strip("'\"` ")
-            if not name:
-                continue
+            if not name or (self.grammar in ("c", "cpp") and name in _C_TYPE_WORDS):
+                continue  # `OF((void))` read as a declaration of `void`
             if kind == "module" and self.grammar == "cpp":
                 if name in namespaces:
                     kind = "impl"  # `namespace vllm {` again: a scope, defined once
@@ -518,6 +550,17 @@ class _File:
         """Whether the line a node starts on starts with blanks (code inside a body)."""
         start = self.data.rfind(b"\n", 0, node.start_byte) + 1
         return self.data[start:start + 1] in (b" ", b"\t")
+
+    @staticmethod
+    def in_body(node: ts.Node) -> bool:
+        """Whether a JavaScript or TypeScript node lies in a function's body."""
+        parent = node.parent
+        while parent is not None and parent.type != "program":
+            if parent.type == "statement_block" and parent.parent is not None and \
+                    parent.parent.type in _JS_FUNCTIONS:
+                return True
+            parent = parent.parent
+        return False
 
     @staticmethod
     def in_function(node: ts.Node) -> bool:

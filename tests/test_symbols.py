@@ -107,11 +107,12 @@ def test_python_definitions_and_references(tmp_path: Path) -> None:
     assert ("Cart", "shop.models.Cart", "shop.Cart") in imports
     # a local assigned from a class is an instance of it
     assert ("dump", "shop.Cart.dump", "call", "shop.checkout.checkout") in uses
-    # the standard library is known, never recorded; a method of an object of unknown type
-    # is kept unresolved, by its name
+    # the standard library is known, never recorded: `self.items.append` is a list's
+    # (`items: list`); a method of an object of unknown type is kept unresolved
+    # (tests/test_symbol_types.py)
     assert not [u for u in uses if str(u[1] or "").startswith(("json", "dataclasses"))]
-    assert rows(db, "SELECT name, kind FROM symbol_refs WHERE target_id IS NULL") == [
-        ("append", "call")]
+    assert ("items", "shop.models.Cart.items", "attribute", "shop.models.Cart.add") in uses
+    assert rows(db, "SELECT name, kind FROM symbol_refs WHERE name = 'append'") == []
 
 
 SOURCES = {
@@ -383,3 +384,46 @@ def test_c_definitions_under_macros_and_k_and_r() -> None:
     inflate = next(s for s in found.symbols if s.name == "inflate")
     assert C_UNDER_MACROS[inflate.first:inflate.last].startswith("int ZEXPORT inflate(")
     assert C_UNDER_MACROS[inflate.first:inflate.last].endswith("}")
+
+
+def test_typescript_locals_are_not_definitions() -> None:
+    """A variable declared in a function's body is a local, as in every other language;
+    what a body declares as a function, class, type or enum is still a definition, and so is
+    a method set through `this`, not a property set on another object there."""
+    text = (
+        "export const TOP = 1;\nlet counter = 0;\n"
+        "export function outer(x: number) {\n  const local = x + 1;\n  let other = 2;\n"
+        "  for (const item of [1]) { const inner = item; }\n"
+        "  function helper() { return local; }\n  const arrow = () => other;\n"
+        "  enum Fruit { Apple, Pear = 2 }\n  type Pair = [number, number];\n"
+        "  inst.parse = () => 1;\n  this.run = function () {};\n  return helper();\n}\n"
+        "class Box {\n  static make = () => new Box();\n  override toString() { return ''; }\n"
+        "  get size() { const n = 1; return n; }\n}\n"
+        "if (TOP) { const shown = 1; }\n")
+    found = extract(text, "typescript", Path("m.ts"), "m.ts")
+    assert found is not None
+    names = {s.name: s.kind for s in found.symbols}
+    assert "TOP" in names
+    for name, kind in [("counter", "variable"), ("outer", "function"),
+                       ("helper", "function"), ("arrow", "function"), ("Fruit", "enum"),
+                       ("Apple", "constant"), ("Pear", "constant"), ("Pair", "type"),
+                       ("run", "function"), ("make", "field"), ("toString", "method"),
+                       ("size", "method"), ("shown", "constant")]:
+        assert names.get(name) == kind, (name, names)
+    for local in ("local", "other", "item", "inner", "parse", "n"):
+        assert local not in names, local
+
+
+def test_cpp_nested_namespaces_and_macro_return_types() -> None:
+    """`namespace a::b {` opens a and b; a macro before a qualified return type
+    (`FORCE_INLINE vec::F32 act(...)`) is not a scope of the function; `A::B::f` is f of
+    A.B."""
+    text = ("namespace outer::inner {\nint count = 0;\n}\n"
+            "FORCE_INLINE vec_op::FP32Vec8 gelu_act(const vec_op::FP32Vec8& x) { return x; }\n"
+            "void A::B::run() {}\n")
+    found = extract(text, "cpp", Path("k.cpp"), "k.cpp")
+    assert found is not None
+    got = {(s.name, s.qualified, s.kind) for s in found.symbols}
+    assert {("outer", "outer", "module"), ("inner", "outer.inner", "module"),
+            ("count", "outer.inner.count", "variable"),
+            ("gelu_act", "gelu_act", "function"), ("run", "A.B.run", "method")} <= got, got
