@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 
 from ragdb.answering import answer_dataset
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
 from ragdb.generate.models import OFFLINE_NAME
 from ragdb.generate.prompt import PromptSource
 from ragdb.schemas import (
@@ -81,8 +81,8 @@ def test_answer_dataset_writes_resumes_and_loads_the_model_only_when_needed(
         assert list(answers) == ["q1", "q2", "q3", "q4"]
         assert answers["q4"].answer == NO_SOURCES_MESSAGE
         assert sum("gone/deleted.md" in w for w in warnings) == 2
-        # q2's only usable source is its second retrieved one: citations say [2], not [1].
-        assert "[1]" not in answers["q2"].answer and "[2]" in answers["q2"].answer
+        # q2's only usable source is its second retrieved one: no citation says [1].
+        assert "[1]" not in answers["q2"].answer
         assert answers["q1"].retrieved_sources == DATASET.search_results[0].retrieved_sources
 
         # An interrupted run: keep the first answer only, then run again.
@@ -102,6 +102,27 @@ def test_answer_dataset_writes_resumes_and_loads_the_model_only_when_needed(
     done = answer_dataset(DATASET, resolve_text, factory, out, warn=warnings.append)
     assert factory_calls == [] and len(done.search_results) == 4
     assert not (out.parent / "answers.json.tmp").exists()
+
+
+class _Citing:
+    """An answerer that cites the first source it is given, as [1]."""
+
+    model = "citing"
+
+    def answer(self, question: str, sources: list[PromptSource],
+               on_token: object = None) -> GeneratedAnswer:
+        return GeneratedAnswer(f"{sources[0].text.splitlines()[0]} [1].", [1], self.model, 0,
+                               0, 0.0, 0.0, sources)
+
+
+def test_citations_are_the_ranks_of_the_retrieved_sources(tmp_path: Path) -> None:
+    """q2's only usable source is its second retrieved one: its citation says [2], not [1]."""
+    only_q2 = StudentSearchResults(k=2, search_results=[DATASET.search_results[1]])
+    record = answer_dataset(only_q2, resolve_text, _Citing,  # type: ignore[arg-type]
+                            tmp_path / "a.json",
+                            warn=lambda message: None)
+    answer = record.search_results[0].answer
+    assert "[1]" not in answer and answer.endswith("[2].")
 
 
 def test_answer_dataset_without_any_usable_source_never_loads_a_model(tmp_path: Path) -> None:

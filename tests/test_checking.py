@@ -198,7 +198,7 @@ def test_sentences_split_on_full_stops_not_on_dotted_names_or_abbreviations() ->
     units = split_units("Use `vllm.LLM`, e.g. with v0.5.3.post1 [4]. Then upgrade [4].\n"
                         "- one item [1]\n```bash\ncurl -o- http://localhost:30080/models\n```\n[2]")
     assert [(u.kind, u.cites) for u in units] == [
-        ("prose", [4]), ("prose", [4]), ("prose", [1]), ("code", [2])]
+        ("prose", [4]), ("prose", [4]), ("prose", [1]), ("code", []), ("prose", [2])]
 
 
 def test_the_writer_grammar_admits_only_cited_sentences_of_given_sources() -> None:

@@ -21,14 +21,14 @@ from tests.generate_support import LOAD, LORA, QUICK
 # Real generation with the offline model
 
 
-def test_answer_streams_and_cites_a_given_source(generator: Generator) -> None:
+def test_answer_streams_and_cites_only_given_sources(generator: Generator) -> None:
     pieces: list[str] = []
     answer = generator.answer("How do I serve LoRA adapters?", [LORA, LOAD, QUICK],
                               on_token=pieces.append)
     streamed = "".join(pieces)
     assert answer.text and answer.text != EMPTY_ANSWER_MESSAGE
     assert streamed and (answer.text.startswith(streamed) or streamed.startswith(answer.text))
-    assert answer.cited and all(1 <= n <= 3 for n in answer.cited)
+    assert all(1 <= n <= 3 for n in answer.cited)
     assert all(1 <= int(n) <= 3 for n in re.findall(r"\[(\d+)\]", answer.text))
     assert "<think>" not in answer.text and "<|im_end|>" not in answer.text
     assert answer.model == OFFLINE_NAME
@@ -38,12 +38,8 @@ def test_answer_streams_and_cites_a_given_source(generator: Generator) -> None:
     assert answer.sources == [LORA, LOAD, QUICK]
 
 
-def test_without_the_lead_citation_nothing_is_added(generator: Generator) -> None:
-    generator.lead_citation = False
-    try:
-        answer = generator.answer("How do I install vLLM?", [QUICK, LORA])
-    finally:
-        generator.lead_citation = True
+def test_no_citation_is_added(generator: Generator) -> None:
+    answer = generator.answer("How do I install vLLM?", [QUICK, LORA])
     assert answer.text and not answer.text.startswith("According to [")
     found = sorted({int(n) for n in re.findall(r"\[(\d+)\]", answer.text)})
     assert found == answer.cited and all(1 <= n <= 2 for n in found)

@@ -205,8 +205,8 @@ def _blocks(language: str) -> BlocksAnswerer:
 def test_a_weak_writer_falls_back_to_the_blocks_and_never_cites_a_source_not_given(
     generator: Generator,
 ) -> None:
-    """The real SmolLM2 as the writer (it cites only its lead "According to [n]"): whatever
-    it writes, what is shown cites given sources only, and the check says what it did."""
+    """The real SmolLM2 as the writer (it rarely cites): whatever it writes, what is shown
+    cites given sources only, and the check says what it did."""
     checked = CheckedAnswerer(generator, _blocks("markdown"))
     pieces: list[str] = []
     result = checked.answer("How do I forward the vllm-router-service port?", _sources(),

@@ -18,14 +18,14 @@ A sentence that fails is dropped, with the reason recorded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ragdb.generate.claim_binding import (CITE, INLINE, CitedSource, appears, asked,
                                           asked_names, default_unbound, in_any_case,
                                           other_case, outside_branch, partial_list,
                                           symbol_char)
-from ragdb.generate.support import DEFAULT_SUPPORT, SupportSettings, support
+from ragdb.generate.support import support
 
 _FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?P<body>.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
 _SENTENCE_END = re.compile(
@@ -82,7 +82,7 @@ class CheckReport:
     kept: int = 0
     dropped: list[dict[str, str]] = field(default_factory=list)
     recited: list[dict[str, Any]] = field(default_factory=list)
-    evidence: list[int] = field(default_factory=list)  # sources whose blocks follow the text
+    evidence_from: list[int] = field(default_factory=list)  # sources whose blocks follow
     removed_citations: list[int] = field(default_factory=list)
     fallback: str | None = None  # "extractive" when too little survived: the blocks alone
     # Why the answer is the blocks alone, in words (the one line `ragdb answer` prints).
@@ -92,20 +92,7 @@ class CheckReport:
     stopped_at_time_limit: bool = False  # the writer was stopped before it finished
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "checked": CHECKED,
-            "sentences": self.sentences,
-            "kept": self.kept,
-            "dropped": self.dropped,
-            "recited": self.recited,
-            "evidence_from": self.evidence,
-            "removed_citations": self.removed_citations,
-            "fallback": self.fallback,
-            "fallback_reason": self.fallback_reason,
-            "degenerate": self.degenerate,
-            "writer": self.writer,
-            "stopped_at_time_limit": self.stopped_at_time_limit,
-        }
+        return {"checked": CHECKED, **asdict(self)}
 
 
 @dataclass
@@ -175,22 +162,14 @@ def _piece(text: str, masked: str) -> tuple[str, list[int]]:
 
 
 def split_units(answer: str) -> list[Unit]:
-    """Fenced code blocks, and the sentences and list items of the prose around them.
-
-    Citations written right after a code block ("```\\n[2]") belong to that block.
-    """
+    """Fenced code blocks, and the sentences and list items of the prose around them (a
+    citation after a code block stands alone: it claims nothing, and the code is dropped)."""
     units: list[Unit] = []
     position = 0
     for block in _FENCED.finditer(answer):
         units.extend(Unit("prose", t, c) for t, c in _prose_units(answer[position:block.start()]))
-        end = block.end()
-        trailing = re.match(r"(?:\s*\[\d{1,3}\])+[.]?", answer[end:])
-        cites = []
-        if trailing:
-            cites = [int(n) for n in re.findall(r"\d{1,3}", trailing.group())]
-            end += trailing.end()
-        units.append(Unit("code", block.group(0).strip("\n"), cites))
-        position = end
+        units.append(Unit("code", block.group(0).strip("\n"), []))
+        position = block.end()
     units.extend(Unit("prose", t, c) for t, c in _prose_units(answer[position:]))
     return units
 
@@ -292,8 +271,7 @@ def degenerate(answer: str) -> str | None:
 
 
 def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
-                 writer: str | None = None, settings: SupportSettings = DEFAULT_SUPPORT
-                 ) -> CheckedAnswer:
+                 writer: str | None = None) -> CheckedAnswer:
     """Keep the units of `answer` that its cited sources support; report the rest.
 
     `sources` are those the model was given, numbered as the answer cites them; `question`
@@ -321,8 +299,7 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
             _drop(report, unit.text, "talks about a source, not the question")
             text = None
         else:
-            text = _check_sentence(unit, valid, invalid, by_number, report, seen, question,
-                                   settings)
+            text = _check_sentence(unit, valid, invalid, by_number, report, seen, question)
         previous_text = unit.text
         if text is not None:
             kept.append(text)
@@ -376,8 +353,7 @@ _PAREN_NUMBER = re.compile(r"[ \t]*\(\d{1,3}\)(?=[.!?:]?[ \t]*\[\d{1,3}\])")
 
 def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                     by_number: dict[int, CitedSource], report: CheckReport,
-                    seen: set[str], question: str = "",
-                    settings: SupportSettings = DEFAULT_SUPPORT) -> str | None:
+                    seen: set[str], question: str = "") -> str | None:
     text = _BROKEN_LINK.sub(_link_text, unit.text).strip()
     text = _META.sub("", text)
     text = _AS_STATED.sub("", text)
@@ -399,7 +375,7 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
     if key in seen:
         _drop(report, text, "repeats an earlier sentence")
         return None
-    why = _claim(text, [by_number[n] for n in valid], question, settings)
+    why = _claim(text, [by_number[n] for n in valid], question)
     if why is not None and why != NOTHING_NEW:
         # The writer may cite the wrong one of the sources it saw: where another one alone
         # supports the whole sentence, it is cited instead (the check is the same).
@@ -407,7 +383,7 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
             if number in valid:
                 continue
             moved = _recite(text, valid, number)
-            if _claim(moved, [source], question, settings) is None:
+            if _claim(moved, [source], question) is None:
                 report.recited.append({"text": text, "from": valid, "to": number})
                 text, why = moved, None
                 break
@@ -432,8 +408,7 @@ def _recite(text: str, old: list[int], new: int) -> str:
     return stripped + f" [{new}]"
 
 
-def _claim(text: str, cited: list[CitedSource], question: str, settings: SupportSettings
-           ) -> str | None:
+def _claim(text: str, cited: list[CitedSource], question: str) -> str | None:
     """Why the sentence is not supported by `cited`; None when it is."""
     where = ", ".join(f"[{s.number}]" for s in cited)
     for match in INLINE.finditer(text):
@@ -467,17 +442,17 @@ def _claim(text: str, cited: list[CitedSource], question: str, settings: Support
     unbound = default_unbound(text, cited, question)
     if unbound is not None:
         return unbound
-    branch = outside_branch(text, cited, question, settings)
+    branch = outside_branch(text, cited, question)
     if branch is not None:
         return branch
     said = support(_LIST_MARKER.sub("", text), question,
-                   [(s.text, s.file_path) for s in cited], settings)
+                   [(s.text, s.file_path) for s in cited])
     if not said.novel:
         return NOTHING_NEW
-    if said.fails(settings):
+    if said.fails():
         if said.missing:
             return f"the words {', '.join(said.missing[:4])} are not in {where}"
-        if settings.negation_held and said.negated:
+        if said.negated:
             return f"{where} does not say that it is not so"
         return f"what it says is not together in one place of {where}"
     return None

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ragdb.generate.support import FRAME, SupportSettings, support
+from ragdb.generate.support import FRAME, MAX_MISSING, support
 from ragdb.tokenize import STOPWORDS, split_identifier
 
 CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
@@ -127,8 +127,7 @@ def other_case(text: str, cited: list[CitedSource]) -> str | None:
 _WHEN = re.compile(r"\b(?:[Ww]hen|[Ii]f)\s+`?([A-Za-z_]\w*(?:\.\w+)*)`?\s+(?:is|are)\b[^,]*,")
 
 
-def outside_branch(text: str, cited: list[CitedSource], question: str,
-                   settings: SupportSettings) -> str | None:
+def outside_branch(text: str, cited: list[CitedSource], question: str) -> str | None:
     """A sentence "when `x` is None, <claim>" about code that branches on `x`
     (`elif x is None:`): what it says happens must be in the lines under one of those `if`s,
     not in the docstring or another branch. Returns why not; None where it is, or where the
@@ -144,8 +143,8 @@ def outside_branch(text: str, cited: list[CitedSource], question: str,
     blocks = [b for s in cited for b in _if_blocks(s.text, name)]
     if not blocks:
         return None
-    said = [support(claim, question, [(b, "")], settings) for b in blocks]
-    if not said[0].novel or any(len(x.missing) <= settings.max_missing for x in said):
+    said = [support(claim, question, [(b, "")]) for b in blocks]
+    if not said[0].novel or any(len(x.missing) <= MAX_MISSING for x in said):
         return None
     where = ", ".join(f"[{s.number}]" for s in cited)
     return (f"{where} does not do {', '.join(said[0].missing[:3])} under its `if` on {name}")

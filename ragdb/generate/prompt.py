@@ -79,7 +79,6 @@ WRITER_MAX_NEW_TOKENS = 176
 DEFAULT_TIME_LIMIT_S = 25.0
 # > 1.0 sent SmolLM2 off the rails (it must repeat the sources' words): loops are cut in code.
 DEFAULT_REPETITION_PENALTY = 1.0
-LEAD_CITATION_PREFIX = "According to ["
 MIN_SOURCE_BUDGET = 64
 
 
@@ -182,9 +181,11 @@ def build_prompt(
     def total(blocks: list[str]) -> int:
         return system_tokens + count_tokens(_user_content(question, blocks))
 
-    fixed = total([])
+    def fits(candidate: PromptSource) -> bool:  # as the only source
+        return total([_source_block(1, candidate)]) <= budget
+
     used: list[PromptSource] = []
-    running = fixed
+    running = total([])
     for source in sources:
         number = len(used) + 1
         cost = count_tokens(_source_block(number, source) + "\n\n")
@@ -193,8 +194,6 @@ def build_prompt(
             running += cost
             continue
         if not used:
-            def fits(candidate: PromptSource) -> bool:
-                return total([_source_block(1, candidate)]) <= budget
             head = _truncate_source(source, fits)
             if head is not None:
                 used.append(head)
@@ -203,9 +202,7 @@ def build_prompt(
     # whole and drop from the end until it fits.
     while used and total([_source_block(i, s) for i, s in enumerate(used, 1)]) > budget:
         if len(used) == 1:
-            def fits_alone(candidate: PromptSource) -> bool:
-                return total([_source_block(1, candidate)]) <= budget
-            head = _truncate_source(used[0], fits_alone)
+            head = _truncate_source(used[0], fits)
             used = [head] if head is not None else []
         else:
             used.pop()

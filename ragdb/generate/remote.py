@@ -6,7 +6,7 @@ local writer's (styles.CheckedAnswerer).
 Only the standard library speaks HTTP here (http.client: no proxy from the environment, since
 the endpoints users run are mostly on their own host). Every way an endpoint can fail (down,
 slow, an HTML page, an error status, a stream of garbage or without end, nothing at all) ends
-in ModelUnavailable, one line; the answerer then shows the passages instead and says why.
+in ModelUnavailable, one line; the answerer then shows the blocks alone and says why.
 """
 
 from __future__ import annotations
@@ -17,26 +17,17 @@ import os
 import re
 import socket
 import ssl
-import threading
 import time
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from ragdb.errors import RagdbError
-from ragdb.generate.cleaning import clean_answer, stream_view
-from ragdb.generate.generator import (
-    EMPTY_ANSWER_MESSAGE,
-    NO_SOURCES_MESSAGE,
-    GeneratedAnswer,
-    seconds_from_env,
-)
+from ragdb.generate.generator import TokenStream, Writer, seconds_from_env
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import (
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_QUESTION_CAP,
     DEFAULT_TIME_LIMIT_S,
-    WRITER_EXAMPLES,
-    WRITER_SYSTEM_PROMPT,
     PromptSource,
     build_prompt,
 )
@@ -81,9 +72,9 @@ def _count_tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN + 1
 
 
-class RemoteGenerator:
-    """Generator's interface (answer, model, load_s) over an endpoint: nothing to load, so
-    a run of questions pays no load at all; one request at a time per instance."""
+class RemoteGenerator(Writer):
+    """A Writer over an endpoint: nothing to load, so a run of questions pays no load at
+    all; one request at a time per instance."""
 
     def __init__(self, resolved: ResolvedModel, *,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
@@ -92,6 +83,7 @@ class RemoteGenerator:
                  max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> None:
         if resolved.endpoint is None:
             raise RagdbError(f"{resolved.name} is not an endpoint")
+        super().__init__()
         self.resolved = resolved
         self.base = resolved.endpoint
         parts = urlsplit(self.base)
@@ -106,50 +98,22 @@ class RemoteGenerator:
         self.first_token_limit_s = min(limits) if limits else None  # None: no limit
         self.connect_timeout_s = connect_timeout_s
         self.max_new_tokens = max_new_tokens
-        self.load_s = 0.0
-        self._lock = threading.Lock()
-
-    # -- the prompt ---------------------------------------------------------------------
 
     def prompt_for(self, question: str, sources: list[PromptSource]
                    ) -> tuple[list[dict[str, str]], list[PromptSource]]:
         """The local writer's messages (system prompt, worked example, numbered sources)."""
-        budget = CONTEXT_TOKENS - self.max_new_tokens
-        return build_prompt(question, sources, _count_tokens, budget, DEFAULT_QUESTION_CAP,
-                            WRITER_SYSTEM_PROMPT, WRITER_EXAMPLES)
+        return build_prompt(question, sources, _count_tokens,
+                            CONTEXT_TOKENS - self.max_new_tokens, DEFAULT_QUESTION_CAP)
 
-    # -- answering ----------------------------------------------------------------------
-
-    def answer(self, question: str, sources: list[PromptSource],
-               on_token: Callable[[str], None] | None = None) -> GeneratedAnswer:
-        """Answer from `sources`, streamed; ModelUnavailable when the endpoint gives nothing
-        usable. Past the writing limit the stream is cut and what was written stands."""
-        if not sources:
-            return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
-        with self._lock:
-            started = time.perf_counter()
-            messages, used = self.prompt_for(question, sources)
-            if not used:
-                raise RagdbError("no source fits in the model's context")
-            if not self.served_model:
-                self.served_model = self._first_model(started)
-                self.model = f"{self.served_model} at {self.base} (OpenAI-compatible)"
-            stream = _Stream(self, started, len(used), on_token)
-            stream.run(messages)
-        truncated = stream.truncated or stream.timed_out
-        text, cited = clean_answer(stream.raw, len(used), truncated=truncated)
-        if not text:
-            text = EMPTY_ANSWER_MESSAGE
-        stream.emit(text)
-        first = (stream.first_at or time.perf_counter()) - started
-        return GeneratedAnswer(
-            text=text, cited=cited, model=self.model,
-            prompt_tokens=stream.prompt_tokens or sum(_count_tokens(m["content"])
-                                                      for m in messages),
-            new_tokens=stream.new_tokens, first_token_s=first,
-            total_s=time.perf_counter() - started, sources=used,
-            stopped_at_time_limit=stream.timed_out,
-        )
+    def write(self, prompt: list[dict[str, str]], stream: TokenStream, started: float) -> None:
+        """Stream the chat completion into `stream`; ModelUnavailable when the endpoint gives
+        nothing usable. Past the writing limit the stream is cut and what was written stands."""
+        if not self.served_model:
+            self.served_model = self._first_model(started)
+            self.model = f"{self.served_model} at {self.base} (OpenAI-compatible)"
+        _Events(self, started, stream).run(prompt)
+        stream.prompt_tokens = stream.prompt_tokens or sum(_count_tokens(m["content"])
+                                                           for m in prompt)
 
     def _first_model(self, started: float) -> str:
         """The model a bare URL names: the first of GET /models (llama.cpp's server has one)."""
@@ -231,27 +195,15 @@ class RemoteGenerator:
         return line
 
 
-class _Stream:
+class _Events:
     """One chat completion, read as server-sent events (or one JSON document, from a server
-    that does not stream), under the first-token and total time limits."""
+    that does not stream) into `out`, under the first-token and total time limits."""
 
-    def __init__(self, owner: RemoteGenerator, started: float, n_sources: int,
-                 on_token: Callable[[str], None] | None) -> None:
+    def __init__(self, owner: RemoteGenerator, started: float, out: TokenStream) -> None:
         self.owner = owner
         self.started = started
-        self.n_sources = n_sources
-        self.on_token = on_token
-        self.raw = ""
-        self.emitted = ""
-        self.first_at: float | None = None
-        self.truncated = False  # the server stopped at max_tokens, or the stream broke off
-        self.timed_out = False
+        self.out = out
         self.finished = False
-        self.looping = False
-        self.prompt_tokens = 0
-        self.new_tokens = 0
-        limit = owner.time_limit_s
-        self.deadline = started + limit if limit is not None else None
 
     def run(self, messages: list[dict[str, str]]) -> None:
         owner = self.owner
@@ -264,23 +216,23 @@ class _Stream:
             if kind == "text/html":
                 raise ModelUnavailable(_not_the_api(owner.base))
             if kind == "application/json":  # a server that does not stream: the whole answer
-                self.whole(reply.read_all(self.deadline))
+                self.whole(reply.read_all(self.out.deadline))
             else:
                 self.events(reply)
         finally:
             reply.close()
-        if not self.raw.strip() and not self.timed_out:
+        if not self.out.raw.strip() and not self.out.timed_out:
             raise ModelUnavailable(f"{owner.base} returned no text")
 
     def next_deadline(self) -> float | None:
         """Before the first text: the first-token limit; after it, the writing limit."""
-        if self.first_at is None:
+        if self.out.first_at is None:
             return self.owner.first_by(self.started)
-        return self.deadline
+        return self.out.deadline
 
     @property
     def done(self) -> bool:
-        return self.finished or self.looping or self.timed_out
+        return self.finished or self.out.looping or self.out.timed_out
 
     def events(self, reply: _Reply) -> None:
         """Read `data:` lines until [DONE], the end of the stream, a loop or the limit."""
@@ -290,15 +242,15 @@ class _Stream:
             try:
                 chunk = reply.read_some(self.next_deadline())
             except _Late:
-                if self.first_at is None:
+                if self.out.first_at is None:
                     raise ModelUnavailable(f"{self.owner.base} wrote nothing within "
                                            f"{self.owner.first_token_limit_s or 0:g} s") from None
-                self.timed_out = True
+                self.out.timed_out = True
                 return
             if not chunk:
                 if buffer.strip():
                     self.line(buffer)
-                self.truncated = not self.finished  # broke off before [DONE]
+                self.out.truncated = not self.finished  # broke off before [DONE]
                 return
             total += len(chunk)
             if total > MAX_RESPONSE_BYTES:
@@ -318,7 +270,7 @@ class _Stream:
         if not line or line.startswith(":") or re.match(r"(event|id|retry)\s*:", line):
             return
         if not line.startswith("data:"):
-            if self.first_at is None and line.startswith("<"):
+            if self.out.first_at is None and line.startswith("<"):
                 raise ModelUnavailable(_not_the_api(self.owner.base))
             if line.startswith("{"):  # a JSON body sent as event-stream: read it whole
                 self.whole(raw_line)
@@ -348,9 +300,10 @@ class _Stream:
             message = _error_message(json.dumps(data).encode(), "application/json")
             raise ModelUnavailable(f"{base} failed: {message or 'an error without message'}")
         usage = data.get("usage")
+        out = self.out
         if isinstance(usage, dict):
-            self.prompt_tokens = _int(usage.get("prompt_tokens")) or self.prompt_tokens
-            self.new_tokens = _int(usage.get("completion_tokens")) or self.new_tokens
+            out.prompt_tokens = _int(usage.get("prompt_tokens")) or out.prompt_tokens
+            out.new_tokens = _int(usage.get("completion_tokens")) or out.new_tokens
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise ModelUnavailable(f"{base} answered in another format than OpenAI's chat "
@@ -364,26 +317,9 @@ class _Stream:
             raise ModelUnavailable(f"{base} sent content that is not text: "
                                    f"{_shown(json.dumps(piece))}")
         if choice.get("finish_reason") == "length":
-            self.truncated = True
+            out.truncated = True
         if piece:
-            self.piece(piece)
-
-    def piece(self, piece: str) -> None:
-        now = time.perf_counter()
-        if self.first_at is None:
-            self.first_at = now
-        self.new_tokens += 1
-        self.raw += piece
-        view, self.looping = stream_view(self.raw, self.n_sources)
-        self.emit(view)
-        self.timed_out = self.deadline is not None and now >= self.deadline
-
-    def emit(self, view: str) -> None:
-        if self.on_token is not None and view.startswith(self.emitted):
-            delta = view[len(self.emitted):]
-            if delta:
-                self.emitted = view
-                self.on_token(delta)
+            out.piece(piece)
 
 
 class _Late(Exception):
@@ -394,21 +330,13 @@ class _Reply:
     """A response and the socket under it, read under deadlines (the socket's timeout is set
     to what is left before each read)."""
 
+    response: http.client.HTTPResponse  # set once its status is in (request)
+
     def __init__(self, base: str, connection: http.client.HTTPConnection,
                  sock: socket.socket | None) -> None:
         self.base = base
         self.connection = connection
         self.sock = sock
-        self._response: http.client.HTTPResponse | None = None
-
-    @property
-    def response(self) -> http.client.HTTPResponse:
-        assert self._response is not None, "read before the response came"
-        return self._response
-
-    @response.setter
-    def response(self, response: http.client.HTTPResponse) -> None:
-        self._response = response
 
     def wait_until(self, deadline: float | None) -> None:
         if self.sock is None:
@@ -451,8 +379,7 @@ class _Reply:
 
     def close(self) -> None:
         self.connection.close()
-        if self._response is not None:
-            self._response.close()
+        self.response.close()
 
 
 def _json(text: str, base: str) -> Any:

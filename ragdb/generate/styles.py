@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ragdb.generate.blocks import Block, BlocksAnswerer, Locate, recipe_named
 from ragdb.generate.checking import CheckReport, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer, Generator
+from ragdb.generate.generator import GeneratedAnswer, Generator, no_sources
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.remote import ModelUnavailable, RemoteGenerator
@@ -144,7 +144,7 @@ class CheckedAnswerer:
     ) -> GeneratedAnswer:
         started = time.perf_counter()
         if not sources:
-            return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
+            return no_sources(self.model)
         gate = _Gate(question, {}, [], on_token)
         try:
             draft = self.draft(question, sources, gate)
@@ -177,30 +177,26 @@ class CheckedAnswerer:
                gate: _Gate | None = None, started: float | None = None) -> GeneratedAnswer:
         """The kept sentences and then the blocks, or the blocks alone when too little of the
         draft survived the check."""
-        written, alone = draft.written, draft.alone
+        written = draft.written
         checked = check_answer(renumber_citations(written.text, draft.mapping), draft.given,
                                question=question, writer=self.model)
         report = checked.report
         report.stopped_at_time_limit = written.stopped_at_time_limit
         started = started if started is not None else time.perf_counter() - (
             draft.selected_s + written.total_s)
+        alone = replace(draft.alone, prompt_tokens=written.prompt_tokens,
+                        new_tokens=written.new_tokens,
+                        first_token_s=draft.selected_s + written.first_token_s,
+                        stopped_at_time_limit=written.stopped_at_time_limit)
         if checked.too_little:
-            return self.fall_back(replace(
-                alone, prompt_tokens=written.prompt_tokens, new_tokens=written.new_tokens,
-                first_token_s=draft.selected_s + written.first_token_s,
-                stopped_at_time_limit=written.stopped_at_time_limit,
-            ), report, checked.why_not_shown, gate, started)
-        report.evidence = list(alone.cited)
+            return self.fall_back(alone, report, checked.why_not_shown, gate, started)
+        report.evidence_from = list(alone.cited)
         text = checked.text + "\n\n" + alone.text
         if gate is not None:
             gate.push(text)
-        return replace(
-            alone, text=text, cited=list(dict.fromkeys([*checked.cited, *alone.cited])),
-            model=self.model, prompt_tokens=written.prompt_tokens,
-            new_tokens=written.new_tokens,
-            first_token_s=draft.selected_s + written.first_token_s,
-            total_s=time.perf_counter() - started, check=report.as_json(),
-            stopped_at_time_limit=written.stopped_at_time_limit)
+        return replace(alone, text=text, model=self.model,
+                       cited=list(dict.fromkeys([*checked.cited, *alone.cited])),
+                       total_s=time.perf_counter() - started, check=report.as_json())
 
     @staticmethod
     def fall_back(alone: GeneratedAnswer, report: CheckReport, reason: str,

@@ -9,7 +9,7 @@ frame a claim) are looked up in the cited source, lightly stemmed: all but a few
 and in one stretch of it (a few lines), next to a word of the question where the source has
 one, so that a value is bound to what the question asks about rather than found anywhere.
 
-The settings were chosen on tuning questions the accept sample never uses
+The limits (MAX_MISSING, WINDOW_*) were chosen on tuning questions the accept sample never uses
 (benchmarks/bench_writer.py).
 """
 
@@ -66,18 +66,13 @@ ABBREVIATIONS = {
 }
 
 
-@dataclass(frozen=True)
-class SupportSettings:
-    """How much of a sentence's own words its cited source must hold (tuning: see module)."""
-
-    max_missing: int = 0  # content words the cited sources may lack
-    window_chars: int = 400  # one stretch: consecutive lines of the source up to this long
-    window_share: float = 0.75  # share of the found words that must lie in one stretch
-    anchored: bool = True  # ... which also holds a word of the question, where the source has one
-    negation_held: bool = True  # a "not" of the sentence has one in that stretch of the source
-
-
-DEFAULT_SUPPORT = SupportSettings()
+#: Content words of a sentence its cited sources may lack.
+MAX_MISSING = 0
+#: One stretch: consecutive lines of the source up to this many characters, holding this
+#: share of the found words and a word of the question (where the source has one); a "not"
+#: of the sentence must have one in that stretch too.
+WINDOW_CHARS = 400
+WINDOW_SHARE = 0.75
 
 
 def stem(word: str) -> str:
@@ -189,13 +184,11 @@ class Support:
     scattered: bool  # found, but not together in one stretch next to the question's words
     negated: bool = False  # it says "not", and no stretch that holds its words says so
 
-    def fails(self, settings: SupportSettings = DEFAULT_SUPPORT) -> bool:
-        return (len(self.missing) > settings.max_missing or self.scattered
-                or (settings.negation_held and self.negated))
+    def fails(self) -> bool:
+        return len(self.missing) > MAX_MISSING or self.scattered or self.negated
 
 
-def support(sentence: str, question: str, sources: list[tuple[str, str]],
-            settings: SupportSettings = DEFAULT_SUPPORT) -> Support:
+def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Support:
     """The sentence's own words against `sources` (the text and path of each it cites; a
     path's words count as the source's, but are no line of it)."""
     text = _CITE.sub(" ", sentence)
@@ -219,14 +212,12 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]],
                > len(NEGATION.findall(question)))
     negated = False
     if found:
-        need = max(1, round(settings.window_share * len(found)))
-        scattered = not any(_together(w, found, anchored if settings.anchored else [], need,
-                                      settings.window_chars) for w in words)
-        if not scattered and negates and settings.negation_held:
-            negated = not any(_together(w, found, anchored if settings.anchored else [],
-                                        need, settings.window_chars, negation=True)
+        need = max(1, round(WINDOW_SHARE * len(found)))
+        scattered = not any(_together(w, found, anchored, need) for w in words)
+        if not scattered and negates:
+            negated = not any(_together(w, found, anchored, need, negation=True)
                               for w in words)
-    elif negates and settings.negation_held:
+    elif negates:
         negated = not any(any(w.negations) for w in words)
     return Support(novel, missing, scattered, negated)
 
@@ -235,8 +226,8 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
 def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
-              window_chars: int, negation: bool = False) -> bool:
-    """Whether one stretch of consecutive lines (up to `window_chars`, at least one line)
+              negation: bool = False) -> bool:
+    """Whether one stretch of consecutive lines (up to WINDOW_CHARS, at least one line)
     holds `need` of the found words and, where there are any, one of the anchors (and, with
     `negation`, a line that says something is not so)."""
     lines, lengths = words.lines, words.lengths
@@ -245,7 +236,7 @@ def _together(words: _SourceWords, found: list[str], anchors: list[str], need: i
         size = 0
         last = first
         negates = False
-        while last < len(lines) and (last == first or size + lengths[last] <= window_chars):
+        while last < len(lines) and (last == first or size + lengths[last] <= WINDOW_CHARS):
             keys |= lines[last]
             size += lengths[last]
             negates = negates or words.negations[last]
