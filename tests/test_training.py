@@ -189,3 +189,34 @@ def test_a_refused_chunk_is_not_asked_again(tmp_path: Path) -> None:
     rejected.write_text('{"package": "demo", "path": "demo/a.py", "first_char": 7, '
                         '"reply": "What is the purpose of `f`?"}\n', encoding="utf-8")
     assert questions.rejected_keys(rejected) == {("demo", "demo/a.py", 7, "writer")}
+
+
+def test_doc_comments_ask_for_their_definitions_in_every_language() -> None:
+    """A definition's own doc comment gives its first sentence as the question, in Python,
+    Go, Rust, JavaScript and C; licences, parameter lists and code-like comments give none;
+    and the passage training shows no longer holds the comment."""
+    from training import questions
+
+    python = ('def drain(queue):\n    """Hand every waiting job to a worker.\n\n    More.\n'
+              '    """\n    return queue\n')
+    go = "// Drain hands every waiting job to a worker.\nfunc Drain(q Queue) int {\n\treturn 0\n}\n"
+    rust = ("/// Hands every waiting job to a worker, oldest first.\n#[inline]\n"
+            "pub fn drain(q: &mut Queue) {}\n")
+    javascript = ("  /**\n   * Hands every waiting job to a worker.\n   */\n"
+                  "  drain (queue) {\n    return queue\n  }\n")
+    c = "/* Hand every waiting job to a worker. */\nint drain(struct queue *q)\n{\n}\n"
+    for text, language in ((python, "python"), (go, "go"), (rust, "rust"),
+                           (javascript, "javascript"), (c, "c")):
+        comments = questions.doc_comments(text, language)
+        assert comments, language
+        sentence = questions.doc_sentence(comments[0])
+        assert "every waiting job to a worker" in sentence, (language, sentence)
+        stripped = questions.strip_doc_comments(text, language)
+        assert "waiting job" not in stripped and "drain" in stripped.lower(), language
+    assert questions.doc_sentence("Copyright 2020 the authors, all rights reserved.") == ""
+    assert questions.doc_sentence(":param queue: the queue to drain now") == ""
+    assert questions.doc_sentence("x = compute(y); return x + 1;") == ""
+    assert questions.doc_sentence("Too short.") == ""
+    # A comment inside a body, above a statement, is not a doc comment.
+    assert questions.doc_comments("int f(void)\n{\n    /* count them all here */\n"
+                                  "    n += 1;\n}\n", "c") == []

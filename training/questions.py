@@ -2,6 +2,7 @@
 
     python -m training.questions writer [--per-package 40] [--limit N]   # the offline writer
     python -m training.questions headings                                # no model
+    python -m training.questions docs [--per-package 300]                # no model
 
 Two sources, one file, `training/data/questions.jsonl` (kept in git: paid for once):
 - `writer`: the offline writer (Qwen2.5-Coder-1.5B, `ragdb models install writer`) reads a
@@ -10,6 +11,11 @@ Two sources, one file, `training/data/questions.jsonl` (kept in git: paid for on
   several runs: every run appends and skips the chunks already asked about.
 - `headings`: a docs section whose heading is itself a question ("How do I ...?", "Why ...")
   gives that question for its section.
+- `docs`: a definition's own doc comment or docstring (Python docstrings, `///`, `//`, `/** */`
+  and `#` comment runs just above a definition, in every language) gives its first sentence as
+  the question for that chunk; training shows the chunk without its doc comments (else the
+  answer would be the passage that repeats the question), so the model learns plain words ->
+  code. Free and plentiful, but written by the code's authors, not by its users.
 Every record names the package, its version, the chunk (path, characters, lines, kind) and the
 sha256 of the file it came from, so a changed corpus shows as a mismatch, not as silent drift.
 """
@@ -79,7 +85,7 @@ class QuestionRecord:
     package: str
     version: str
     language: str
-    source: str  # writer | heading
+    source: str  # writer | heading | doc
     question: str
     path: str
     first_char: int
@@ -141,6 +147,96 @@ def heading_questions(rows: list[ChunkRow], pin: Pin) -> Iterator[QuestionRecord
             yield QuestionRecord(pin.name, pin.version, pin.language, "heading", question,
                                  row.path, row.first_char, row.last_char, row.start_line,
                                  row.end_line, row.kind, row.file_sha256)
+
+
+PY_DOCSTRING = re.compile(
+    r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+[^\n]*:[ \t]*\n[ \t]*[rRuU]?(\"\"\"|\'\'\')"
+    r"(.*?)\1", re.MULTILINE | re.DOTALL)
+# A run of comment lines ending just above a definition. What counts as a definition's first
+# line, by language: a keyword, or (C family) a declarator at the start of a line.
+DEFINITION_START = {
+    "go": r"(?:func|type|var|const)\b",
+    "rust": r"(?:#\[|pub\b|fn\b|struct\b|enum\b|trait\b|impl\b|type\b|const\b|static\b|mod\b|"
+            r"macro_rules!|unsafe\b|async\b)",
+    "javascript": r"(?:export\b|async\b|function\b|class\b|const\b|let\b|var\b|static\b|get\b|"
+                  r"set\b|[A-Za-z_$][\w$]*\s*\([^)]*\)\s*\{|[A-Za-z_$][\w$]*\s*[:=]\s*(?:async\s*)?"
+                  r"(?:function|\())",
+    "c": r"(?:[A-Za-z_][\w \t\*]*[\w\*][ \t\*]+[A-Za-z_]\w*[ \t]*\(|typedef\b|struct\b|enum\b|"
+         r"#[ \t]*define\b|static\b|extern\b)",
+}
+DEFINITION_START["typescript"] = DEFINITION_START["javascript"] + r"|(?:interface|type|enum|" \
+    r"abstract|public|private|protected|readonly)\b"
+DEFINITION_START["cpp"] = DEFINITION_START["c"] + r"|(?:class|template|namespace)\b"
+COMMENT_RUNS = {language: re.compile(
+    r"((?>^[ \t]*(?://+|\*|/\*\*?)[^\n]*\n)+)[ \t]*(?=" + start + ")", re.MULTILINE)
+    for language, start in DEFINITION_START.items()}
+DOC_MARKUP = re.compile(r"^[ \t]*(?:///?|#|\*/?|/\*\*?)[ \t]?|\*/[ \t]*$", re.MULTILINE)
+DECLARATIONS = re.compile(r"\.d\.[cm]?ts$")  # a package's type declarations repeat its code
+FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.DOTALL)
+
+
+def doc_sentence(comment: str) -> str:
+    """The first sentence of a doc comment as plain words, or '' where it is not one (a
+    licence, a directive, a parameter list, a commented-out line of code)."""
+    text = DOC_MARKUP.sub("", comment).strip()
+    text = text.split("\n\n")[0]
+    match = FIRST_SENTENCE.match(" ".join(text.split()))
+    sentence = match.group(1) if match else " ".join(text.split())
+    sentence = sentence.lstrip("/ ").strip()
+    words = sentence.split()
+    letters = sum(ch.isalpha() or ch == " " for ch in sentence)
+    if not 5 <= len(words) <= 40 or letters < 0.85 * len(sentence) or sentence.endswith(":") \
+            or re.search(
+            r"[{};=]|\b(copyright|licen[cs]e|todo|fixme|xxx|noqa|eslint)\b|[:@]param\b|"
+            r"https?://", sentence, re.IGNORECASE):
+        return ""
+    return sentence
+
+
+def file_language(file_kind: str) -> str | None:
+    """The doc-comment grammar a file kind is read with (None: not code ragdb reads here)."""
+    return {"python": "python", "go": "go", "rust": "rust", "javascript": "javascript",
+            "typescript": "typescript", "tsx": "typescript", "c": "c", "cpp": "cpp",
+            "cuda": "cpp", "java": "cpp"}.get(file_kind)
+
+
+def doc_comments(text: str, language: str) -> list[str]:
+    """A chunk's doc comments (docstrings for Python), in order."""
+    if language == "python":
+        return [m.group(2) for m in PY_DOCSTRING.finditer(text)]
+    return [m.group(1) for m in COMMENT_RUNS[language].finditer(text)]
+
+
+def strip_doc_comments(text: str, language: str | None) -> str:
+    """A chunk without its doc comments: what training shows for a `doc` question, so the
+    passage never repeats the question's words verbatim."""
+    if language == "python":
+        return PY_DOCSTRING.sub(
+            lambda m: m.group(0)[:m.start(1) - m.start(0) - 3].rstrip() + "\n", text)
+    if language in COMMENT_RUNS:
+        return COMMENT_RUNS[language].sub("", text)
+    return text
+
+
+def doc_questions(rows: list[ChunkRow], pin: Pin, count: int) -> Iterator[QuestionRecord]:
+    """Up to `count` chunks of code (tests apart) with a doc comment, each asked as the
+    comment's first sentence (one question a chunk; a reproducible sample)."""
+    found: list[tuple[ChunkRow, str]] = []
+    for row in rows:
+        language = file_language(row.file_kind)
+        if language is None or not is_code(row) or len(row.text.strip()) < MIN_CHARS \
+                or DECLARATIONS.search(row.path):
+            continue
+        for comment in doc_comments(row.text, language):
+            sentence = doc_sentence(comment)
+            if sentence:
+                found.append((row, sentence))
+                break
+    chooser = random.Random(f"docs-{pin.name}-{pin.version}")
+    for row, sentence in chooser.sample(found, min(count, len(found))):
+        yield QuestionRecord(pin.name, pin.version, pin.language, "doc", sentence, row.path,
+                             row.first_char, row.last_char, row.start_line, row.end_line,
+                             row.kind, row.file_sha256)
 
 
 def read_records(path: Path = QUESTIONS) -> list[QuestionRecord]:
@@ -286,17 +382,36 @@ def run_headings(only: list[str] | None) -> int:
     return 0
 
 
+def run_docs(per_package: int, only: list[str] | None, path: Path = QUESTIONS) -> int:
+    """Add doc-comment questions of the indexed packages' code, at most per_package each."""
+    done = {r.key() for r in read_records(path)}
+    added = 0
+    for pin in read_pins():
+        db = INDEXES / f"{pin.name}.db"
+        if (only and pin.name not in only) or not db.is_file() or db.stat().st_size == 0:
+            continue
+        for record in doc_questions(chunk_rows(db), pin, per_package):
+            if record.key() not in done:
+                append_record(record, path)
+                done.add(record.key())
+                added += 1
+    print(f"questions: {added} doc-comment questions added")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`writer` or `headings`, as the module's docstring says."""
+    """`writer`, `headings` or `docs`, as the module's docstring says."""
     parser = argparse.ArgumentParser(prog="python -m training.questions",
                                      description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("source", choices=["writer", "headings"])
+    parser.add_argument("source", choices=["writer", "headings", "docs"])
     parser.add_argument("--per-package", type=int, default=40)
     parser.add_argument("--limit", type=int, default=None, help="questions to ask this run")
     parser.add_argument("--only", nargs="*", default=None, help="pin names (default: all)")
     args = parser.parse_args(argv)
     if args.source == "headings":
         return run_headings(args.only)
+    if args.source == "docs":
+        return run_docs(args.per_package, args.only)
     try:
         return run_writer(args.per_package, args.limit, args.only)
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ class Example:
     """One question, the passage it was written for and ragdb's other candidates for it."""
 
     package: str
+    source: str  # the question's: writer | heading | doc
     question: str
     positive: str
     negatives: tuple[str, ...]
@@ -68,16 +69,23 @@ class ChunkTexts:
     def __init__(self) -> None:
         self._open: dict[str, sqlite3.Connection] = {}
 
-    def get(self, package: str, path: str, first_char: int) -> str | None:
-        """The passage of the chunk that starts at first_char in path, or None."""
+    def get(self, package: str, path: str, first_char: int,
+            strip_docs: bool = False) -> str | None:
+        """The passage of the chunk that starts at first_char in path, or None; with
+        `strip_docs`, without its doc comments (training.questions.strip_doc_comments)."""
+        from training.questions import file_language, strip_doc_comments
+
         conn = self._open.get(package)
         if conn is None:
             conn = sqlite3.connect(f"file:{INDEXES / (package + '.db')}?mode=ro", uri=True)
             self._open[package] = conn
         row = conn.execute(
-            "SELECT c.context, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+            "SELECT c.context, c.text, f.kind FROM chunks c JOIN files f ON f.id = c.file_id "
             "WHERE f.path = ? AND c.first_char = ?", (path, first_char)).fetchone()
-        return passage(path, row[0], row[1]) if row else None
+        if row is None:
+            return None
+        text = strip_doc_comments(row[1], file_language(row[2])) if strip_docs else row[1]
+        return passage(path, row[0], text)
 
 
 def read_examples(negatives: int, seed: int = 0) -> Iterator[Example]:
@@ -94,8 +102,12 @@ def read_examples(negatives: int, seed: int = 0) -> Iterator[Example]:
             record = positives.get((row["package"], row["question"]))
             if record is None:
                 continue
-            positive = texts.get(record.package, record.path, record.first_char)
-            fused = [texts.get(record.package, c["path"], c["first_char"])
+            # A doc comment's question is shown every passage without doc comments: the
+            # positive would otherwise repeat it, and stripping only the positive would teach
+            # "the one without a comment".
+            strip = record.source == "doc"
+            positive = texts.get(record.package, record.path, record.first_char, strip)
+            fused = [texts.get(record.package, c["path"], c["first_char"], strip)
                      for c in row["candidates"]]
             others = [text for text, c in zip(fused, row["candidates"])
                       if text is not None and not (c["path"] == record.path
@@ -105,7 +117,7 @@ def read_examples(negatives: int, seed: int = 0) -> Iterator[Example]:
                 continue
             # Hard negatives: mostly from the top of ragdb's list, where the mistakes are.
             top = others[:max(negatives * 3, 10)]
-            yield Example(record.package, record.question, positive,
+            yield Example(record.package, record.source, record.question, positive,
                           tuple(chooser.sample(top, negatives)),
                           tuple(t for t in fused if t is not None), row["answer_rank"])
 
