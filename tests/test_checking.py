@@ -432,3 +432,31 @@ def test_short_and_code_answers_are_not_degenerate() -> None:
     kept = check_answer("To serve adapters, start the server with `--enable-lora` [1].",
                         [LORA], question="How do I serve LoRA adapters?")
     assert kept.report.degenerate is None
+
+
+# Rules no test above reaches, each on the case its comment names.
+
+
+def test_a_sentence_whose_subject_was_a_citation_is_dropped() -> None:
+    source = CitedSource(1, "docs/features/lora.md", "LoRA adapted models can also be served "
+                         "with the Open-AI compatible vLLM server.")
+    checked = check_answer("[1]([1]) states that LoRA adapted models can be served with the "
+                           "vLLM server [1].", [source], question="Can LoRA models be served?")
+    assert not checked.text
+    assert checked.report.dropped[0]["reason"] == "talks about a source, not the question"
+
+
+def test_a_sentence_cut_inside_a_quotation_is_one_sentence() -> None:
+    units = split_units('The loader skips "lm_head." if the weights are tied [1].')
+    assert [(u.text, u.cites) for u in units] == [
+        ('The loader skips "lm_head." if the weights are tied [1].', [1])]
+
+
+def test_a_default_the_source_assigns_two_literals_is_dropped() -> None:
+    source = CitedSource(1, "pkg/reader.py", (
+        "class Reader:\n    def __init__(self, remote=None):\n"
+        "        self._is_remote_reader = False\n        if remote:\n"
+        "            self._is_remote_reader = True\n"))
+    checked = check_answer("The default of `_is_remote_reader` is `False` [1].", [source],
+                           question="What is the default of _is_remote_reader?")
+    assert checked.report.dropped[0]["reason"] == "[1] sets _is_remote_reader to False and to True"
