@@ -26,6 +26,8 @@ from ragdb.symbols import KINDS
 
 #: Imports followed from a definition to the names it is known by elsewhere, and back.
 ALIAS_DEPTH = 8
+#: Member aliases followed in one name (`Cls.a.b.m` for T.m: a field b of a field a).
+MEMBER_HOPS = 2
 #: Qualified names a definition may be known by, at most (a name re-exported everywhere).
 MAX_NAMES = 2000
 #: Definitions whose references one call looks at, at most (a name defined 10,000 times).
@@ -222,30 +224,40 @@ def known_as(conn: Connection, qualified_names: Iterable[str]) -> dict[str, int]
     """Every qualified name the definitions are used by (their own, and those imports give
     them: a package re-exporting a class makes `pkg.Class` name `pkg.mod.Class`, and
     `pkg.Class.method` its method), with its symbol_names id; names no row holds are left
-    out. Two statements a step, whatever the number of names."""
+    out. Two statements a step, whatever the number of names. A member alias (`Cls.attr`
+    declared a T: T.m is Cls.attr.m) is followed MEMBER_HOPS times in a name at most: the
+    fields of fields of a type are many, their uses few."""
     found: dict[str, int] = {}
     seen: set[str] = set()
-    frontier = set(qualified_names)
+    frontier = dict.fromkeys(qualified_names, 0)  # name -> member aliases it came through
     for _ in range(ALIAS_DEPTH + 1):
-        frontier -= seen
+        frontier = {n: hops for n, hops in frontier.items() if n not in seen}
         if not frontier or len(seen) >= MAX_NAMES:
             break
-        seen |= frontier
+        seen.update(frontier)
         under: dict[str, list[str]] = {}  # a prefix -> the names it is a prefix of
         for name in frontier:
             for prefix in _prefixes(name):
                 under.setdefault(prefix, []).append(name)
         ids = _ids(conn, under)
         found.update((name, ids[name]) for name in frontier if name in ids)
-        later: set[str] = set()
+        later: dict[str, int] = {}
         if ids:
-            for alias, used, target in conn.execute(sql("symbol_aliases_of"),
-                                                    {"ids": json.dumps(sorted(ids.values()))}):
-                if not used:
-                    continue  # an import nobody reaches the name through
+            for alias, used, target, kind in conn.execute(
+                    sql("symbol_aliases_of"), {"ids": json.dumps(sorted(ids.values()))}):
                 target = str(target)
-                later.update(str(alias) + name[len(target):] for name in under.get(target, ()))
-            later.update(_inherited(conn, frontier, ids))
+                member = kind != "import"
+                if not member and not used:
+                    continue  # an import nobody reaches the name through
+                for name in under.get(target, ()):
+                    hops = frontier[name] + member
+                    if member and (name == target or hops > MEMBER_HOPS):
+                        continue  # `Cls.attr` is not T itself, only its members are
+                    named = str(alias) + name[len(target):]
+                    later[named] = min(hops, later.get(named, hops))
+            most = max(frontier.values())
+            for name in _inherited(conn, frontier, ids):
+                later.setdefault(name, most)
         frontier = later
     return found
 

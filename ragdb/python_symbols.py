@@ -12,6 +12,18 @@ imports (their aliases followed), `self`/`cls` for the enclosing class (and its 
 in the same file), parameters annotated with a known class and locals assigned from a call
 to one. Builtins and the standard library are not recorded (their definitions are never in
 an index); a method called on an object of unknown type is recorded unresolved, by its name.
+
+Types across files. A use of a member of a typed object is recorded along its whole chain,
+`response.headers.get` as `headers` -> `pkg.Response.headers` and `get` ->
+`pkg.Response.headers.get`; what `Response.headers` is, its file tells: the declared type of a
+member is recorded as a member alias (Ref.alias on a use of the type: `Headers` in
+`def headers(self) -> Headers` under @property, in `x: Headers` in a class body, in the
+annotation of the parameter `self.x = x` stores, the class called in `self.x = Headers()`),
+through which ragdb.navigate reaches `pkg.Headers.get` from `pkg.Response.headers.get`. What a
+function returns is named `f.()` (`-> T` of a function other than a property is the member
+alias `pkg.f.()`), so `self.t = make()` and `t = make(); t.close()` are typed by it; where no
+use of the type carries such an alias, a use named after the stored attribute does (kind type,
+target `pkg.make.()`, which no definition has: it is never listed).
 """
 
 from __future__ import annotations
@@ -30,6 +42,16 @@ _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 #: What a name imported from the standard library is bound to: known, never recorded.
 _STD = "\0"
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*$")
+#: Decorators that make a method an attribute (its return annotation is the attribute's type).
+_PROPERTIES = frozenset({"property", "cached_property"})
+#: Annotations that wrap the type of a value (`Optional[T]`, `Final[T]`): T is its type.
+_WRAPPERS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Required",
+                       "NotRequired", "ReadOnly"})
+#: Member aliases a reader follows to type a use (ragdb.navigate.MEMBER_HOPS): a longer
+#: chain (`a.b.c.d.e`) is not recorded past them, it could never be found.
+MEMBER_STEPS = 2
+#: What a call returns, in a qualified name: `pkg.make.()` is a value `pkg.make()` returns.
+RESULT = "()"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_BODIES = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
                  ast.TryStar, ast.Match)
@@ -51,7 +73,7 @@ class _Scope:
     """A module, class or function: what it binds, and the expressions evaluated in it."""
 
     __slots__ = ("qualified", "index", "kind", "parent", "bindings", "locals", "types",
-                 "roots", "cls", "members", "bases")
+                 "roots", "cls", "members", "bases", "annotations")
 
     def __init__(self, qualified: str, index: int, kind: str, parent: "_Scope | None") -> None:
         self.qualified = qualified
@@ -61,7 +83,10 @@ class _Scope:
         #: name -> qualified name (definitions here, imports: their target)
         self.bindings: dict[str, str] = {}
         self.locals: set[str] = set()  # names a function assigns (hide the module's)
-        self.types: dict[str, str] = {}  # local -> qualified name of its class
+        #: local -> qualified name of its type, or the expressions it is assigned in order
+        #: (typed when first used: every binding of the module is known by then)
+        self.types: dict[str, str | list[ast.expr]] = {}
+        self.annotations: dict[str, ast.expr] = {}  # a function's: parameter -> annotation
         self.roots: list[tuple[ast.AST, str]] = []  # (expression, kind of its own use)
         #: the class whose methods see it as self/cls (a method's scope)
         self.cls: _Scope | None = None
@@ -82,6 +107,12 @@ class _Extractor:
         self.scopes: list[_Scope] = []
         self.classes: dict[str, _Scope] = {}  # qualified -> class scope (this file)
         self.defined: set[ast.AST] = set()  # `self.x = ...` that define a field
+        #: a use of a type -> the member (or call result) it declares the type of (Ref.alias)
+        self.alias_at: dict[ast.AST, str] = {}
+        #: a member of this file -> the annotation that declares its type, where it is read
+        self.declared: dict[str, tuple[ast.AST, _Scope]] = {}
+        #: (value, scope, member, where): `member = value`, typed once every name is bound
+        self.typings: list[tuple[ast.expr, _Scope, str, ast.AST]] = []
 
     # -- positions ---------------------------------------------------------------------------
 
@@ -117,6 +148,8 @@ class _Extractor:
         module = _Scope(self.module, 0, "module", None)
         self.scopes.append(module)
         self.statements(tree.body, module)
+        for value, scope, member, where in self.typings:
+            self.typing(value, scope, member, where)
         for scope in self.scopes:
             for node, kind in scope.roots:
                 self.walk(node, kind, scope)
@@ -160,7 +193,10 @@ class _Extractor:
                             scope.locals.add(sub.id)
                 scope.roots.append((value, ""))
             elif name == "name" and isinstance(value, str) and scope.kind == "function":
-                scope.locals.add(value)  # except E as name
+                scope.locals.add(value)  # except E as name: an instance of E
+                caught = getattr(node, "type", None)
+                if caught is not None:
+                    scope.annotations[value] = caught
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
         kind = "method" if scope.kind == "class" else "function"
@@ -184,9 +220,7 @@ class _Extractor:
             inner.locals.add(arg.arg)
             if arg.annotation is not None:
                 roots.append((arg.annotation, "type"))
-                known = self.class_of(arg.annotation, scope)
-                if known:
-                    inner.types[arg.arg] = known
+                inner.annotations[arg.arg] = arg.annotation
         for default in args.defaults:
             roots.append((default, ""))
         for kw_default in args.kw_defaults:
@@ -194,6 +228,14 @@ class _Extractor:
                 roots.append((kw_default, ""))
         if node.returns is not None:
             roots.append((node.returns, "type"))
+            declared = _type_node(node.returns)
+            if declared is not None:
+                prop = scope.kind == "class" and any(
+                    _dotted(d).rsplit(".", 1)[-1] in _PROPERTIES for d in node.decorator_list)
+                self.alias_at.setdefault(declared, qualified if prop else
+                                         f"{qualified}.{RESULT}")
+                if prop:
+                    self.declared[qualified] = (declared, scope)
         if inner.cls is not None and all_args and not any(
                 type(d) is ast.Name and d.id == "staticmethod" for d in node.decorator_list):
             inner.types[all_args[0].arg] = inner.cls.qualified  # self, cls
@@ -237,36 +279,120 @@ class _Extractor:
             else:  # self.x = ...: a use of self; a[i] = ...: of a and i
                 scope.roots.append((target.value if tt is ast.Attribute else target, ""))
                 if tt is ast.Attribute and function:
-                    self.attribute(target, scope)  # type: ignore[arg-type]
+                    self.attribute(target, scope, value,  # type: ignore[arg-type]
+                                   getattr(node, "annotation", None))
                 continue
             for name_node in names:
                 name = name_node.id
                 if function:
                     scope.locals.add(name)
-                    if tt is ast.Name and type(value) is ast.Call:
-                        func = value.func
-                        last = func.attr if type(func) is ast.Attribute else getattr(
-                            func, "id", "")
-                        if last[:1].isupper():  # x = Foo(...): an instance of Foo
-                            known = self.class_of(func, scope)
-                            if known:
-                                scope.types[name] = known
+                    if tt is ast.Name:  # typed when first used: x = Foo(), x: Foo = ...
+                        if t is ast.AnnAssign:
+                            scope.annotations[name] = node.annotation  # type: ignore
+                        elif value is not None:
+                            values = scope.types.get(name)
+                            if isinstance(values, list):
+                                values.append(value)
+                            else:
+                                scope.types[name] = [value]
                     continue
                 if t is ast.AnnAssign and value is None and scope.kind == "class":
                     kind = "field"  # `x: int` in a class body: a declared field
                 else:
                     kind = "constant" if _CONSTANT.match(name) else "variable"
-                self.define(name, kind, name_node, scope)
+                qualified, _index = self.define(name, kind, name_node, scope)
+                if tt is ast.Name:  # its type: declared, or what it is assigned
+                    self.declare(qualified, getattr(node, "annotation", None), value,
+                                 name_node, scope)
 
-    def attribute(self, target: ast.Attribute, scope: _Scope) -> None:
-        """`self.x = ...` in a method: the class's field x, where it is first assigned."""
+    def attribute(self, target: ast.Attribute, scope: _Scope, value: ast.expr | None,
+                  annotation: ast.expr | None) -> None:
+        """`self.x = ...` in a method: the class's field x, where it is first assigned (its
+        type: the annotation, else what it is assigned)."""
         cls = scope.cls
         obj = target.value
         if cls is None or type(obj) is not ast.Name or \
                 scope.types.get(obj.id) != cls.qualified or target.attr in cls.members:
             return
-        self.define(target.attr, "field", target, cls)
+        qualified, _index = self.define(target.attr, "field", target, cls)
         self.defined.add(target)
+        self.declare(qualified, annotation, value, target, scope)
+
+    def declare(self, member: str, annotation: ast.expr | None, value: ast.expr | None,
+                where: ast.AST, scope: _Scope) -> None:
+        """The type of a variable or field: its annotation's class carries the member alias;
+        a value is typed once every name is bound (self.typing)."""
+        if annotation is not None:
+            declared = _type_node(annotation)
+            if declared is not None:
+                self.alias_at.setdefault(declared, member)
+                self.declared[member] = (declared, scope)
+        elif value is not None:
+            self.typings.append((value, scope, member, where))
+
+    def typing(self, value: ast.expr, scope: _Scope, member: str, where: ast.AST,
+               depth: int = 0) -> None:
+        """`member = value`: the use of a class it is an instance of carries the member alias
+        (`Foo` of `Foo()`, of a parameter's `x: Foo`); a value of another call is typed by
+        the call's result, in a use of its own (`where`, kind type, target `f.()`)."""
+        t = type(value)
+        if t is ast.Name and depth < 4:
+            s: _Scope | None = scope
+            name = value.id  # type: ignore[attr-defined]
+            while s is not None and s.kind == "function":
+                declared = s.annotations.get(name)
+                node = _type_node(declared) if declared is not None else None
+                if node is not None:
+                    self.alias_at.setdefault(node, member)
+                    return
+                assigned = s.types.get(name)
+                if isinstance(assigned, list):
+                    found = self.local_type(name, s)
+                    for last in reversed(assigned):  # `x = Foo()`: Foo carries the alias
+                        if type(last) is ast.Call and found and found == self.value_type(
+                                last.func, s) and self.is_class(found):  # type: ignore
+                            self.typing(last, s, member, where, depth + 1)
+                            return
+                    if RESULT in found:
+                        self.result(found, member, where, scope)
+                    return
+                if name in s.locals:
+                    return
+                s = s.parent
+            return
+        if t is ast.IfExp:  # a if c else b: of the type both have (or a's, b None)
+            orelse = value.orelse  # type: ignore[attr-defined]
+            if (type(orelse) is ast.Constant and orelse.value is None) or \
+                    self.value_type(value.body, scope) == self.value_type(  # type: ignore
+                        orelse, scope):
+                self.typing(value.body, scope, member, where, depth + 1)  # type: ignore
+            return
+        if t is ast.Call and not value.args and not value.keywords and type(  # type: ignore
+                value.func) is ast.Name and value.func.id == "super":  # type: ignore
+            return
+        if t is ast.Call:
+            func = value.func  # type: ignore[attr-defined]
+            called = self.value_type(func, scope)
+            if called and self.is_class(called):
+                if func not in self.alias_at:
+                    self.alias_at[func] = member
+                return
+        found = self.value_type(value, scope)
+        if RESULT in found:  # else a name with definitions: only a use may carry the alias
+            self.result(found, member, where, scope)
+
+    def result(self, found: str, member: str, where: ast.AST, scope: _Scope) -> None:
+        """`member` holds what a call returns (`found`, `pkg.make.()`): a use of its own,
+        at the name it is stored in."""
+        if type(where) is ast.Name:
+            name = where.id  # type: ignore[attr-defined]
+            line = where.lineno  # type: ignore[attr-defined]
+            first = self.pos(line, where.col_offset)  # type: ignore[attr-defined]
+        else:
+            name = where.attr  # type: ignore[attr-defined]
+            line = where.end_lineno or where.lineno  # type: ignore[attr-defined]
+            first = self.pos(line, where.end_col_offset or 0) - len(name)  # type: ignore
+        self.refs.append(Ref(name, found, "type", first, line, scope.index, member))
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         base = ""
@@ -335,12 +461,12 @@ class _Extractor:
 
     def class_of(self, node: ast.AST, scope: _Scope) -> str:
         """The qualified name of a class an annotation or a call names ('' unknown):
-        `Foo`, `mod.Foo`, `Optional[Foo]`, `"Foo"`."""
-        t = type(node)
-        if t is ast.Subscript:
-            if _dotted(node.value).rsplit(".", 1)[-1] == "Optional":  # type: ignore[attr-defined]
-                return self.class_of(node.slice, scope)  # type: ignore[attr-defined]
+        `Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`, `"Foo"`."""
+        named = _type_node(node)
+        if named is None:
             return ""
+        node = named
+        t = type(node)
         if t is ast.Constant:
             value = node.value  # type: ignore[attr-defined]
             return (self.lookup(value, scope) or "") if isinstance(value, str) and \
@@ -408,7 +534,8 @@ class _Extractor:
                     if found and found != _STD:
                         line = node.lineno  # type: ignore[attr-defined]
                         first = self.pos(line, node.col_offset)  # type: ignore[attr-defined]
-                        add(Ref(name, found, use or "use", first, line, index))
+                        add(Ref(name, found, use or "use", first, line, index,
+                                self.alias_at.get(node, "")))
                 continue
             if t is Call:
                 func = node.func  # type: ignore[attr-defined]
@@ -455,7 +582,8 @@ class _Extractor:
                 return None
             line = node.lineno  # type: ignore[attr-defined]
             first = self.pos(line, node.col_offset)  # type: ignore[attr-defined]
-            self.refs.append(Ref(name, found, kind, first, line, scope.index))
+            self.refs.append(Ref(name, found, kind, first, line, scope.index,
+                                 self.alias_at.get(node, "")))
             return None
         if t is not ast.Attribute:
             return node
@@ -487,40 +615,150 @@ class _Extractor:
                 found = ""
         else:
             rest = base
-            found = self.instance_of(base, scope)
-        if stored and (not found or len(attrs) > 1):
-            return rest  # an assignment: kept only as `self.x = ...` to a known member
-        if found:  # self.x, param.x, Foo().x: the member of its class
-            member, here = self.member(found, attrs[0])
-            if len(attrs) == 1 and (here or kind == "call"):
-                target = member
-            elif len(attrs) > 1 and here and kind != "call":
-                target, at = member, chain[0]  # self.x.y: a use of x
+            found = self.value_type(base, scope) if type(base) is ast.Call else ""
+        if stored and not found:
+            return rest  # an assignment: kept only to a member of a typed object
+        if found:  # self.x, param.x, Foo().x, self.x.y: the member of its type, each name
+            target = self.member(found, attrs[0])[0]
+            steps = found.count(RESULT)  # the member aliases a reader follows to its type
+            for i, inner in enumerate(chain[:-1], 1):  # self.x.y: x a use of Cls.x
+                self.attribute_use(inner, target, "attribute", scope)
+                steps += 1
+                if self.standard(target) or steps > MEMBER_STEPS:
+                    return rest  # `items: list`: self.items.append is the list's
+                target = f"{target}.{attrs[i]}"
+            if steps > MEMBER_STEPS:
+                return rest
         if not target and kind not in ("call", "decorator", "inherit"):
             return rest  # an attribute of an object of unknown type: too common to keep
+        self.attribute_use(at, target, kind, scope)
+        return rest
+
+    def attribute_use(self, at: ast.AST, target: str, kind: str, scope: _Scope) -> None:
+        """A use of the last name of an attribute (`y` of `x.y`)."""
         name = at.attr  # type: ignore[attr-defined]
         end_line = at.end_lineno or at.lineno  # type: ignore[attr-defined]
         last = self.pos(end_line, at.end_col_offset or 0)  # type: ignore[attr-defined]
-        self.refs.append(Ref(name, target, kind, last - len(name), end_line, scope.index))
-        return rest
+        self.refs.append(Ref(name, target, kind, last - len(name), end_line, scope.index,
+                             self.alias_at.get(at, "")))
 
-    def instance_of(self, node: ast.AST, scope: _Scope) -> str:
-        """The class `Foo(...)` makes an instance of ('' for any other expression)."""
-        if type(node) is not ast.Call:
+    def value_type(self, node: ast.AST, scope: _Scope) -> str:
+        """What the members of a value are members of, as a qualified name ('' unknown):
+        `Foo()` and a local `x = Foo()` or `x: Foo` give `pkg.Foo`, `self.a.b` gives
+        `pkg.Cls.a.b`, `make()` gives `pkg.make.()`, `super()` the class's first base."""
+        t = type(node)
+        if t is ast.Name:
+            found = self.lookup(node.id, scope)  # type: ignore[attr-defined]
+            if found is None:
+                return self.local_type(node.id, scope)  # type: ignore[attr-defined]
+            return "" if found == _STD else found
+        if t is ast.Attribute:
+            base = self.value_type(node.value, scope)  # type: ignore[attr-defined]
+            found = self.member(base, node.attr)[0] if base else ""  # type: ignore
+            return "" if self.standard(found) else found
+        if t is ast.IfExp:
+            body = self.value_type(node.body, scope)  # type: ignore[attr-defined]
+            orelse = node.orelse  # type: ignore[attr-defined]
+            return body if (type(orelse) is ast.Constant and orelse.value is None) or \
+                body == self.value_type(orelse, scope) else ""
+        if t is not ast.Call:
             return ""
         func = node.func  # type: ignore[attr-defined]
-        last = func.attr if type(func) is ast.Attribute else getattr(func, "id", "")
-        return self.class_of(func, scope) if last[:1].isupper() else ""
+        if type(func) is ast.Name and func.id == "super" and \
+                self.lookup("super", scope) is None:
+            return self.super_of(scope)
+        called = self.value_type(func, scope)
+        if not called:
+            return ""
+        return called if self.is_class(called) else f"{called}.{RESULT}"
+
+    def standard(self, member: str) -> bool:
+        """Whether a member of this file is declared of a builtin or standard library type
+        (`items: list`, a property `-> str`): its own members are never recorded."""
+        declared = self.declared.get(member)
+        if declared is None:
+            return False
+        node, scope = declared
+        head = _dotted(node).partition(".")[0] if type(node) is not ast.Constant else \
+            str(node.value)  # type: ignore[attr-defined]
+        if not head:
+            return False
+        found = self.lookup(head, scope)
+        return found == _STD or (found is None and head in _BUILTINS)
+
+    def is_class(self, qualified: str) -> bool:
+        """Whether a called name makes an instance of itself: a class of this file, else a
+        name written as classes are (`Foo`, `_Foo`)."""
+        return qualified in self.classes or \
+            qualified.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()
+
+    def super_of(self, scope: _Scope) -> str:
+        """The first base class of the class whose method `scope` is."""
+        s: _Scope | None = scope
+        while s is not None and s.cls is None:
+            s = s.parent
+        cls = s.cls if s is not None else None
+        if cls is None or not cls.bases or not cls.bases[0]:
+            return ""
+        head, _, rest = cls.bases[0].partition(".")
+        found = self.lookup(head, cls.parent or self.scopes[0])
+        if not found or found == _STD:
+            return ""
+        return f"{found}.{rest}" if rest else found
 
     def local_type(self, name: str, scope: _Scope) -> str:
+        """The type of a function's local or parameter: its annotation, else what it was
+        assigned (typed on first use, once; a value defined through itself is not typed)."""
         s: _Scope | None = scope
         while s is not None and s.kind == "function":
+            declared = s.annotations.get(name)
+            found = self.class_of(declared, s) if declared is not None else ""
+            if found:
+                return found
             if name in s.types:
-                return s.types[name]
+                assigned = s.types[name]
+                if isinstance(assigned, str):
+                    return assigned
+                for value in assigned:  # the last; in `x = x.y()`, x is the one before
+                    s.types[name] = found
+                    found = self.value_type(value, s)
+                s.types[name] = found
+                return found
             if name in s.locals:
                 return ""
             s = s.parent
         return ""
+
+
+def _type_node(node: ast.AST) -> ast.AST | None:
+    """The part of an annotation that names the class of its value: `Foo` of `Foo`,
+    `mod.Foo`, `Optional[Foo]`, `Foo | None`, `Final[Foo]`, `"Foo"`; `List` of `List[Foo]`
+    (a generic's own class); None where it names no one class (`A | B`)."""
+    for _ in range(8):
+        t = type(node)
+        if t is ast.Name or t is ast.Attribute:
+            return node
+        if t is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            return node if isinstance(value, str) and value.isidentifier() else None
+        if t is ast.Subscript:
+            if _dotted(node.value).rsplit(".", 1)[-1] not in _WRAPPERS:  # type: ignore
+                return node.value  # type: ignore[attr-defined]
+            node = node.slice  # type: ignore[attr-defined]
+            if type(node) is ast.Tuple:  # Annotated[T, ...]
+                node = node.elts[0] if node.elts else node  # type: ignore[attr-defined]
+            continue
+        if t is ast.BinOp and type(node.op) is ast.BitOr:  # type: ignore[attr-defined]
+            left, right = node.left, node.right  # type: ignore[attr-defined]
+            if type(right) is ast.Constant and right.value is None:
+                node = left
+            elif type(left) is ast.Constant and left.value is None:
+                node = right
+            else:
+                return None
+            continue
+        return None
+    return None
 
 
 def _dotted(node: ast.AST) -> str:

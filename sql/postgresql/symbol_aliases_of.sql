@@ -2,7 +2,7 @@
 -- sql/symbol_aliases_of.sql).
 SELECT a.qualified,
        EXISTS (SELECT 1 FROM symbol_refs AS u WHERE u.target_id = r.alias_id) AS used,
-       t.qualified
+       t.qualified, r.kind
 FROM symbol_refs AS r
 JOIN symbol_names AS a ON a.id = r.alias_id
 JOIN symbol_names AS t ON t.id = r.target_id
