@@ -31,7 +31,7 @@ half B, all of repos2, repos3 and repos4 (`python -m benchmarks.bench_repos --un
 indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
-        [--variants code,two,blocks] [--kind code] [--out FOLDER]
+        [--variants code,two,blocks,writer] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
 """
@@ -56,7 +56,9 @@ from ragdb.generate.blocks import VARIANTS
 from ragdb.retrieve import Mode
 
 OUT = BENCH_DIR / "blocks"
-ALL_VARIANTS = tuple(VARIANTS)
+#: The offline writer narrating over the default blocks (`--model writer`), as a variant.
+WRITER = "writer"
+ALL_VARIANTS = (*VARIANTS, WRITER)
 SEED = 39
 
 
@@ -103,21 +105,28 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
     records: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     rags: dict[Path, RagDB] = {}
     chosen = questions(sets, kind)
+    # The writer narrates over the default blocks (one model load an index).
+    model = "writer" if WRITER in variants else None
     for number, (question, reference, db) in enumerate(chosen, 1):
-        rag = rags.setdefault(db, RagDB(db, use_cache=False))
+        rag = rags.setdefault(db, RagDB(db, use_cache=False, model=model))
         started = time.perf_counter()
         hits = rag.search(question.question, k, Mode.hybrid)
         search_s = time.perf_counter() - started
         for variant in variants:
             started = time.perf_counter()
-            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                    style="extractive", variant=variant)
+            if variant == WRITER:
+                found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                        style="generate")
+            else:
+                found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                        style="extractive", variant=variant)
             records[variant].append({
                 "id": question.question_id, "set": question.set_name, "kind": question.kind,
                 "question": question.question, "reference_answer": reference,
                 "answer": found.text, "cited": _cited(found), "shown": found.shown,
                 "seconds": round(time.perf_counter() - started, 3),
-                "search_s": round(search_s, 3)})
+                "search_s": round(search_s, 3), "style": found.style,
+                "timings": found.timings})
         print(f"{number:3d}/{len(chosen)} {question.set_name:12s} {question.kind:4s} "
               f"{question.question[:70]}", flush=True)
     for rag in rags.values():
@@ -271,7 +280,7 @@ def main() -> None:
     parser.add_argument("action", choices=("answer", "cover", "report"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
                         "repos3, repos4 [default: all whose index is built]")
-    parser.add_argument("--variants", default=",".join(ALL_VARIANTS),
+    parser.add_argument("--variants", default=",".join(VARIANTS),
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))
     parser.add_argument("--k", type=int, default=10)
