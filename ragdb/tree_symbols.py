@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import tree_sitter as ts
 
+from ragdb.go_types import GoTypes
 from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol
 from ragdb.syntax_trees import best_tree, grammar_language
 from ragdb.tree_imports import Imports, module_of, read_imports
@@ -180,7 +181,8 @@ REF_QUERIES: dict[str, str] = {
     field: (field_identifier) @call))
 (type_identifier) @type
 (qualified_type package: (package_identifier) @qual name: (type_identifier) @type)
-(selector_expression operand: (identifier) @qual field: (field_identifier) @attr)
+(selector_expression operand: (_) @qual field: (field_identifier) @attr)
+(identifier) @use
 """,
     "rust": """
 (call_expression function: (identifier) @call)
@@ -386,6 +388,7 @@ class _File:
         self.pos = ByteOffsets(text, data).pos
         self.symbols: list[Symbol] = []
         self.refs: list[Ref] = []
+        self.go: GoTypes | None = None  # Go: the types its syntax declares
 
     @staticmethod
     def line(node: ts.Node) -> int:
@@ -656,7 +659,8 @@ class _File:
             members.setdefault(parent_q, set()).add(d.name)
         cursor = ts.QueryCursor(_query(self.grammar, "refs"))
         seen: dict[int, int] = {}  # name start byte -> index in self.refs
-        rank = {"call": 3, "new": 3, "macro": 3, "inherit": 3, "type": 2, "attr": 1}
+        rank = {"call": 3, "new": 3, "macro": 3, "inherit": 3, "type": 2, "attr": 1, "use": 0}
+        go = self.go
         for _pattern, captures in cursor.matches(self.tree.root_node):
             kind = next((k for k in captures if k != "qual"), None)
             if kind is None:
@@ -673,6 +677,8 @@ class _File:
                 if not better:
                     continue
             name = self.cut(node)
+            if kind == "use" and (go is None or not go.value_use(node, name)):
+                continue  # Go: a name as a value, not a local's (`Args: NoArgs`)
             scope = self.enclosing(scopes, starts, node.start_byte)
             target = self.resolve(name, qual_node, kind, scope, top, members, imports, module)
             if target is None:
@@ -685,6 +691,11 @@ class _File:
             else:
                 seen[node.start_byte] = len(self.refs)
                 self.refs.append(ref)
+        if go is not None:  # the declared types: member aliases on the uses of the types
+            for start, alias in go.aliases.items():
+                known = seen.get(start)
+                if known is not None and self.refs[known].kind == "type":
+                    self.refs[known].alias = alias
 
     def enclosing(self, scopes: list[_Def], starts: list[int], at: int) -> _Def | None:
         k = bisect_right(starts, at) - 1
@@ -754,6 +765,10 @@ class _File:
                 head_text == self.receiver(scope)):
             owner = self.owner_type(scope)
             return f"{owner}.{name}" if owner else ("" if kind == "call" else None)
+        if self.go is not None:  # a local of a declared type, a field of one, a result
+            typed = self.go.member_of(qual)
+            if typed:
+                return f"{typed}.{name}"
         scoped = qual.parent is not None and qual.parent.type in _SCOPED
         parts = [p for p in re.split(r"::|\.|->", head_text) if p]
         if not parts or not all(p.isidentifier() for p in parts):
@@ -788,6 +803,8 @@ def tree_symbols(text: str, language: str, rel: str) -> FileSymbols | None:
     f.grammar = grammar  # a .h file parsed as C++
     imports = read_imports(f, module_of(f, rel))
     module = imports.module
+    if grammar == "go":
+        f.go = GoTypes(f, imports, module)
     try:
         defs = f.definitions()
         f.place(defs, module)

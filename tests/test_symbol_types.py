@@ -133,3 +133,72 @@ def test_the_rows_that_carry_types() -> None:
     assert ("transport", "models.make_transport.()", "models.Response.transport",
             "type") in aliases
     assert not [r for r in found.refs if r.name in ("name", "str")]  # std: no type, no use
+
+
+GO = {
+    "src/cli/command.go": (
+        "package cli\n\nimport (\n\t\"bytes\"\n\tflag \"github.com/spf13/pflag\"\n)\n\n"
+        "type Command struct {\n\tparent *Command\n\tcmds   []*Command\n\tbuf    bytes.Buffer\n"
+        "\tflags  *flag.FlagSet\n}\n\n"
+        "func NewCommand() *Command { return &Command{} }\n\n"
+        "func (c *Command) Root() *Command { return c }\n\n"
+        "func (c *Command) Commands() []*Command { return c.cmds }\n\n"
+        "func (c *Command) Run() {}\n\n"
+        "func NoArgs(c *Command) error { return nil }\n"),
+    "src/cli/use.go": (
+        "package cli\n\n"
+        "func Use(cmd *Command, other interface{}) {\n"
+        "\tcmd.Run()\n"                                   # 4: a parameter
+        "\tx := &Command{}\n\tx.Run()\n"                  # 6: a composite literal
+        "\ty, err := NewCommand(), error(nil)\n\ty.Run()\n"  # 8: a call's result
+        "\tz := NewCommand()\n\tz.parent.Run()\n"         # 10: a field of a result
+        "\tfor _, s := range cmd.Commands() {\n\t\ts.Run()\n\t}\n"  # 12: a range's element
+        "\tcmd.Root().Run()\n"                            # 14: a method's result
+        "\tvar w Command\n\tw.Run()\n"                    # 16: var w T
+        "\t_ = Command{parent: nil}\n"                    # 17: a key, not a use
+        "\thandler(NoArgs, err)\n"                        # 18: a function as a value
+        "\tvar b bytes.Buffer\n\tb.Reset()\n"             # 20: the standard library
+        "\tother.(*Command).Run()\n"                      # 21: a type assertion
+        "}\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def go_rag(tmp_path_factory: pytest.TempPathFactory) -> RagDB:
+    work = tmp_path_factory.mktemp("go")
+    write_corpus(work, GO)
+    db = RagDB(work / "rag.db")
+    db.index([work / "src"], vectors=False)
+    return db
+
+
+def test_go_values_typed_by_their_declarations(go_rag: RagDB) -> None:
+    """A Go value's type, from its parameter, composite literal, var, type assertion, the
+    function or method that returns it (a result, a field of one, a range's element): its
+    method calls resolve, across the package's files."""
+    lines = {line for path, line, resolved in places(go_rag, "cli.Command.Run")
+             if path == "use.go" and resolved}
+    assert lines == {4, 6, 8, 10, 12, 14, 16, 21}
+
+
+def test_go_names_used_as_values(go_rag: RagDB) -> None:
+    assert ("use.go", 18, True) in places(go_rag, "cli.NoArgs")
+    # a struct literal's key is a field's name, not a use of anything named parent
+    assert ("use.go", 17, True) not in places(go_rag, "cli.Command.parent")
+    # the standard library's values are not typed: b.Reset() is kept by its name only
+    assert [p.resolved for p in go_rag.references("Reset").places] == [False]
+
+
+def test_go_declared_types_are_member_aliases() -> None:
+    text = GO["src/cli/command.go"]
+    found = extract(text, "go", Path("command.go"), "cli/command.go")
+    assert found is not None
+    aliases = {(r.name, r.target, r.alias) for r in found.refs if r.alias}
+    assert aliases == {
+        ("Command", "cli.Command", "cli.Command.parent"),
+        ("Command", "cli.Command", "cli.Command.cmds.[]"),
+        ("FlagSet", "pflag.FlagSet", "cli.Command.flags"),
+        ("Command", "cli.Command", "cli.NewCommand.()"),
+        ("Command", "cli.Command", "cli.Command.Root.()"),
+        ("Command", "cli.Command", "cli.Command.Commands.().[]"),
+    }
