@@ -2,6 +2,7 @@
 
     uv run --frozen python -m benchmarks.bench_symbols defs       # against universal-ctags
     uv run --frozen --with jedi python -m benchmarks.bench_symbols refs   # against jedi
+    uv run --frozen python -m benchmarks.bench_symbols refs-go    # against gopls (Go)
     uv run --frozen python -m benchmarks.bench_symbols speed      # ragdb references, vLLM
     uv run --frozen python -m benchmarks.bench_symbols index [--before COMMIT] [--vectors]
 
@@ -33,6 +34,13 @@
   definition itself and type stubs (.pyi: jedi merges them with the code they describe) left
   out; and how many uses of the name ragdb leaves unresolved. jedi is not a dependency of
   ragdb: run with `uv run --with jedi`.
+* refs-go: the same for Go, against gopls (Debian's `gopls` and `golang-go`; cobra's imports
+  from Debian's golang-github-spf13-pflag-dev, golang-github-cpuguy83-go-md2man-v2-dev,
+  golang-github-inconshreveable-mousetrap-dev, golang-gopkg-yaml.v3-dev): cobra copied into a
+  GOPATH (GO111MODULE=off: nothing is fetched), functions, methods and types sampled from its
+  code (not its tests), `gopls references FILE:LINE:COL` at each name (the declaration left
+  out, tests searched) against `ragdb references` of its qualified name, as (file, line,
+  column).
 * speed: `ragdb references NAME` on the vLLM index, in process (warm) and as a whole process
   (the installed `ragdb` command), over names sampled from the index; the map within 2,000
   tokens.
@@ -48,6 +56,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -84,6 +93,9 @@ CTAGS_SKIP = {
 }
 #: ragdb kinds ctags has no counterpart for, by language.
 RAGDB_SKIP = {"python": {"module", "field"}}
+GO_PACKAGE = ("cobra", TRAIN / "golang-github-spf13-cobra-dev" / "github.com" / "spf13" / "cobra",
+              "github.com/spf13/cobra")
+GOPATH_DEPS = Path("/usr/share/gocode")
 REF_PACKAGES = [("httpx", TRAIN / "httpx", "httpx"), ("attrs", TRAIN / "attrs", "src")]
 SAMPLE_PER_PACKAGE = 150
 
@@ -419,6 +431,122 @@ def bench_refs(out: dict[str, Any], per_package: int) -> None:
     out["refs"] = rows
 
 
+def _gopls_references(path: str, line: int, column: int, env: dict[str, str],
+                      root: Path) -> set[tuple[str, int, int]] | None:
+    """gopls' uses of the name at (line, 0-based character column): (file relative to
+    root, line, 0-based character column); None where gopls fails."""
+    text_line = _text(path).split("\n")[line - 1]
+    byte_col = len(text_line[:column].encode("utf-8")) + 1
+    done = subprocess.run(["gopls", "references", f"{path}:{line}:{byte_col}"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        return None
+    found = set()
+    for out_line in done.stdout.splitlines():
+        where, _, span = out_line.rpartition(":")  # path:line:col-col
+        file, _, line_no = where.rpartition(":")
+        start = int(span.split("-", 1)[0])
+        rel = os.path.relpath(file, root)
+        if rel.startswith(".."):
+            continue  # a use outside the package (none: nothing else is in the GOPATH)
+        raw = _text(rel).split("\n")[int(line_no) - 1].encode("utf-8")
+        found.add((rel, int(line_no), len(raw[:start - 1].decode("utf-8", "replace"))))
+    return found
+
+
+def _name_column(text: str, first: int, line: int, name: str, kind: str) -> int:
+    """The 0-based column of a definition's name on its line (a method's after its
+    receiver)."""
+    starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+    line_text = text[starts[line - 1]:starts[line] - 1 if line < len(starts) else len(text)]
+    after = 0
+    if kind == "method" and line_text.lstrip().startswith("func ("):
+        after = line_text.index(")") + 1
+    found = re.compile(rf"\b{re.escape(name)}\b").search(line_text, after)
+    return found.start() if found else -1
+
+
+def bench_refs_go(out: dict[str, Any], names: int) -> None:
+    """Go references against gopls on cobra (module docstring)."""
+    import shutil
+
+    from ragdb import RagDB
+
+    name, source, import_path = GO_PACKAGE
+    if shutil.which("gopls") is None or shutil.which("go") is None:
+        sys.exit("refs-go needs gopls and go: apt-get install -y gopls golang-go "
+                 "golang-github-spf13-pflag-dev golang-github-cpuguy83-go-md2man-v2-dev "
+                 "golang-github-inconshreveable-mousetrap-dev golang-gopkg-yaml.v3-dev")
+    if not source.is_dir():
+        sys.exit(f"refs-go needs {source} (python -m training.fetch)")
+    version = subprocess.run(["gopls", "version"], capture_output=True, text=True).stdout
+    work = Path(tempfile.mkdtemp(prefix="bench-symbols-go-"))
+    root = work / "gopath" / "src" / import_path
+    shutil.copytree(source, root)
+    env = {**os.environ, "GO111MODULE": "off", "GOFLAGS": "", "GOPROXY": "off",
+           "GOPATH": f"{work / 'gopath'}:{GOPATH_DEPS}"}
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        _TEXTS.clear()
+        db = work / f"{name}.db"
+        _index(Path("."), db)
+        rag = RagDB(db)
+        defs = [(str(r[0]), int(r[1]), str(r[2]), int(r[3]), str(r[4]), str(r[5]))
+                for r in rag.conn.execute(
+                    "SELECT f.path, s.start_line, s.qualified, s.first_char, s.name, s.kind "
+                    "FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.kind IN "
+                    "('function', 'method', 'struct', 'interface', 'type') "
+                    "AND f.path NOT LIKE '%\\_test.go' ESCAPE '\\' ORDER BY s.qualified")]
+        sample = random.Random(41).sample(defs, min(names, len(defs)))
+        theirs_all = ours_all = both_all = unresolved = failed = 0
+        gopls_s = ragdb_s = 0.0
+        misses: list[Any] = []
+        for path, line, qualified, first, short, kind in sample:
+            column = _name_column(_text(path), first, line, short, kind)
+            started = time.perf_counter()
+            theirs = _gopls_references(path, line, column, env, root) if column >= 0 else None
+            gopls_s += time.perf_counter() - started
+            if theirs is None:
+                failed += 1
+                continue
+            started = time.perf_counter()
+            listing = rag.references(qualified, limit=10_000)
+            ragdb_s += time.perf_counter() - started
+            ours = set()
+            for p in listing.places:
+                if not p.resolved:
+                    unresolved += 1
+                    continue
+                text = _text(p.path)
+                col = p.first - (text.rfind("\n", 0, p.first) + 1)  # type: ignore[operator]
+                ours.add((p.path, text.count("\n", 0, p.first) + 1, col))
+            theirs_all += len(theirs)
+            ours_all += len(ours)
+            both_all += len(theirs & ours)
+            if len(misses) < 10 and theirs != ours:
+                misses.append({"name": qualified, "gopls_only": sorted(theirs - ours)[:5],
+                               "ragdb_only": sorted(ours - theirs)[:5]})
+        rag.close()
+    finally:
+        os.chdir(here)
+        shutil.rmtree(work, ignore_errors=True)
+    precision = both_all / max(ours_all, 1)
+    recall = both_all / max(theirs_all, 1)
+    print(f"\n{host_line()}\nGo references against gopls ({version.split()[0]} "
+          f"{version.split()[-1] if version.split() else ''}), {len(sample)} names of {name}")
+    print("| package | names | gopls failed | gopls uses | ragdb resolved | both | precision "
+          "| recall | ragdb unresolved | seconds gopls / ragdb |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {name} | {len(sample)} | {failed} | {theirs_all:,} | {ours_all:,} | {both_all:,} "
+          f"| {precision:.3f} | {recall:.3f} | {unresolved:,} | {gopls_s:.0f} / {ragdb_s:.1f} |")
+    out["refs_go"] = {"package": name, "names": len(sample), "gopls_failed": failed,
+                      "gopls": theirs_all, "ragdb": ours_all, "both": both_all,
+                      "precision": round(precision, 4), "recall": round(recall, 4),
+                      "unresolved": unresolved, "gopls_s": round(gopls_s, 1),
+                      "ragdb_s": round(ragdb_s, 2), "examples": misses}
+
+
 _TEXTS: dict[str, str] = {}
 
 
@@ -539,7 +667,7 @@ def bench_index(out: dict[str, Any], before: str, runs: int, vectors: bool) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", nargs="*", default=["defs", "refs", "speed", "index"],
-                        choices=["defs", "refs", "speed", "index"])
+                        choices=["defs", "refs", "refs-go", "speed", "index"])
     parser.add_argument("--names", type=int, default=SAMPLE_PER_PACKAGE,
                         help="names per package (refs), names timed (speed)")
     parser.add_argument("--before", default="222d896^", help="the code without symbols (index)")
@@ -552,6 +680,8 @@ def main() -> None:
             bench_defs(out)
         elif what == "refs":
             bench_refs(out, args.names)
+        elif what == "refs-go":
+            bench_refs_go(out, args.names)
         elif what == "speed":
             bench_speed(out, args.names)
         else:
