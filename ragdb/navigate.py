@@ -30,8 +30,9 @@ ALIAS_DEPTH = 8
 MEMBER_HOPS = 2
 #: Qualified names a definition may be known by, at most (a name re-exported everywhere).
 MAX_NAMES = 2000
-#: Definitions whose references one call looks at, at most (a name defined 10,000 times).
-MAX_DEFINITIONS = 1000
+#: Definitions whose references one call looks at, at most (a name defined 10,000 times is
+#: looked at whole; past this the listing says how many of them it covers).
+MAX_DEFINITIONS = 20_000
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000
 MAX_NAME_CHARS = 1000
@@ -230,9 +231,10 @@ def known_as(conn: Connection, qualified_names: Iterable[str]) -> dict[str, int]
     found: dict[str, int] = {}
     seen: set[str] = set()
     frontier = dict.fromkeys(qualified_names, 0)  # name -> member aliases it came through
+    most_names = len(frontier) + MAX_NAMES  # the names themselves, and MAX_NAMES more
     for _ in range(ALIAS_DEPTH + 1):
         frontier = {n: hops for n, hops in frontier.items() if n not in seen}
-        if not frontier or len(seen) >= MAX_NAMES:
+        if not frontier or len(seen) >= most_names:
             break
         seen.update(frontier)
         under: dict[str, list[str]] = {}  # a prefix -> the names it is a prefix of
@@ -317,6 +319,8 @@ def references(conn: Connection, name: str, filters: Filters = Filters(),
                          first=int(first), last=int(first) + len(str(n)))
                    for p, line, kind, n, enc, lang, first, _t in loose]
     listing = Listing("references", name, total_resolved + total_loose, offset, limit, places)
+    if count > len(defs):
+        listing.note = _covered(name, len(defs), count)
     if not count and not total_resolved:
         listing.note = (f"no definition of {name} in the index"
                         + (f"; {total_loose:,} uses of the name that could not be resolved"
@@ -324,8 +328,15 @@ def references(conn: Connection, name: str, filters: Filters = Filters(),
     elif total_loose:
         listing.note = (f"{total_resolved:,} uses resolve to the {count:,} "
                         f"definition{'s' if count != 1 else ''} of {name}; {total_loose:,} "
-                        "more use the name on an object of unknown type (unresolved)")
+                        "more use the name on an object of unknown type (unresolved)"
+                        + (f"; {listing.note}" if listing.note else ""))
     return listing
+
+
+def _covered(name: str, looked: int, count: int) -> str:
+    """What a listing over the first MAX_DEFINITIONS definitions of a name says."""
+    return (f"the uses of the first {looked:,} of the {count:,} definitions of {name}; "
+            "narrow it with a qualified name or --path")
 
 
 def _count(conn: Connection, statement: str, params: dict[str, Any]) -> int:
@@ -350,6 +361,8 @@ def callers(conn: Connection, name: str, filters: Filters = Filters(),
     places = [Place(str(p), int(line), str(kind), str(q), str(lang), calls=int(n))
               for p, line, kind, q, lang, n, _t in rows]
     listing = Listing("callers", name, total, offset, limit, places)
+    if count > len(defs):
+        listing.note = _covered(name, len(defs), count)
     if not count:
         listing.note = f"no definition of {name} in the index"
     elif not total:
