@@ -1,11 +1,13 @@
 """Answer variants side by side, for blind readers (issue 39): the passages ragdb chose before
 (`extractive`) against whole blocks of the sources (ragdb/generate/blocks.py), on the same
 retrieval. The readers chose `blocks`; the passages' selection was then deleted (it last lived
-in commit 90ac313), so their saved answers and verdicts stay what `report` compares
-against, and `answer` now answers with the variants of generate/blocks.VARIANTS alone.
+in commit 90ac313), and so were the block variants that lost (rank1, code, two,
+blocks-chunkdocs; they last lived in commit 4efa58b). Their saved answers and verdicts
+(data/bench/blocks, data/bench/blocks4) stay what `report` reads, and `answer` now answers with
+`blocks` (the default, no model) and `writer` (the offline writer narrating over those blocks).
 
-`answer` searches each question once (hybrid, k 10) and answers it with every variant,
-writing into data/bench/blocks/:
+`answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
+writing into data/bench/blocks/ (or --out):
 
 - `answers_VARIANT.json`: per question {id, set, kind, question, reference_answer, answer (the
   text exactly as the user sees it), cited (n, file_path, start_line, end_line, text of each
@@ -21,8 +23,8 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check, no reader: the share of answers whose shown lines overlap the
-reference span (per variant, set and kind). Rules are chosen on `--tuning` questions
+`cover` is a mechanical check of the default blocks, no reader: the share of answers whose
+shown lines overlap the reference span (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
 
 The sample is common.accept_sample(repos3=True, repos4=True): vLLM public docs 51-100 and code at
@@ -31,7 +33,7 @@ half B, all of repos2, repos3 and repos4 (`python -m benchmarks.bench_repos --un
 indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
-        [--variants code,two,blocks,writer] [--kind code] [--out FOLDER]
+        [--variants blocks,writer] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
 """
@@ -52,13 +54,14 @@ from typing import Any
 from benchmarks.common import (BENCH_DIR, HELD_OUT, Asked, accept_sample, host_line,
                                tuning_questions)
 from ragdb import RagDB
-from ragdb.generate.blocks import VARIANTS
 from ragdb.retrieve import Mode
 
 OUT = BENCH_DIR / "blocks"
+#: The answer made without a model (RagDB.answer with style "extractive").
+BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (*VARIANTS, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -114,12 +117,8 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
         search_s = time.perf_counter() - started
         for variant in variants:
             started = time.perf_counter()
-            if variant == WRITER:
-                found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                        style="generate")
-            else:
-                found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                        style="extractive", variant=variant)
+            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                    style="generate" if variant == WRITER else "extractive")
             records[variant].append({
                 "id": question.question_id, "set": question.set_name, "kind": question.kind,
                 "question": question.question, "reference_answer": reference,
@@ -202,31 +201,30 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
     return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
 
 
-def cover(sets: Sequence[str], variants: Sequence[str], kind: str, k: int, tuning: bool) -> None:
-    """Per variant, set and kind: the share of answers whose shown lines overlap the reference
-    span, and the lines shown (median)."""
-    rows: dict[tuple[str, str, str], list[tuple[bool, int]]] = defaultdict(list)
+def cover(sets: Sequence[str], kind: str, k: int, tuning: bool) -> None:
+    """Per set and kind: the share of the default blocks answers whose shown lines overlap the
+    reference span, and the lines shown (median)."""
+    rows: dict[tuple[str, str], list[tuple[bool, int]]] = defaultdict(list)
     rags: dict[Path, RagDB] = {}
     for question, _, db in questions(sets, kind, tuning):
         rag = rags.setdefault(db, RagDB(db, use_cache=False))
         hits = rag.search(question.question, k, Mode.hybrid)
         reference = _reference_lines(question)
-        for variant in variants:
-            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                    style="extractive", variant=variant)
-            shown = _shown_lines(found)
-            hit = any(p == rp and a <= rb and ra <= b
-                      for p, a, b in shown for rp, ra, rb in reference)
-            lines = sum(b - a + 1 for _, a, b in shown)
-            for group in (set_group(question.set_name), "all"):
-                rows[(variant, group, question.kind)].append((hit, lines))
+        found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
+                                style="extractive")
+        shown = _shown_lines(found)
+        hit = any(p == rp and a <= rb and ra <= b
+                  for p, a, b in shown for rp, ra, rb in reference)
+        lines = sum(b - a + 1 for _, a, b in shown)
+        for group in (set_group(question.set_name), "all"):
+            rows[(group, question.kind)].append((hit, lines))
     for rag in rags.values():
         rag.close()
-    print("| variant | set | kind | n | shown lines overlap the reference | lines shown p50 |\n"
-          "|---|---|---|---|---|---|")
-    for (variant, group, kind_), values in sorted(rows.items()):
+    print("| set | kind | n | shown lines overlap the reference | lines shown p50 |\n"
+          "|---|---|---|---|---|")
+    for (group, kind_), values in sorted(rows.items()):
         n = len(values)
-        print(f"| {variant} | {group} | {kind_} | {n} | {sum(h for h, _ in values) / n:.0%} | "
+        print(f"| {group} | {kind_} | {n} | {sum(h for h, _ in values) / n:.0%} | "
               f"{statistics.median(x for _, x in values):.0f} |")
 
 
@@ -280,7 +278,7 @@ def main() -> None:
     parser.add_argument("action", choices=("answer", "cover", "report"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
                         "repos3, repos4 [default: all whose index is built]")
-    parser.add_argument("--variants", default=",".join(VARIANTS),
+    parser.add_argument("--variants", default=BLOCKS,
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))
     parser.add_argument("--k", type=int, default=10)
@@ -296,7 +294,7 @@ def main() -> None:
     if args.action == "answer":
         answer_all(sets, variants, args.kind, args.k, args.out)
     elif args.action == "cover":
-        cover(sets, variants, args.kind, args.k, args.tuning)
+        cover(sets, args.kind, args.k, args.tuning)
     else:
         report(args.out)
 

@@ -52,7 +52,7 @@ from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_f
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
-from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted, no_model_answerer
+from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
 from ragdb.rerank import RerankParams, Reranking, reranking_spec
@@ -511,14 +511,13 @@ class RagDB:
                     else Generator(resolved, time_limit_s=limit))
             return self._generator
 
-    def answerer(self, style: Style | str = Style.auto, variant: str | None = None
+    def answerer(self, style: Style | str = Style.auto
                  ) -> Generator | CheckedAnswerer | BlocksAnswerer:
         """Who answers: whole blocks of the sources when asked, or when the model that would
         answer is the small offline one (`auto`); otherwise the model, writing a few sentences
         over those blocks, checked, the offline SmolLM2 too: a sentence that fails the check is
-        never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,"). `variant`
-        (benchmarks): one of generate/blocks.VARIANTS."""
-        blocks = no_model_answerer(variant, lambda: SourceFiles(self.conn))
+        never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
+        blocks = BlocksAnswerer(SourceFiles(self.conn))  # each file read once by it
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)
@@ -531,7 +530,7 @@ class RagDB:
     def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
                on_token: Callable[[str], None] | None = None,
                filters: Filters = NO_FILTERS,
-               style: Style | str = Style.auto, variant: str | None = None) -> Answer:
+               style: Style | str = Style.auto) -> Answer:
         """Retrieve k sources and answer from them, citing them as [n]; k = 0 retrieves none."""
         check_k(k, low=0)
         mode = _mode(mode)
@@ -550,7 +549,7 @@ class RagDB:
             lambda: self.searcher.search(question, k, mode, filters)) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
-                                 on_token=on_token, style=style, variant=variant)
+                                 on_token=on_token, style=style)
         if self.last_rerank is not None:
             found.timings.update(self.last_rerank)
         return found
@@ -574,13 +573,13 @@ class RagDB:
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,
                     on_token: Callable[[str], None] | None = None,
-                    style: Style | str = Style.auto, variant: str | None = None) -> Answer:
+                    style: Style | str = Style.auto) -> Answer:
         """Answer from hits already retrieved (the server searches on its own thread)."""
         timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
         if not hits:
             return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
         had_model = self._generator is not None
-        answerer = self.answerer(style, variant)
+        answerer = self.answerer(style)
         result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
         tried = Style.generate if isinstance(answerer, CheckedAnswerer) else Style.extractive
         made, why = tried, None

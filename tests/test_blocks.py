@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from ragdb import RagDB
-from ragdb.generate.blocks import VARIANTS
+from ragdb.generate.blocks import MAX_LINES
 from ragdb.generate.cuts import without_lead_in
 from ragdb.retrieve import Mode
-from tests.conftest import index_rows, one_line_error, run_cli, write_corpus
+from tests.conftest import index_rows, run_cli, write_corpus
 
 
 def _long_function() -> str:
@@ -120,11 +120,11 @@ def assert_verbatim(root: Path, answer_text: str, blocks: list[dict[str, object]
 def test_a_long_definition_is_its_signature_and_the_branch_that_matches(
         rag: RagDB, indexed: Path) -> None:
     answer = rag.answer("What happens when the server answers 429 with a retry_after longer "
-                        "than MAX_BACKOFF_SECONDS?", k=5, mode="lexical", variant="blocks")
+                        "than MAX_BACKOFF_SECONDS?", k=5, mode="lexical")
     assert answer.shown is not None
     block = answer.shown["blocks"][0]
     assert block["file_path"] == "proj/src/client.py"
-    assert block["end_line"] - block["start_line"] + 1 <= VARIANTS["blocks"].max_lines
+    assert block["end_line"] - block["start_line"] + 1 <= MAX_LINES
     assert block["signature_lines"] == [6]  # def send_request(...)
     text = answer.text
     assert "def send_request(payload, attempt=0):\n    ...\n" in text
@@ -137,8 +137,7 @@ def test_a_long_definition_is_its_signature_and_the_branch_that_matches(
 
 def test_a_short_definition_is_shown_whole_with_its_docstring(rag: RagDB,
                                                               indexed: Path) -> None:
-    answer = rag.answer("circumference length of a circle", k=5, mode="lexical",
-                        variant="blocks")
+    answer = rag.answer("circumference length of a circle", k=5, mode="lexical")
     assert answer.shown is not None
     first = answer.shown["blocks"][0]
     assert first["file_path"] == "proj/src/shapes.py"
@@ -152,7 +151,7 @@ def test_a_5000_line_definition_shows_the_line_that_matches_quickly(rag: RagDB,
                                                                     indexed: Path) -> None:
     started = time.perf_counter()
     answer = rag.answer("Which checksum does build_everything use: zlib_crc32c?", k=5,
-                        mode="lexical", variant="blocks")
+                        mode="lexical")
     assert time.perf_counter() - started < 5
     assert answer.shown is not None
     block = answer.shown["blocks"][0]
@@ -164,8 +163,7 @@ def test_a_5000_line_definition_shows_the_line_that_matches_quickly(rag: RagDB,
 
 
 def test_docs_are_the_whole_steps_under_their_heading(rag: RagDB, indexed: Path) -> None:
-    answer = rag.answer("How do I install the widget daemon?", k=5,
-                        mode="lexical", variant="blocks")
+    answer = rag.answer("How do I install the widget daemon?", k=5, mode="lexical")
     assert answer.shown is not None
     block = answer.shown["blocks"][0]
     assert block["kind"] == "docs" and block["file_path"] == "proj/docs/setup.md"
@@ -179,25 +177,18 @@ def test_docs_are_the_whole_steps_under_their_heading(rag: RagDB, indexed: Path)
     assert_verbatim(indexed, answer.text, answer.shown["blocks"])
 
 
-def test_variants_differ_as_they_say(rag: RagDB) -> None:
+def test_the_answer_without_a_model_is_the_blocks_without_a_caption(rag: RagDB) -> None:
     question = "What happens when the server answers 429 with a retry_after?"
     hits = rag.search(question, 5, "lexical")
-    shown = {}
-    for name in ("rank1", "code", "two", "blocks", None):
-        shown[name] = rag.answer_from(question, hits, k=5, mode=Mode.lexical,
-                                      style="extractive", variant=name)
-    assert shown[None].text == shown["blocks"].text and shown[None].style == "extractive"
-    two = shown["two"].shown
-    assert two is not None and len({b["file_path"] for b in two["blocks"]}) == 2
-    assert all(b["end_line"] - b["start_line"] < 30 for b in two["blocks"])
-    assert shown["rank1"].shown is not None
-    assert shown["rank1"].shown["blocks"][0]["rule"] == "rank 1"
-    assert "\n> " not in shown["blocks"].text  # no caption
+    found = rag.answer_from(question, hits, k=5, mode=Mode.lexical, style="extractive")
+    assert found.style == "extractive" and found.shown is not None
+    assert found.shown["variant"] == "blocks"  # the JSON's name for it, kept
+    assert found.shown["blocks"][0]["file_path"] == "proj/src/client.py"
+    assert "\n> " not in found.text  # no caption
 
 
 def test_only_tests_match_says_so(rag: RagDB) -> None:
-    answer = rag.answer("Does the gizmo frobnicate twice the same?", k=5, mode="lexical",
-                        variant="blocks")
+    answer = rag.answer("Does the gizmo frobnicate twice the same?", k=5, mode="lexical")
     assert answer.shown is not None
     assert answer.shown["blocks"][0]["file_path"] == "proj/tests/test_gizmo.py"
     assert "The code found for this question is tests only" in answer.text
@@ -212,7 +203,7 @@ def test_a_file_changed_since_it_was_indexed_is_not_shown(tmp_path: Path) -> Non
     changed.write_text(CORPUS["src/shapes.py"].replace("2 * 3.14159", "6.28318"))
     before = index_rows(tmp_path / "rag.db")
     done = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
-                   "--variant", "blocks", "--json", "--db", "rag.db", cwd=tmp_path)
+                   "--json", "--db", "rag.db", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert "`proj/src/shapes.py` changed since it was indexed" in record["answer"]
@@ -221,7 +212,7 @@ def test_a_file_changed_since_it_was_indexed_is_not_shown(tmp_path: Path) -> Non
     assert index_rows(tmp_path / "rag.db") == before  # answering wrote nothing
     changed.unlink()
     gone = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
-                   "--variant", "blocks", "--json", "--db", "rag.db", cwd=tmp_path)
+                   "--json", "--db", "rag.db", cwd=tmp_path)
     assert "was deleted since it was indexed" in json.loads(gone.stdout)["answer"]
 
 
@@ -236,14 +227,6 @@ def test_cli_json_says_what_was_tried_and_shown(indexed: Path) -> None:
     # The answer made without a model is the blocks (issue 39's blind readers' choice).
     assert record["shown"]["variant"] == "blocks" and record["model"].startswith("blocks")
     assert record["shown"]["blocks"][0]["file_path"] == "proj/src/shapes.py"
-    blocks = run_cli("answer", "circumference length of a circle", "--mode", "lexical",
-                     "--json", "--variant", "two", "--db", "rag.db", cwd=indexed)
-    shown = json.loads(blocks.stdout)["shown"]
-    assert shown["variant"] == "two"
-    assert shown["blocks"][0]["file_path"] == "proj/src/shapes.py"
-    for gone in ("nosuch", "extractive", "blocks-nocaption"):  # fragments, captions: gone
-        bad = run_cli("answer", "anything", "--variant", gone, "--db", "rag.db", cwd=indexed)
-        assert f"unknown answer variant '{gone}'" in one_line_error(bad)
 
 
 def test_help_describes_the_default_that_happens(indexed: Path) -> None:
@@ -251,7 +234,6 @@ def test_help_describes_the_default_that_happens(indexed: Path) -> None:
     text = " ".join(done.stdout.split())
     assert "auto (default): generate with a model that writes well" in text
     assert "installed writer standing in for a hub that cannot be reached" in text
-    assert "--variant" not in text  # for measuring only
 
 
 def test_a_block_does_not_end_on_the_comment_of_the_code_after_it() -> None:

@@ -417,7 +417,7 @@ def test_question_page_renders_answers_as_markdown(served: tuple[str, Path],
     from urllib.request import Request
 
     from ragdb import RagDB
-    from ragdb.generate.blocks import VARIANTS, BlocksAnswerer
+    from ragdb.generate.blocks import BlocksAnswerer
     from ragdb.generate.prompt import PromptSource
     from ragdb.source_files import SourceFiles
 
@@ -435,7 +435,7 @@ def test_question_page_renders_answers_as_markdown(served: tuple[str, Path],
                             s["last_character_index"], s["start_line"], s["end_line"],
                             s["text"], s["score"]) for s in served_answer["sources"]]
     with RagDB(root / "rag.db", use_cache=False) as rag:
-        answerer = BlocksAnswerer(SourceFiles(rag.conn), VARIANTS["blocks"])
+        answerer = BlocksAnswerer(SourceFiles(rag.conn))
         blocks = answerer.answer(question, sources)
     assert blocks.shown is not None and blocks.shown["blocks"][0]["language"] == "python"
     done = {**served_answer, "answer": blocks.text, "cited": blocks.cited}

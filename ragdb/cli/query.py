@@ -161,10 +161,6 @@ def answer_command(
         False, "--json", help="Print the answer as one JSON object (the HTTP API's): the "
         "answer, its sources, the style tried and shown and why, the blocks shown with their "
         "path:start-end, and timings (first token, total, model load)."),
-    variant: Optional[str] = typer.Option(
-        None, "--variant", hidden=True,
-        help="The answer made without a model: a blocks variant (generate/blocks.VARIANTS); "
-        "for measuring them (benchmarks/bench_blocks.py)."),
     db: Optional[str] = DbOption,
 ) -> None:
     """Answer a question from the retrieved sources, citing them as [n]."""
@@ -175,15 +171,10 @@ def answer_command(
     batch = question == "-"
     if not batch:
         check_question(question, empty_ok=True)  # before its id (a hash of its UTF-8) is taken
-    if variant is not None:
-        from ragdb.generate.blocks import recipe_named
-
-        recipe_named(variant)  # an unknown one is refused before any work
     rag = open_rag(db, model, rerank=rerank, reranker=reranker)
     folder = save_directory if save_directory is not None else answers_dir(rag.path)
     check_writable(folder / f"answer-{question_id(question)}.json")  # fail before generating
-    one = _OneAnswer(rag, folder, k, mode, Filters.of(path, lang, exclude), style, variant,
-                     as_json)
+    one = _OneAnswer(rag, folder, k, mode, Filters.of(path, lang, exclude), style, as_json)
     if not batch:
         one(question)
         return
@@ -211,9 +202,9 @@ class _OneAnswer:
     and for each line of stdin, with the model loaded once for all of them."""
 
     def __init__(self, rag: Any, folder: Path, k: int, mode: Mode, filters: Any,
-                 style: Style, variant: Optional[str], as_json: bool) -> None:
+                 style: Style, as_json: bool) -> None:
         self.rag, self.folder, self.k, self.mode = rag, folder, k, mode
-        self.filters, self.style, self.variant, self.as_json = filters, style, variant, as_json
+        self.filters, self.style, self.as_json = filters, style, as_json
         self.warned = False
 
     def __call__(self, question: str, batch: bool = False) -> None:
@@ -231,7 +222,7 @@ class _OneAnswer:
             typer.echo(f"> {one_line(question)}\n")
         answer = self.rag.answer(
             question, self.k, self.mode, on_token=on_token if stream else None,
-            style=self.style, filters=self.filters, variant=self.variant,
+            style=self.style, filters=self.filters,
         )
         if self.k and not self.warned:
             mode_warning(self.rag, self.mode)

@@ -6,10 +6,10 @@ before satisfied 26 (51 partly); better on 49 questions, worse on 13 (sign test 
 `python -m benchmarks.bench_blocks report`). So the answer made without a model is one or two
 blocks, each a whole unit of its source, verbatim:
 
-- code: the chunk as indexed (the chunkers cut whole definitions); past `Recipe.max_lines`
-  lines, the signature lines it lies in and the contiguous region holding the question's terms,
-  grown to the largest enclosing branch that fits (`...` only stands for lines above that
-  region, never for a line that matches);
+- code: the chunk as indexed (the chunkers cut whole definitions); past MAX_LINES lines, the
+  signature lines it lies in and the contiguous region holding the question's terms, grown to
+  the largest enclosing branch that fits (`...` only stands for lines above that region, never
+  for a line that matches);
 - docs: the paragraph run, list, table or numbered steps holding the chunk, whole, under its
   heading path (the whole section when it is short).
 
@@ -20,10 +20,12 @@ are docs pages; a second block from another file joins when the ranking's margin
 (MARGIN). Every block is re-read from its file, and a file that changed since it was indexed
 is not shown (`Located.stale`): the answer says so instead.
 
-Variants (`VARIANTS`, for measuring; `BlocksAnswerer(recipe=...)`) switch each rule off. Not
-kept: a caption above a block (the first sentence of its docstring or doc comment, or the
-sentence introducing its list or table): the readers gave the same 120 verdicts with and
-without it, on the 26 of 250 answers where it made a difference.
+Not kept: the variants that lost blind (benchmarks/README.md, "Which answer style?"; their
+code last lived in commit 4efa58b): the rank-1 chunk alone, the best-ranked code chunk alone,
+two chunks of 30 lines each, docs chunks as indexed. Nor a caption above a block (the first
+sentence of its docstring or doc comment, or the sentence introducing its list or table): the
+readers gave the same 120 verdicts with and without it, on the 26 of 250 answers where it made
+a difference.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ MARGIN = 0.9
 #: are docs pages. On the 65 tuning questions (common.tuning_questions), code first whenever
 #: code ranked in the top 5 put the reference span in the first block for 38% of the docs
 #: questions, against 76% for rank 1; with this rule and DOCS_WORDS 70%, and 64% of the code
-#: questions against 61% for rank 1 (bench_blocks cover --tuning).
+#: questions against 61% for rank 1 (bench_blocks cover --tuning, as of commit 4efa58b).
 DOCS_MAJORITY = 3
 #: A question naming the docs, or asking how to do something (how do I, how can you...),
 #: wants the docs first, whatever code ranks in the top 5 (tuning questions: 11 of the 37
@@ -80,31 +82,6 @@ DOCS_MAJORITY = 3
 DOCS_WORDS = re.compile(r"\b(?:docs?|documentation|documented|readme|guide|tutorial|manual|"
                         r"changelog|faq)\b|^\W*how (?:do|can|should|would|could) (?:i|you|we|"
                         r"one|users?)\b|^\W*how to\b", re.I)
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How blocks are chosen and shown: one answer variant."""
-
-    name: str
-    #: "rank1": the first source; "code": the best-ranked code in the top CODE_WITHIN;
-    #: "ranking": that, unless the question or the ranking says docs (first_choice)
-    first: str = "ranking"
-    second: str = "margin"  # "never", "always" (another file's best), "margin" (MARGIN)
-    docs: str = "passage"  # "passage": the whole paragraph run/list/table; "chunk": as indexed
-    max_lines: int = MAX_LINES
-    second_lines: int = SECOND_LINES
-
-
-#: The variants compared blind (benchmarks/bench_blocks.py); "blocks" is the answer.
-VARIANTS: dict[str, Recipe] = {r.name: r for r in (
-    Recipe("rank1", first="rank1", second="never", docs="chunk", max_lines=50),
-    Recipe("code", first="code", second="never", docs="chunk"),
-    Recipe("two", first="code", second="always", docs="chunk", max_lines=30),
-    Recipe("blocks"),
-    Recipe("blocks-chunkdocs", docs="chunk"),
-)}
-DEFAULT_RECIPE = VARIANTS["blocks"]
 
 
 @dataclass(frozen=True)
@@ -230,18 +207,15 @@ class _Candidate:
         return ""
 
 
-def first_choice(question: str, candidates: Sequence[_Candidate], recipe: Recipe
+def first_choice(question: str, candidates: Sequence[_Candidate]
                  ) -> tuple[_Candidate, str, str]:
     """The first slot's source, the rule that chose it, and a note ('' or one line)."""
     first = candidates[0]
-    if recipe.first == "rank1":
-        return first, f"rank {first.number}", ""
-    if recipe.first == "ranking":
-        if DOCS_WORDS.search(question):
-            return first, f"rank {first.number}: the question names the docs or asks how to", ""
-        docs = sum(not c.code for c in candidates if c.number <= CODE_WITHIN)
-        if docs >= DOCS_MAJORITY:
-            return first, f"rank {first.number}: {docs} of the top {CODE_WITHIN} are docs", ""
+    if DOCS_WORDS.search(question):
+        return first, f"rank {first.number}: the question names the docs or asks how to", ""
+    docs = sum(not c.code for c in candidates if c.number <= CODE_WITHIN)
+    if docs >= DOCS_MAJORITY:
+        return first, f"rank {first.number}: {docs} of the top {CODE_WITHIN} are docs", ""
     top = [c for c in candidates if c.number <= CODE_WITHIN and c.code]
     plain = [c for c in top if not c.secondary]
     chosen = plain[0] if plain else top[0] if top else first
@@ -255,20 +229,20 @@ def first_choice(question: str, candidates: Sequence[_Candidate], recipe: Recipe
     return chosen, rule, ""
 
 
-def choose(question: str, candidates: Sequence[_Candidate], recipe: Recipe
+def choose(question: str, candidates: Sequence[_Candidate]
            ) -> tuple[list[tuple[_Candidate, str]], str]:
     """The sources shown, each with the rule that chose it, and a note for the reader ('' or
     one line). `candidates`: the sources that can be shown, in rank order."""
     if not candidates:
         return [], ""
-    first, rule, note = first_choice(question, candidates, recipe)
+    first, rule, note = first_choice(question, candidates)
     chosen = [(first, rule)]
     other = next((c for c in candidates if c.source.file_path != first.source.file_path), None)
-    if other is not None and recipe.second != "never":
+    if other is not None:
         # |score|: BM25 alone ranks by its negative (lexical mode), the fused score by itself.
         top_score = abs(candidates[0].source.score)
         share = abs(other.source.score) / top_score if top_score > 0 else 1.0
-        if recipe.second == "always" or share >= MARGIN:
+        if share >= MARGIN:
             chosen.append((other, f"rank {other.number}: another file, scoring "
                                   f"{share:.2f} of the top score"))
     return chosen, note
@@ -278,7 +252,7 @@ def choose(question: str, candidates: Sequence[_Candidate], recipe: Recipe
 
 
 def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], recipe: Recipe, limit: int) -> Block:
+               terms: frozenset[str], limit: int) -> Block:
     """The definition the chunk (lines first..last, 0-based) lies in or starts, whole when it
     fits in `limit` lines; else the region of it around the chunk's best line, headed by the
     signature lines it lies in."""
@@ -335,12 +309,11 @@ def callers_line(about: Definition | None) -> str:
 # -- docs blocks ----------------------------------------------------------------------------
 
 def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], recipe: Recipe, limit: int) -> Block:
+               terms: frozenset[str], limit: int) -> Block:
     """The docs passage of lines first..last, in the section of the chunk's best-matching line
-    (a chunk may begin at the end of the section before): with recipe.docs "passage", the
-    whole section when it is short, else the paragraphs, lists and tables the chunk touches,
-    whole, and what a paragraph ending in ':' introduces; with "chunk", the chunk's lines.
-    Past `limit` lines, the paragraphs around the one that matches best."""
+    (a chunk may begin at the end of the section before): the whole section when it is short,
+    else the paragraphs, lists and tables the chunk touches, whole, and what a paragraph ending
+    in ':' introduces. Past `limit` lines, the paragraphs around the one that matches best."""
     source = cand.source
     heads = headings(lines)
     score, neg = max((line_score(lines[i], terms), -i) for i in range(first, last + 1))
@@ -354,17 +327,16 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
     a, b = max(first, body_lo), min(last, body_hi)
     if a > b:
         a, b = body_lo, max(body_lo, body_hi)
-    if recipe.docs == "passage":
-        runs = paragraphs(lines, body_lo, body_hi)
-        if runs and runs[-1][1] - runs[0][0] + 1 <= DOCS_SECTION_LINES:
-            a, b = runs[0][0], runs[-1][1]
-        else:
-            touched = [i for i, r in enumerate(runs) if r[1] >= a and r[0] <= b]
-            if touched:
-                end = touched[-1]
-                while end + 1 < len(runs) and lines[runs[end][1]].rstrip().endswith(":"):
-                    end += 1  # "Key abstractions:" and the list it introduces
-                a, b = runs[touched[0]][0], runs[end][1]
+    runs = paragraphs(lines, body_lo, body_hi)
+    if runs and runs[-1][1] - runs[0][0] + 1 <= DOCS_SECTION_LINES:
+        a, b = runs[0][0], runs[-1][1]
+    else:
+        touched = [i for i, r in enumerate(runs) if r[1] >= a and r[0] <= b]
+        if touched:
+            end = touched[-1]
+            while end + 1 < len(runs) and lines[runs[end][1]].rstrip().endswith(":"):
+                end += 1  # "Key abstractions:" and the list it introduces
+            a, b = runs[touched[0]][0], runs[end][1]
     while a < b and not lines[a].strip():
         a += 1
     while b > a and not lines[b].strip():
@@ -395,8 +367,8 @@ def _lines_of(cand: _Candidate) -> tuple[list[str], int, int]:
     return text.split("\n"), first, last
 
 
-def build_blocks(question: str, sources: Sequence[PromptSource], locate: Locate,
-                 recipe: Recipe = DEFAULT_RECIPE) -> tuple[list[Block], list[str]]:
+def build_blocks(question: str, sources: Sequence[PromptSource], locate: Locate
+                 ) -> tuple[list[Block], list[str]]:
     """The blocks that answer, in order, and the notes the reader is given (a stale file, a
     file not found, tests only), one line each."""
     notes: list[str] = []
@@ -409,16 +381,16 @@ def build_blocks(question: str, sources: Sequence[PromptSource], locate: Locate,
                              "; not shown (`ragdb index` updates the index).")
             continue
         candidates.append(_Candidate(number, source, located))
-    chosen, note = choose(question, candidates, recipe)
+    chosen, note = choose(question, candidates)
     if note:
         notes.append(note)
     terms = question_terms(question)
     blocks: list[Block] = []
     for slot, (cand, rule) in enumerate(chosen):
-        limit = recipe.max_lines if slot == 0 else min(recipe.max_lines, recipe.second_lines)
+        limit = MAX_LINES if slot == 0 else SECOND_LINES
         lines, first, last = _lines_of(cand)
         make = code_block if cand.code else docs_block
-        block = make(cand, lines, first, last, terms, recipe, limit)
+        block = make(cand, lines, first, last, terms, limit)
         block.rule = rule
         blocks.append(block)
         if cand.located.text is None:
@@ -441,14 +413,13 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate, recipe: Recipe = DEFAULT_RECIPE) -> None:
+    def __init__(self, locate: Locate) -> None:
         self.locate = locate
-        self.recipe = recipe
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
-        """The blocks and the notes (build_blocks) under this answerer's recipe."""
-        return build_blocks(question, sources, self.locate, self.recipe)
+        """The blocks and the notes (build_blocks)."""
+        return build_blocks(question, sources, self.locate)
 
     def answer(self, question: str, sources: list[PromptSource],
                on_token: Callable[[str], None] | None = None) -> GeneratedAnswer:
@@ -467,20 +438,10 @@ class BlocksAnswerer:
         for piece in pieces:
             if on_token is not None:
                 on_token(piece)
-        shown = {"variant": self.recipe.name, "blocks": [b.as_json() for b in blocks],
+        # "variant": what the answers' JSON said while variants were compared (issue 39).
+        shown = {"variant": "blocks", "blocks": [b.as_json() for b in blocks],
                  "notes": list(notes)}
         return GeneratedAnswer(text="".join(pieces), cited=[b.number for b in blocks],
                                model=self.model, prompt_tokens=0, new_tokens=0,
                                first_token_s=first, total_s=time.perf_counter() - started,
                                sources=list(sources), shown=shown)
-
-
-def recipe_named(name: str) -> Recipe:
-    """A variant by name; one line naming the known ones otherwise."""
-    try:
-        return VARIANTS[name]
-    except KeyError:
-        from ragdb.errors import RagdbError
-
-        raise RagdbError(f"unknown answer variant {name!r} (known: "
-                         f"{', '.join(VARIANTS)})") from None

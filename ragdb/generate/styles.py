@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ragdb.generate.blocks import Block, BlocksAnswerer, Locate, recipe_named
+from ragdb.generate.blocks import Block, BlocksAnswerer
 from ragdb.generate.checking import CheckReport, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
 from ragdb.generate.generator import GeneratedAnswer, Generator, no_sources
@@ -25,16 +25,6 @@ from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.remote import ModelUnavailable, RemoteGenerator
 from ragdb.generate.style import Style
-
-#: The answer made without a model (`--style extractive`, and `auto` where no model writes
-#: well): a variant of generate/blocks.VARIANTS. "blocks" won the blind comparison (issue 39).
-NO_MODEL_ANSWER = "blocks"
-
-
-def no_model_answerer(variant: str | None, locate: Callable[[], Locate]) -> BlocksAnswerer:
-    """The blocks answerer for `variant` (None: NO_MODEL_ANSWER); `locate` makes its file
-    reader (each file read once by it)."""
-    return BlocksAnswerer(locate(), recipe_named(variant or NO_MODEL_ANSWER))
 
 
 def extractive_wanted(style: Style, resolved: Callable[[], ResolvedModel]) -> bool:
