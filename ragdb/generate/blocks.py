@@ -38,7 +38,7 @@ from typing import Any
 
 from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import is_generated_or_minified
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, GeneratedAnswer
+from ragdb.generate.generator import GeneratedAnswer, no_sources
 from ragdb.generate.prompt import PromptSource
 from ragdb.tokenize import split_identifier
 from ragdb.generate.cuts import (
@@ -182,10 +182,6 @@ def is_test(path: str) -> bool:
     return _TEST_PATH.search(path) is not None
 
 
-def is_prose(language: str) -> bool:
-    return language in PROSE_FILE_KINDS
-
-
 @dataclass
 class _Candidate:
     number: int  # 1-based rank
@@ -194,7 +190,7 @@ class _Candidate:
 
     @property
     def code(self) -> bool:
-        return not is_prose(self.located.language)
+        return self.located.language not in PROSE_FILE_KINDS
 
     @property
     def secondary(self) -> str:
@@ -367,49 +363,9 @@ def _lines_of(cand: _Candidate) -> tuple[list[str], int, int]:
     return text.split("\n"), first, last
 
 
-def build_blocks(question: str, sources: Sequence[PromptSource], locate: Locate
-                 ) -> tuple[list[Block], list[str]]:
-    """The blocks that answer, in order, and the notes the reader is given (a stale file, a
-    file not found, tests only), one line each."""
-    notes: list[str] = []
-    candidates: list[_Candidate] = []
-    for number, source in enumerate(sources, 1):
-        located = locate(source)
-        if located.stale:
-            if not any(source.file_path in note for note in notes):
-                notes.append(f"`{source.file_path}` {located.why or 'changed since it was indexed'}"
-                             "; not shown (`ragdb index` updates the index).")
-            continue
-        candidates.append(_Candidate(number, source, located))
-    chosen, note = choose(question, candidates)
-    if note:
-        notes.append(note)
-    terms = question_terms(question)
-    blocks: list[Block] = []
-    for slot, (cand, rule) in enumerate(chosen):
-        limit = MAX_LINES if slot == 0 else SECOND_LINES
-        lines, first, last = _lines_of(cand)
-        make = code_block if cand.code else docs_block
-        block = make(cand, lines, first, last, terms, limit)
-        block.rule = rule
-        blocks.append(block)
-        if cand.located.text is None:
-            notes.append(f"`{cand.source.file_path}` {cand.located.why or 'was not found'}: "
-                         "its lines are shown as indexed.")
-    return blocks, notes
-
-
-def compose_blocks(blocks: Sequence[Block], notes: Sequence[str]) -> list[str]:
-    """The answer's pieces, in order (for streaming): each block, then the notes."""
-    pieces = [block.markdown() for block in blocks]
-    if notes:
-        pieces.append("\n".join(notes))
-    return [p if i == 0 else "\n\n" + p for i, p in enumerate(pieces)]
-
-
 class BlocksAnswerer:
     """The Generator's interface without a language model: the answer is whole blocks of the
-    sources (build_blocks), each cited [n]; `locate` re-reads a source's file."""
+    sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
 
@@ -418,23 +374,51 @@ class BlocksAnswerer:
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
-        """The blocks and the notes (build_blocks)."""
-        return build_blocks(question, sources, self.locate)
+        """The blocks that answer, in order, and the notes the reader is given (a stale file, a
+        file not found, tests only), one line each."""
+        notes: list[str] = []
+        candidates: list[_Candidate] = []
+        for number, source in enumerate(sources, 1):
+            located = self.locate(source)
+            if located.stale:
+                if not any(source.file_path in note for note in notes):
+                    notes.append(f"`{source.file_path}` "
+                                 f"{located.why or 'changed since it was indexed'}"
+                                 "; not shown (`ragdb index` updates the index).")
+                continue
+            candidates.append(_Candidate(number, source, located))
+        chosen, note = choose(question, candidates)
+        if note:
+            notes.append(note)
+        terms = question_terms(question)
+        blocks: list[Block] = []
+        for slot, (cand, rule) in enumerate(chosen):
+            lines, first, last = _lines_of(cand)
+            make = code_block if cand.code else docs_block
+            block = make(cand, lines, first, last, terms, MAX_LINES if slot == 0 else SECOND_LINES)
+            block.rule = rule
+            blocks.append(block)
+            if cand.located.text is None:
+                notes.append(f"`{cand.source.file_path}` {cand.located.why or 'was not found'}"
+                             ": its lines are shown as indexed.")
+        return blocks, notes
 
     def answer(self, question: str, sources: list[PromptSource],
                on_token: Callable[[str], None] | None = None) -> GeneratedAnswer:
         started = time.perf_counter()
         if not sources:
-            return GeneratedAnswer(NO_SOURCES_MESSAGE, [], self.model, 0, 0, 0.0, 0.0, [])
+            return no_sources(self.model)
         blocks, notes = self.build(question, sources)
         return self.shown_answer(blocks, notes, sources, started, on_token)
 
     def shown_answer(self, blocks: Sequence[Block], notes: Sequence[str],
                      sources: list[PromptSource], started: float,
                      on_token: Callable[[str], None] | None = None) -> GeneratedAnswer:
-        """The answer that shows `blocks` and `notes`, streamed piece by piece."""
+        """The answer that shows `blocks` and `notes`, streamed piece by piece: each block, then
+        the notes."""
         first = time.perf_counter() - started
-        pieces = compose_blocks(blocks, notes)
+        pieces = [block.markdown() for block in blocks] + (["\n".join(notes)] if notes else [])
+        pieces = [p if i == 0 else "\n\n" + p for i, p in enumerate(pieces)]
         for piece in pieces:
             if on_token is not None:
                 on_token(piece)
