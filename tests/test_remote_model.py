@@ -398,3 +398,19 @@ def test_a_real_server_streams_tokens_as_they_come(indexed: Path, llama_server: 
     assert len(pieces) > 3 and pieces[-1][0] > pieces[0][0]  # piece by piece, not at the end
     assert "".join(p for _, p in pieces).strip() and written.new_tokens >= len(pieces)
     assert written.text and written.sources == [source]
+
+
+def test_a_brought_model_gets_the_writers_prompt() -> None:
+    """A brought model narrates over the blocks as the offline writer does: the same system
+    prompt (one to three cited sentences, no code) and worked example, then the sources."""
+    from ragdb.generate.models import endpoint_model
+    from ragdb.generate.prompt import WRITER_SYSTEM_PROMPT, PromptSource
+    from ragdb.generate.remote import RemoteGenerator
+
+    resolved = endpoint_model("demo@http://127.0.0.1:9/v1")
+    assert resolved is not None
+    source = PromptSource("docs/serve.md", 0, 40, 1, 2, "The server listens on port 9000.")
+    messages, used = RemoteGenerator(resolved).prompt_for("Which port?", [source])
+    assert messages[0] == {"role": "system", "content": WRITER_SYSTEM_PROMPT}
+    assert "ACME_LOG" in messages[1]["content"]  # the worked example comes before the question
+    assert "port 9000" in messages[-1]["content"] and used == [source]

@@ -28,6 +28,8 @@ from ragdb.generate.prompt import (
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_QUESTION_CAP,
     DEFAULT_TIME_LIMIT_S,
+    WRITER_EXAMPLES,
+    WRITER_SYSTEM_PROMPT,
     PromptSource,
     build_prompt,
 )
@@ -103,7 +105,8 @@ class RemoteGenerator(Writer):
                    ) -> tuple[list[dict[str, str]], list[PromptSource]]:
         """The local writer's messages (system prompt, worked example, numbered sources)."""
         return build_prompt(question, sources, _count_tokens,
-                            CONTEXT_TOKENS - self.max_new_tokens, DEFAULT_QUESTION_CAP)
+                            CONTEXT_TOKENS - self.max_new_tokens, DEFAULT_QUESTION_CAP,
+                            WRITER_SYSTEM_PROMPT, WRITER_EXAMPLES)
 
     def write(self, prompt: list[dict[str, str]], stream: TokenStream, started: float) -> None:
         """Stream the chat completion into `stream`; ModelUnavailable when the endpoint gives
