@@ -382,15 +382,18 @@ class GoTypes:
 
     def member_of(self, qual: ts.Node) -> str | None:
         """The qualified name of what `qual` (the x of `x.Name`) is, where its type is
-        known and reachable within MEMBER_STEPS; None otherwise (an imported package, a
-        receiver and this file's package-level names are tree_symbols' own)."""
+        known and reachable within MEMBER_STEPS (a package-level var: `pkg.v`, typed by its
+        declaration's alias in whichever file declares it); None otherwise (an imported
+        package; a receiver is tree_symbols' own)."""
         scope = self.locals_of(qual)
         key = qual.start_byte
         cut = self.f.cut
         if qual.type == "identifier":
             name = cut(qual)
-            if scope is None or name not in scope:
-                return None
+            if scope is None or name not in scope:  # a package-level var (alias: pkg.v)
+                if name in self.imports.bound or name in _BUILTIN_VALUES or not self.module:
+                    return None
+                return f"{self.module}.{name}"
             found = self.local_type(name, scope, id(scope))
         else:
             found = self.value_type(qual, scope, id(scope) if scope is not None else key)

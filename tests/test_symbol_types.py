@@ -159,7 +159,9 @@ GO = {
         "\thandler(NoArgs, err)\n"                        # 18: a function as a value
         "\tvar b bytes.Buffer\n\tb.Reset()\n"             # 20: the standard library
         "\tother.(*Command).Run()\n"                      # 21: a type assertion
+        "\tdefaultCmd.Run()\n"                            # 22: another file's var
         "}\n"),
+    "src/cli/vars.go": "package cli\n\nvar defaultCmd = &Command{}\n",
 }
 
 
@@ -178,7 +180,7 @@ def test_go_values_typed_by_their_declarations(go_rag: RagDB) -> None:
     method calls resolve, across the package's files."""
     lines = {line for path, line, resolved in places(go_rag, "cli.Command.Run")
              if path == "use.go" and resolved}
-    assert lines == {4, 6, 8, 10, 12, 14, 16, 21}
+    assert lines == {4, 6, 8, 10, 12, 14, 16, 21, 22}
 
 
 def test_go_names_used_as_values(go_rag: RagDB) -> None:
