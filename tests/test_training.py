@@ -220,3 +220,28 @@ def test_doc_comments_ask_for_their_definitions_in_every_language() -> None:
     # A comment inside a body, above a statement, is not a doc comment.
     assert questions.doc_comments("int f(void)\n{\n    /* count them all here */\n"
                                   "    n += 1;\n}\n", "c") == []
+
+
+def test_the_model_card_names_each_packages_licence(tmp_path: Path) -> None:
+    """Licences as the packages state them (PKG-INFO, package.json, Cargo.toml), else the
+    licence files they ship, else where Debian states it."""
+    from training import train
+
+    (tmp_path / "py" / "py-1.0").mkdir(parents=True)
+    (tmp_path / "py" / "py-1.0" / "PKG-INFO").write_text(
+        "Name: py\nLicense-Expression: BSD-3-Clause\n")
+    (tmp_path / "js").mkdir()
+    (tmp_path / "js" / "package.json").write_text('{"name": "js", "license": "MIT"}')
+    (tmp_path / "rs" / "rs-1.0").mkdir(parents=True)
+    (tmp_path / "rs" / "rs-1.0" / "Cargo.toml").write_text(
+        '[package]\nlicense = "MIT OR Apache-2.0"\n')
+    (tmp_path / "c" / "doc").mkdir(parents=True)
+    (tmp_path / "c" / "COPYING").write_text("terms")
+    (tmp_path / "go").mkdir()
+    assert train.licence("py", tmp_path) == "BSD-3-Clause"
+    assert train.licence("js", tmp_path) == "MIT"
+    assert train.licence("rs", tmp_path) == "MIT OR Apache-2.0"
+    assert train.licence("c", tmp_path) == "see COPYING"
+    assert train.licence("go", tmp_path) == ""
+    pin = fetch.Pin("golang-x-dev", "deb", "1.0", "x.deb", "0" * 64, "go")
+    assert train.unstated(pin) == "Debian's /usr/share/doc/golang-x-dev/copyright"

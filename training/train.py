@@ -334,8 +334,79 @@ def export(folder: Path, max_len: int, int8: bool = False) -> None:
     config["max_position_embeddings"] = min(config.get("max_position_embeddings", 512),
                                             max_len + 2)
     (folder / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    (folder / "README.md").write_text(model_card(folder, state, max_len, int8),
+                                      encoding="utf-8")
     print(f"train: exported to {folder} ({'int8' if int8 else 'f32'}, step {state['step']}, "
           f"epoch {state['epoch']})")
+
+
+def licence(name: str, raw: Path = Path("data/train/raw")) -> str:
+    """A package's licence as it states it (PKG-INFO, package.json, Cargo.toml), else the
+    licence files it ships; '' where none is found."""
+    import re
+
+    root = raw / name
+    for meta in sorted(root.glob("*PKG-INFO")) + sorted(root.glob("*/PKG-INFO"))[:1]:
+        text = meta.read_text(encoding="utf-8", errors="replace")
+        found = re.search(r"^License(?:-Expression)?: *(\S.{0,60})$", text, re.MULTILINE) \
+            or re.search(r"^Classifier: License :: (?:OSI Approved :: )?(.+)$", text, re.MULTILINE)
+        if found and found.group(1).strip().upper() != "UNKNOWN":
+            return found.group(1).strip()
+    package = root / "package.json"
+    if package.is_file():
+        value = json.loads(package.read_text(encoding="utf-8")).get("license")
+        if isinstance(value, str):
+            return value
+    for cargo in sorted(root.glob("*/Cargo.toml"))[:1]:
+        found = re.search(r'^license *= *"([^"]+)"', cargo.read_text(encoding="utf-8"),
+                          re.MULTILINE)
+        if found:
+            return found.group(1)
+    found_files = [p for p in root.rglob("*") if p.name.upper().startswith(
+        ("LICENSE", "LICENCE", "COPYING")) and p.is_file()]
+    if not found_files:
+        return ""
+    top = min(len(p.parts) for p in found_files)
+    return "see " + ", ".join(sorted({str(p.relative_to(root)) for p in found_files
+                                      if len(p.parts) == top}))
+
+
+def unstated(pin: Any) -> str:
+    """Where the licence of a package that ships none in its sources is stated."""
+    if pin.registry.startswith("deb"):
+        return f"Debian's /usr/share/doc/{pin.name}/copyright"
+    return "?"
+
+
+def model_card(folder: Path, state: dict[str, Any], max_len: int, int8: bool) -> str:
+    """What the model is, what it was trained on (packages, versions, licences, questions by
+    source and language) and the command; figures are measured apart
+    (benchmarks/bench_rerank_quality.py) and written where they are reported."""
+    from training.fetch import read_pins
+    from training.questions import read_records, summary
+
+    pins = read_pins()
+    rows = [f"| {p.name} | {p.registry} | {p.version} | {p.language} | "
+            f"{'held out' if held_out(p.name) else 'trained'} | {licence(p.name) or unstated(p)} |"
+            for p in pins]
+    size = sum(f.stat().st_size for f in folder.glob("openvino_model.*")) / 1e6
+    return "\n".join([
+        f"# ragdb's reranker: {folder.name}",
+        "",
+        "A cross-encoder (all-MiniLM-L6-v2's encoder, mean-pooled, one linear head) that scores "
+        "a (question, ragdb chunk) pair; ragdb loads it with `--reranker FOLDER`. Trained by "
+        "`training/` (training/README.md) listwise on ragdb's own top 30 for each question.",
+        "",
+        f"- weights: {'int8 (NNCF post-training, 300 training lists)' if int8 else 'f32'}, "
+        f"{size:.1f} MB; window {max_len} tokens; step {state['step']}, epoch {state['epoch']}",
+        "- command: `data/train/venv/bin/python -m training.train --minutes N --max-len "
+        f"{max_len}`, then `--export {folder}{' --int8' if int8 else ''}`",
+        f"- questions by source and language: {json.dumps(summary(read_records()))}",
+        "- not used: any package an evaluation set asks about (training/fetch.py EVALUATED)",
+        "",
+        "| package | registry | version | language | split | licence |",
+        "|---|---|---|---|---|---|",
+        *rows, ""])
 
 
 def main(argv: list[str] | None = None) -> int:
