@@ -57,6 +57,9 @@ from ragdb import RagDB
 from ragdb.retrieve import Mode
 
 OUT = BENCH_DIR / "blocks"
+#: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
+#: (OUT), the default and `two` on repos4, the writer against the default on repos4.
+READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.

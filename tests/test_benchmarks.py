@@ -150,9 +150,9 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
              for p in (REPO / ACCEPT_DIR).glob(f"verdicts_{style}*.json")}
     read |= {str(path) for path in (bench_writer.DRAFTS, bench_writer.LABELS, bench_writer.JUDGED)}
     # The blind comparison of answer variants (issue 39): what `bench_blocks report` reads.
-    blocks = REPO / bench_blocks.OUT
     patterns = ("answers_*.json", "verdicts_*.json", "key.json")
-    read |= {str(p.relative_to(REPO)) for pattern in patterns for p in blocks.glob(pattern)}
+    read |= {str(p.relative_to(REPO)) for folder in bench_blocks.READINGS
+             for pattern in patterns for p in (REPO / folder).glob(pattern)}
     assert tracked == read, ("a tracked file no benchmark command reads (a past reading: git "
                              "keeps it), or one a command reads that is not tracked")
 
