@@ -23,7 +23,7 @@ from tests.conftest import write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py")
-                 if p.stem not in ("__init__", "common"))
+                 if p.stem not in ("__init__", "common", "set_verify"))  # libraries
 SCRIPTS = sorted(str(p.relative_to(REPO)) for p in (REPO / "benchmarks").glob("*/verify.py"))
 
 # Runs a module as `python -m` does, but stops once its arguments are parsed: imports, the
