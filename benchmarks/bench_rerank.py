@@ -15,12 +15,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import SETS, VLLM_DB, dataset, host_line, percentile
 from ragdb import RagDB
 from ragdb.rerank import RerankParams, passage
 from ragdb.rerank_models import MAX_TOKENS
 from ragdb.resources import sql
+from ragdb.retrieve import Hit
 from ragdb.schemas import RagDataset
 
 
@@ -30,6 +32,15 @@ def questions(n: int) -> list[str]:
         dataset(name, False).read_text()).rag_questions] for name in SETS]
     mixed = [q for pair in zip(*sets) for q in pair]
     return list(dict.fromkeys(mixed))[:n]
+
+
+def candidate_passages(conn: Any, hits: list[Hit]) -> list[str]:
+    """What the reranker reads of each hit, as the search builds it (ragdb.rerank.passage
+    with the chunk's context)."""
+    ids = "[" + ",".join(str(h.chunk_id) for h in hits) + "]"
+    contexts = {int(r[0]): str(r[1] or "")
+                for r in conn.execute(sql("rerank_contexts"), {"ids": ids})}
+    return [passage(h, contexts.get(h.chunk_id, "")) for h in hits]
 
 
 def warm(db: Path, reranker: str, asked: list[str], depth: int,
@@ -45,12 +56,7 @@ def warm(db: Path, reranker: str, asked: list[str], depth: int,
         load_s = time.perf_counter() - started
         with RagDB(db, use_cache=False, rerank=False) as fused:
             candidates = [fused.search(q, depth) for q in asked]
-        texts = []
-        for hits in candidates:
-            ids = "[" + ",".join(str(h.chunk_id) for h in hits) + "]"
-            contexts = {int(r[0]): str(r[1] or "")
-                        for r in rag.conn.execute(sql("rerank_contexts"), {"ids": ids})}
-            texts.append([passage(h, contexts.get(h.chunk_id, "")) for h in hits])
+        texts = [candidate_passages(rag.conn, hits) for hits in candidates]
         stage.score(asked[0], texts[0])  # warm-up: first-inference allocations
         times, tokens = [], []
         for question, passages in zip(asked, texts):

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_rerank import candidate_passages
 from benchmarks.common import (BENCH_DIR, CUTS, HELD_OUT, REPOS_DB, VLLM_DB, Question,
                                first_rank, host_line, recall, repo_questions, vllm_questions)
 from ragdb import RagDB
-from ragdb.rerank import RerankParams, Reranking, combined_score, passage
-from ragdb.resources import sql
+from ragdb.rerank import RerankParams, Reranking, combined_score
 from ragdb.retrieve import Mode, Searcher
 
 OUT = BENCH_DIR / "rerank"
@@ -75,10 +75,7 @@ def score(reranker: str, max_tokens: int, only: Sequence[str] = ()) -> Path:
             searcher = Searcher(rag.conn, use_cache=False)
             found = searcher.search_many([q.question for q in questions], DEPTH, Mode.hybrid)
             for question, hits in zip(questions, found):
-                ids = "[" + ",".join(str(h.chunk_id) for h in hits) + "]"
-                contexts = {int(r[0]): str(r[1] or "")
-                            for r in rag.conn.execute(sql("rerank_contexts"), {"ids": ids})}
-                texts = [passage(h, contexts.get(h.chunk_id, "")) for h in hits]
+                texts = candidate_passages(rag.conn, hits)
                 matches = [first_rank(question, [h]) == 1 for h in hits]
                 rows.append({"set": name, "kind": question.kind, "id": question.question_id,
                              "difficulty": question.difficulty, "half": half(question),
