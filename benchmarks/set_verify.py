@@ -7,9 +7,9 @@ paraphrase and 3 conceptual in each kind, ids that are uuid5 of the question tex
 per question under data/raw-SET/PACKAGE/, offsets that slice the file (UTF-8, newlines untouched)
 to a 100-1,500 character span that still begins and ends with the passage recorded for it in
 anchors.json (the start quote found exactly once in its file), no span used twice, at most three
-questions on one file, every question naming its package as a word (a package name can be part
-of other words, so a substring would not do), and the unanswered files holding the same ids and
-questions. `--show` prints each question with the text its span slices to.
+questions on one file, every question naming its package as a word or its plural (a package name can
+be part of other words, so a substring would not do), and the unanswered files holding the
+same ids and questions. `--show` prints each question with the text its span slices to.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def check_package(here: Path, namespace: uuid.UUID, root: Path, name: str,
         tag = f"{name}: {q['question'][:60]!r}"
         if q["question_id"] != str(uuid.uuid5(namespace, q["question"])):
             problems.append(f"{tag}: question_id is not uuid5(NAMESPACE, question)")
-        if not re.search(rf"\b{re.escape(name)}\b", q["question"], re.IGNORECASE):
+        if not re.search(rf"\b{re.escape(name)}s?\b", q["question"], re.IGNORECASE):
             problems.append(f"{tag}: the question does not name its package")
         if q.get("is_valid") is not True or not q.get("answer"):
             problems.append(f"{tag}: not valid or no answer")

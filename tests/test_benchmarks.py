@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py")
                  if p.stem not in ("__init__", "common", "set_verify"))  # libraries
 SCRIPTS = sorted(str(p.relative_to(REPO)) for p in (REPO / "benchmarks").glob("*/verify.py"))
+FETCHERS = sorted(str(p.relative_to(REPO)) for p in (REPO / "benchmarks").glob("*/fetch.sh"))
 
 # Runs a module as `python -m` does, but stops once its arguments are parsed: imports, the
 # parser and the arguments are checked, and nothing is measured.
@@ -57,6 +58,23 @@ def test_every_question_set_checker_starts(script: str) -> None:
     done = _run(script, "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:")
+
+
+@pytest.mark.parametrize("script", FETCHERS)
+def test_every_corpus_fetcher_explains_itself_and_refuses_unknown_options(script: str) -> None:
+    """The fetchers share benchmarks/fetch_pinned.sh: --help prints the set's own header (its
+    usage line names the script), an unknown option is one line on stderr and exit status 1,
+    and nothing is downloaded for either."""
+    done = subprocess.run(["bash", script, "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"bash {script} [--no-prune] [TARGET]" in done.stdout
+    assert "set -euo" not in done.stdout
+    refused = subprocess.run(["bash", script, "--no-such-option"], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "fetch.sh: unknown option: --no-such-option (see --help)"]
 
 
 def _make_commands() -> list[tuple[str, list[str]]]:

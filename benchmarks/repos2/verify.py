@@ -3,118 +3,27 @@
     python benchmarks/repos2/verify.py [--root PROJECT_ROOT] [--show]
 
 Run from the project root after `bash benchmarks/repos2/fetch.sh`. It checks what the set
-promises: 20 questions per package (10 docs + 10 code, each 4 identifier / 3 paraphrase /
-3 conceptual), uuid5 ids, one span per question of 100-1,500 characters inside an existing
-file (Python str offsets, UTF-8, no newline translation) that starts and ends with the quoted
-passage recorded for it in anchors.json, no span used twice, every question naming its package,
-and the unanswered files holding the same ids and questions. `--show`
-prints each question with the text its span slices to, for reading the answers against it.
+promises (benchmarks/set_verify.py, the checks repos3 and repos4 run too): 20 questions per
+package (10 docs + 10 code, each 4 identifier / 3 paraphrase / 3 conceptual), uuid5 ids, one
+span per question of 100-1,500 characters inside an existing file (Python str offsets, UTF-8,
+no newline translation) that starts and ends with the quoted passage recorded for it in
+anchors.json (the start quote found exactly once in its file), no span used twice, at most
+three questions on one file, every question naming its package as a word, and the unanswered
+files holding the same ids and questions. `--show` prints each question with the text its span
+slices to, for reading the answers against it.
 Exit status 1 and one line per problem if anything is off.
 """
 
-import argparse
-import collections
-import json
 import sys
-import uuid
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # run as a script: the project root for `benchmarks`
+
+from benchmarks.set_verify import run  # noqa: E402
+
 PACKAGES = ("fastify", "cryptography", "greenlet")
-NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/ragdb/benchmarks/repos2")
-SHAPE = {(kind, difficulty): n
-         for kind in ("docs", "code")
-         for difficulty, n in (("identifier", 4), ("paraphrase", 3), ("conceptual", 3))}
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    """The rag_questions list of one dataset file."""
-    with open(path, encoding="utf-8") as f:
-        rows: list[dict[str, Any]] = json.load(f)["rag_questions"]
-    return rows
-
-
-def read_text(path: Path) -> str:
-    """A corpus file as ragdb reads it: UTF-8, newlines untouched."""
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
-
-
-def check_package(root: Path, name: str, anchors: dict[str, dict[str, str]],
-                  show: bool) -> list[str]:
-    """Every problem found in one package's two dataset files."""
-    problems: list[str] = []
-    answered = load(HERE / "AnsweredQuestions" / f"dataset_{name}.json")
-    unanswered = load(HERE / "UnansweredQuestions" / f"dataset_{name}.json")
-    shape = collections.Counter((q["kind"], q["difficulty"]) for q in answered)
-    if dict(shape) != SHAPE:
-        problems.append(f"{name}: kinds/difficulties are {dict(shape)}, expected {SHAPE}")
-    if [(q["question_id"], q["question"]) for q in unanswered] != \
-            [(q["question_id"], q["question"]) for q in answered]:
-        problems.append(f"{name}: the unanswered file does not mirror the answered one")
-    spans: set[tuple[str, int, int]] = set()
-    for q in answered:
-        tag = f"{name}: {q['question'][:60]!r}"
-        if q["question_id"] != str(uuid.uuid5(NAMESPACE, q["question"])):
-            problems.append(f"{tag}: question_id is not uuid5(NAMESPACE, question)")
-        if name.lower() not in q["question"].lower():
-            problems.append(f"{tag}: the question does not name its package")
-        if q.get("is_valid") is not True or not q.get("answer"):
-            problems.append(f"{tag}: not valid or no answer")
-        if len(q["sources"]) != 1:
-            problems.append(f"{tag}: {len(q['sources'])} sources, expected one")
-            continue
-        src = q["sources"][0]
-        path = src["file_path"]
-        first, last = src["first_character_index"], src["last_character_index"]
-        if not path.startswith(f"data/raw-repos2/{name}/"):
-            problems.append(f"{tag}: {path} is not under data/raw-repos2/{name}/")
-        if (path, first, last) in spans:
-            problems.append(f"{tag}: span {path}[{first}:{last}] is used twice")
-        spans.add((path, first, last))
-        file = root / path
-        if not file.is_file():
-            problems.append(f"{tag}: {path} is missing (run benchmarks/repos2/fetch.sh)")
-            continue
-        text = read_text(file)
-        if not 0 <= first < last <= len(text):
-            problems.append(f"{tag}: [{first}:{last}] is outside {path} ({len(text)} chars)")
-            continue
-        piece = text[first:last]
-        if not 100 <= len(piece) <= 1500:
-            problems.append(f"{tag}: span is {len(piece)} characters, outside 100-1,500")
-        anchor = anchors.get(q["question_id"])
-        if anchor is None:
-            problems.append(f"{tag}: no quoted passage in anchors.json")
-        elif not (piece.startswith(anchor["starts_with"]) and piece.endswith(anchor["ends_with"])):
-            problems.append(f"{tag}: {path}[{first}:{last}] no longer slices to its passage")
-        if piece != piece.rstrip() or piece.startswith(("\n", "\r")):
-            problems.append(f"{tag}: span starts with a blank line or ends with whitespace")
-        if show:
-            print(f"=== {name} {q['kind']}/{q['difficulty']} {path}[{first}:{last}]")
-            print(f"Q: {q['question']}\nA: {q['answer']}\n---\n{piece}\n")
-    return problems
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path("."), help="project root (default: .)")
-    parser.add_argument("--show", action="store_true", help="print every question with its span")
-    args = parser.parse_args()
-    with open(HERE / "anchors.json", encoding="utf-8") as f:
-        anchors: dict[str, dict[str, str]] = json.load(f)
-    problems = [p for name in PACKAGES
-                for p in check_package(args.root, name, anchors, args.show)]
-    for p in problems:
-        print(f"verify.py: {p}", file=sys.stderr)
-    if not problems:
-        print(f"verify.py: {20 * len(PACKAGES)} questions, all spans check out")
-    return 1 if problems else 0
-
+NAMESPACE_URL = "https://github.com/ragdb/benchmarks/repos2"
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `--show | head`: the reader went away, nothing is wrong
-        sys.exit(0)
+    run(HERE, PACKAGES, NAMESPACE_URL)
