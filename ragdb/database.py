@@ -405,14 +405,15 @@ class RagDB:
         return self.searcher.embedder
 
     def search(self, question: str, k: int = 5, mode: Mode | str = Mode.hybrid,
-               filters: Filters = NO_FILTERS) -> list[Hit]:
-        """The k best chunks for a question, among the files the filters allow."""
+               filters: Filters = NO_FILTERS, *, remember: bool = True) -> list[Hit]:
+        """The k best chunks for a question, among the files the filters allow; `remember`
+        False (a search for an answer) reads the query cache without writing it."""
         check_k(k)
         mode = _mode(mode)
         check_question(question)
         self._check_langs(filters)
         found: list[Hit] = self._search_with_rerank(
-            lambda: self.searcher.search(question, k, mode, filters))
+            lambda: self.searcher.search(question, k, mode, filters, remember=remember))
         return found
 
     def search_many(self, questions: Sequence[str], k: int,
@@ -545,8 +546,9 @@ class RagDB:
             if found is not None:
                 return found
         self.last_rerank = None
-        hits = self._search_with_rerank(
-            lambda: self.searcher.search(question, k, mode, filters)) if k else []
+        hits = self._search_with_rerank(  # answering writes nothing into rag.db
+            lambda: self.searcher.search(question, k, mode, filters, remember=False)
+        ) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
                                  on_token=on_token, style=style)

@@ -430,15 +430,17 @@ class Searcher:
     # -- the search itself -------------------------------------------------------------------
 
     def search(self, question: str, k: int, mode: Mode | str = Mode.hybrid,
-               filters: Filters = NO_FILTERS) -> list[Hit]:
+               filters: Filters = NO_FILTERS, *, remember: bool = True) -> list[Hit]:
         """The k best chunks for a question; [] when the question has nothing to search."""
-        return self.search_many([question], k, mode, filters)[0]
+        return self.search_many([question], k, mode, filters, remember=remember)[0]
 
     def search_many(
         self, questions: Sequence[str], k: int, mode: Mode | str = Mode.hybrid,
-        filters: Filters = NO_FILTERS,
+        filters: Filters = NO_FILTERS, *, remember: bool = True,
     ) -> list[list[Hit]]:
-        """Several questions at once: the uncached ones are embedded in one batch."""
+        """Several questions at once: the uncached ones are embedded in one batch.
+        `remember` False reads the cache but writes nothing to it: answering leaves rag.db
+        as it was (issue 39)."""
         check_k(k)
         mode = Mode(mode)
         results: list[list[Hit] | None] = []
@@ -476,7 +478,7 @@ class Searcher:
                 results[i], used = self.rerank.reorder(self.conn, questions[i], fused, k)
                 if not used:
                     kept.add(i)
-        if self.use_cache and not self._mismatch:  # written after the snapshot ended
+        if self.use_cache and remember and not self._mismatch:  # after the snapshot ended
             for i in todo:
                 if i not in kept:
                     self._remember(keys[i], results[i] or [])

@@ -115,12 +115,13 @@ def warm_up() -> None:
 SearchOutcome = tuple[list[Hit], int, float | None, str | None, dict[str, Any] | None]
 
 
-def search(question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS) -> SearchOutcome:
+def search(question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS,
+           remember: bool = True) -> SearchOutcome:
     """Hits, the generation, the dense leg's coverage, what the mode cannot find here, and
-    what reranking did (RagDB.last_rerank; None when off)."""
+    what reranking did (RagDB.last_rerank; None when off). `remember`: RagDB.search's."""
     def run() -> SearchOutcome:
         rag = _rag()
-        hits = rag.search(question, k, mode, filters)
+        hits = rag.search(question, k, mode, filters, remember=remember)
         return (hits, rag.generation, rag.dense_coverage(), rag.mode_warning(mode),
                 rag.last_rerank)
     result: SearchOutcome = _busy(run)

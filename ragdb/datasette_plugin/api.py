@@ -389,7 +389,7 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     style = parse_style(params.get("style"))
     filters = parse_filters(params)
     started = time.perf_counter()
-    found = await service.search(question, k, mode, filters)
+    found = await service.search(question, k, mode, filters, remember=False)  # writes nothing
     hits, rerank = found[0], found[4]
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:

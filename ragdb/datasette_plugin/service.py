@@ -289,13 +289,13 @@ class RagdbService:
         except RagdbError as exc:
             warn(f"could not open the index ahead of the first request: {exc}")
 
-    async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS
-                     ) -> worker.SearchOutcome:
+    async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS,
+                     remember: bool = True) -> worker.SearchOutcome:
         """Hits, the index generation they came from, how complete the dense leg is, what
         the mode cannot find in this index (RagDB.mode_warning) and what reranking did
-        (RagDB.last_rerank)."""
+        (RagDB.last_rerank). `remember` False: the query cache is read, not written."""
         result: worker.SearchOutcome = await self._call(
-            "search", worker.search, question, k, mode, filters)
+            "search", worker.search, question, k, mode, filters, remember)
         return result
 
     async def search_many(self, questions: Sequence[str], k: int, mode: Mode,
