@@ -50,7 +50,7 @@ _BLOCK = 1 << 20  # bytes per write of a spooled COPY stream
 
 #: Definitions and references (issue 41) travel with the index, names first (both others
 #: point at them by id), so a copy answers `ragdb references` as its source does.
-SYMBOL_TABLES = ("symbol_names", "symbols", "symbol_refs")
+SYMBOL_TABLES = ("symbol_names", "symbol_defs", "symbol_refs")
 
 
 def masked(url: str) -> str:

@@ -1,9 +1,13 @@
 """An index run's symbol rows: each file's definitions and references (ragdb.symbols) as rows
-of `symbols` and `symbol_refs`, written in the run's transaction, in batches of many files.
+of `symbol_defs` and `symbol_refs`, written in the run's transaction, in batches of many files.
 
 Definition ids are given here, from the largest id in the table on (the run holds the index
 lock): a reference names the definition enclosing it, and a definition its parent, before any
-row is written. A definition's chunk is the one holding its first character."""
+row is written. A definition's chunk is the one holding its first character.
+
+The rows are stored small (migrations/009_symbols_compact.sql): kinds by id (KIND_IDS), a
+definition's qualified name and a use's target by symbol_names id, and a use's name left NULL
+where it is its target's last part (the reads take it from the target)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from pathlib import Path
 
 from ragdb.db import Connection, scalar
 from ragdb.resources import sql
-from ragdb.symbols import SYMBOL_LANGUAGES, SYMBOLS_VERSION, FileSymbols, extract
+from ragdb.symbols import KIND_IDS, SYMBOL_LANGUAGES, SYMBOLS_VERSION, FileSymbols, extract
 
 
 class SymbolRows:
@@ -31,7 +35,7 @@ class SymbolRows:
         self.next_name = 1
         self.symbols: list[tuple[Any, ...]] = []
         self.refs: list[tuple[Any, ...]] = []
-        self.new_names: list[tuple[int, str, str]] = []
+        self.new_names: list[tuple[int, str]] = []
         self.removed = False  # rows of some file were deleted: names may be left unused
 
     def write(self, file_id: int, text: str, language: str, path: Path, rel: str,
@@ -58,20 +62,24 @@ class SymbolRows:
                                                      "version": SYMBOLS_VERSION})
         return done
 
-    def name_id(self, qualified: str) -> int | None:
-        """The id of a qualified name, given one now if it is new to the index."""
+    def known_names(self) -> dict[str, int]:
+        """The qualified names the index holds, by name (read once, then kept up to date)."""
         names = self.names
         if names is None:
             names = self.names = {str(q): int(i) for i, q in self.conn.execute(
                 sql("symbol_names_all"))}
             self.next_name = max(names.values(), default=0) + 1
-        if not qualified:
-            return None
+        return names
+
+    def name_id(self, qualified: str) -> int:
+        """The id of a qualified name (a definition's, or what a use resolves to), given one
+        now if it is new to the index."""
+        names = self.known_names()
         found = names.get(qualified)
         if found is None:
             found = names[qualified] = self.next_name
             self.next_name += 1
-            self.new_names.append((found, qualified, qualified.rsplit(".", 1)[-1]))
+            self.new_names.append((found, qualified))
         return found
 
     def add(self, file_id: int, found: FileSymbols,
@@ -82,24 +90,27 @@ class SymbolRows:
         if self.next_id is None:
             self.next_id = int(scalar(self.conn, sql("symbols_next_id")))
         base = self.next_id
+        name_id = self.name_id
+        known = self.known_names().get
+        kind_id = KIND_IDS.__getitem__
         starts = [first for _id, first, _last in chunks]
         for n, s in enumerate(found.symbols):
             k = bisect_right(starts, s.first) - 1
             chunk_id = chunks[max(k, 0)][0] if chunks else None
             self.symbols.append((
                 base + n, file_id, chunk_id, base + s.parent if s.parent >= 0 else None,
-                s.name, s.qualified, s.kind, s.first, s.last, s.start_line, s.end_line))
+                known(s.qualified) or name_id(s.qualified), kind_id(s.kind), s.first, s.last,
+                s.start_line, s.end_line))
         self.next_id = base + len(found.symbols)
-        name_id = self.name_id
-        if self.names is None:
-            name_id("")  # reads the names
-        known = self.names.get  # type: ignore[union-attr]
         append = self.refs.append
         for r in found.refs:
             target = r.target
-            append((file_id, base + r.enclosing if r.enclosing >= 0 else None, r.name,
+            name: str | None = r.name
+            if target and name == target.rsplit(".", 1)[-1] and "\0" not in target:
+                name = None  # its target's last part (SQL's length() stops at a NUL)
+            append((file_id, base + r.enclosing if r.enclosing >= 0 else None, name,
                     (known(target) or name_id(target)) if target else None,
-                    name_id(r.alias) if r.alias else None, r.kind, r.first, r.line))
+                    name_id(r.alias) if r.alias else None, kind_id(r.kind), r.first, r.line))
         if len(self.symbols) + len(self.refs) >= self.LIMIT:
             self.flush()
 
@@ -116,8 +127,8 @@ class SymbolRows:
         self.refs = []
 
     def done(self, removed_files: bool) -> None:
-        """The run's last rows written; names no use holds any more deleted, where some file's
-        rows were."""
+        """The run's last rows written; names no use or definition holds any more deleted,
+        where some file's rows were."""
         self.flush()
         if self.removed or removed_files:
             self.conn.execute(sql("symbol_names_unused"))

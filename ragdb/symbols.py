@@ -23,7 +23,7 @@ from typing import Callable
 
 #: Bumped when extraction changes: the next index run re-reads the symbols of every file
 #: whose rows were made by another version (files.symbols_version), without re-chunking it.
-SYMBOLS_VERSION = 5
+SYMBOLS_VERSION = 6
 
 #: Languages with an extractor (files.kind). Other files have no symbols.
 SYMBOL_LANGUAGES = frozenset({
@@ -35,6 +35,10 @@ KINDS = ("function", "method", "class", "struct", "interface", "trait", "type", 
          "constant", "variable", "macro", "module", "field", "test")
 #: What a use is (symbol_refs.kind).
 REF_KINDS = ("call", "import", "type", "attribute", "inherit", "decorator", "macro", "use")
+#: How rag.db stores a kind (symbol_defs.kind, symbol_refs.kind): the ids of the rows of
+#: symbol_kinds (migrations/009_symbols_compact.sql), a small integer where the word would be
+#: repeated on every row. A new kind takes the next id, in a migration too.
+KIND_IDS = {kind: n for n, kind in enumerate(dict.fromkeys(KINDS + REF_KINDS), 1)}
 
 
 @dataclass(slots=True)

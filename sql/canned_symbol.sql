@@ -7,8 +7,9 @@ WITH defs AS (
     WHERE s.name = :name OR s.qualified = :name
 ),
 uses AS (
-    SELECT r.file_id, r.enclosing_id, r.kind, r.line, f.path
+    SELECT r.file_id, r.enclosing_id, k.name AS kind, r.line, f.path
     FROM symbol_refs AS r
+    JOIN symbol_kinds AS k ON k.id = r.kind
     JOIN files AS f ON f.id = r.file_id
     WHERE r.target_id IN (SELECT n.id FROM symbol_names AS n
                           WHERE n.qualified IN (SELECT qualified FROM defs))

@@ -1,6 +1,6 @@
 -- ragdb copy --replace into a rag.db: everything an index holds, in the copy's transaction.
 DELETE FROM symbol_refs;
-DELETE FROM symbols;
+DELETE FROM symbol_defs;
 DELETE FROM symbol_names;
 DELETE FROM chunks_fts;
 DELETE FROM chunk_vectors;

@@ -1,2 +1,3 @@
--- ragdb copy, either way: every qualified name symbols and references resolve to, by id.
-SELECT id, qualified, last FROM symbol_names ORDER BY id;
+-- ragdb copy, either way: every qualified name definitions have and references resolve to, by
+-- id.
+SELECT id, qualified FROM symbol_names ORDER BY id;

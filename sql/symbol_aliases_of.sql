@@ -5,8 +5,9 @@
 -- so its members are T's (ragdb.python_symbols).
 SELECT a.qualified,
        EXISTS (SELECT 1 FROM symbol_refs AS u WHERE u.target_id = r.alias_id) AS used,
-       t.qualified, r.kind
+       t.qualified, k.name
 FROM symbol_refs AS r
 JOIN symbol_names AS a ON a.id = r.alias_id
 JOIN symbol_names AS t ON t.id = r.target_id
+JOIN symbol_kinds AS k ON k.id = r.kind
 WHERE r.target_id IN (SELECT value FROM json_each(:ids)) AND r.alias_id IS NOT NULL;

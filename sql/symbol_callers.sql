@@ -7,10 +7,11 @@ WITH calls AS (
            count(*) AS n
     FROM symbol_refs AS r
     JOIN files AS f ON f.id = r.file_id
-    LEFT JOIN symbols AS e ON e.id = r.enclosing_id
+    LEFT JOIN symbol_defs AS e ON e.id = r.enclosing_id
     WHERE r.target_id IN (SELECT value FROM json_each(:ids))
-      AND r.kind IN ('call', 'decorator', 'macro')
-      AND (:kinds IS NULL OR e.kind IN (SELECT value FROM json_each(:kinds)))
+      AND r.kind IN (SELECT id FROM symbol_kinds WHERE name IN ('call', 'decorator', 'macro'))
+      AND (:kinds IS NULL OR e.kind IN (SELECT k.id FROM symbol_kinds AS k
+                                        WHERE k.name IN (SELECT value FROM json_each(:kinds))))
       AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
       AND (:paths IS NULL OR EXISTS (
               SELECT 1 FROM json_each(:paths) AS p
@@ -20,10 +21,12 @@ WITH calls AS (
               WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
     GROUP BY r.file_id, r.enclosing_id
 )
-SELECT f.path, c.line, coalesce(e.kind, 'file') AS kind, coalesce(e.qualified, f.path),
+SELECT f.path, c.line, coalesce(k.name, 'file') AS kind, coalesce(n.qualified, f.path),
        f.kind AS language, c.n, (SELECT count(*) FROM calls) AS total
 FROM calls AS c
 JOIN files AS f ON f.id = c.file_id
-LEFT JOIN symbols AS e ON e.id = c.enclosing_id
+LEFT JOIN symbol_defs AS e ON e.id = c.enclosing_id
+LEFT JOIN symbol_names AS n ON n.id = e.qualified_id
+LEFT JOIN symbol_kinds AS k ON k.id = e.kind
 ORDER BY f.path, c.at
 LIMIT :limit OFFSET :offset;

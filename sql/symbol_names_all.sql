@@ -1,2 +1,3 @@
--- Every qualified name uses resolve to, read once by an index run that writes uses.
+-- Every qualified name definitions have and uses resolve to, read once by an index run that
+-- writes symbols.
 SELECT id, qualified FROM symbol_names;

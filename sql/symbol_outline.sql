@@ -2,15 +2,17 @@
 -- under a folder (:path/...), in reading order; of the kinds in :kinds, in the files the
 -- filters allow; a page of them (:limit, :offset) with the count of all (total).
 WITH found AS (
-    SELECT s.id, f.path, s.start_line, s.kind, s.qualified, f.kind AS language, s.first_char,
-           s.last_char, s.end_line
+    SELECT s.id, f.path, s.start_line, k.name AS kind, n.qualified, f.kind AS language,
+           s.first_char, s.last_char, s.end_line
     FROM files AS f
-    JOIN symbols AS s ON s.file_id = f.id
+    JOIN symbol_defs AS s ON s.file_id = f.id
+    JOIN symbol_names AS n ON n.id = s.qualified_id
+    JOIN symbol_kinds AS k ON k.id = s.kind
     WHERE (f.path = :path
            OR (length(f.path) > length(:path)
                AND substr(f.path, length(f.path) - length(:path)) = '/' || :path)
            OR substr(f.path, 1, length(:path) + 1) = :path || '/')
-      AND (:kinds IS NULL OR s.kind IN (SELECT value FROM json_each(:kinds)))
+      AND (:kinds IS NULL OR k.name IN (SELECT value FROM json_each(:kinds)))
       AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
       AND (:paths IS NULL OR EXISTS (
               SELECT 1 FROM json_each(:paths) AS p

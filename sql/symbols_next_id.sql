@@ -1,2 +1,2 @@
 -- The first id an index run gives the definitions it writes (it holds the index lock).
-SELECT coalesce(max(id), 0) + 1 FROM symbols;
+SELECT coalesce(max(id), 0) + 1 FROM symbol_defs;

@@ -105,11 +105,14 @@ def _leg_db(path: Path) -> Any:
                      "VALUES (1000, 1, vec_int8(?))", (_unit([1.0]),))
         symbols = [(2, 2, "frob"), (2, 2, "twiddle"), (3, 3, "frob")]
         symbols += [(3, 3, "many")] * 6
+        names = {name: n for n, name in enumerate(dict.fromkeys(s[2] for s in symbols), 1)}
+        conn.executemany("INSERT INTO symbol_names (id, qualified) VALUES (?, ?)",
+                         [(n, name) for name, n in names.items()])
         for n, (file_id, chunk_id, name) in enumerate(symbols, 1):
-            conn.execute("INSERT INTO symbols (id, file_id, chunk_id, name, qualified, kind, "
+            conn.execute("INSERT INTO symbol_defs (id, file_id, chunk_id, qualified_id, kind, "
                          "first_char, last_char, start_line, end_line) "
-                         "VALUES (?, ?, ?, ?, ?, 'function', 0, 20, 1, 1)",
-                         (n, file_id, chunk_id, name, name))
+                         "VALUES (?, ?, ?, ?, 1, 0, 20, 1, 1)",
+                         (n, file_id, chunk_id, names[name]))
     return conn
 
 

@@ -249,18 +249,65 @@ def test_an_index_made_before_symbols_gets_them_on_its_next_run(tmp_path: Path) 
     chunks = rows(db, "SELECT id, text FROM chunks ORDER BY id")
     expected = rows(db, "SELECT qualified, kind, start_line FROM symbols ORDER BY qualified")
     with closing(sqlite3.connect(db)) as conn:  # as migration 7 left it
-        conn.executescript(
-            "DROP VIEW symbol_uses; DROP TABLE symbol_refs; DROP TABLE symbols; "
-            "DROP TABLE symbol_names; ALTER TABLE files DROP COLUMN symbols_version; "
-            "PRAGMA user_version = 7;")
+        conn.executescript(_BEFORE_SYMBOLS + "PRAGMA user_version = 7;")
     done = index(tmp_path)
     assert "0 indexed" in done.stdout and "symbols read for 3 unchanged files" in done.stdout
     assert rows(db, "SELECT qualified, kind, start_line FROM symbols ORDER BY qualified") == \
         expected
     assert rows(db, "SELECT id, text FROM chunks ORDER BY id") == chunks  # not cut again
-    assert rows(db, "PRAGMA user_version")[0][0] == 8
+    assert rows(db, "PRAGMA user_version")[0][0] == 9
     again = index(tmp_path)
     assert "symbols read" not in again.stdout and "0 indexed" in again.stdout
+
+
+#: What migrations 008 and 009 made, dropped: rag.db as migration 7 left it.
+_BEFORE_SYMBOLS = (
+    "DROP VIEW symbol_uses; DROP VIEW symbols; DROP TABLE symbol_refs; DROP TABLE symbol_defs; "
+    "DROP TABLE symbol_names; DROP TABLE symbol_kinds; "
+    "ALTER TABLE files DROP COLUMN symbols_version; ")
+
+
+def test_an_index_of_the_first_symbol_tables_is_upgraded(tmp_path: Path) -> None:
+    """rag.db of schema 8 (the symbol tables with kinds and names as text, as migration 008
+    made them, its files' symbols read): migration 009 makes them again in their smaller shape
+    and the next run reads every file's symbols again, chunks untouched; the same answers."""
+    from ragdb.resources import resource_dir
+
+    write_corpus(tmp_path, PKG)
+    index(tmp_path)
+    db = tmp_path / "rag.db"
+    chunks = rows(db, "SELECT id, text FROM chunks ORDER BY id")
+    expected = rows(db, "SELECT qualified, kind, start_line, end_line FROM symbols "
+                        "ORDER BY qualified")
+    uses = rows(db, "SELECT name, target, alias, kind, first_char, last_char, line "
+                    "FROM symbol_uses ORDER BY file_id, first_char")
+    references = run_cli("references", "Cart", "--db", str(db), cwd=tmp_path)
+    eight = (resource_dir("migrations") / "008_symbols.sql").read_text(encoding="utf-8")
+    with closing(sqlite3.connect(db)) as conn:  # as migration 8 left it, symbols read
+        conn.executescript(_BEFORE_SYMBOLS + eight + "UPDATE files SET symbols_version = 5; "
+                           "PRAGMA user_version = 8;")
+    done = index(tmp_path)
+    assert "0 indexed" in done.stdout and "symbols read for 3 unchanged files" in done.stdout
+    assert rows(db, "PRAGMA user_version")[0][0] == 9
+    assert rows(db, "SELECT qualified, kind, start_line, end_line FROM symbols "
+                    "ORDER BY qualified") == expected
+    assert rows(db, "SELECT name, target, alias, kind, first_char, last_char, line "
+                    "FROM symbol_uses ORDER BY file_id, first_char") == uses
+    assert rows(db, "SELECT id, text FROM chunks ORDER BY id") == chunks  # not cut again
+    again = run_cli("references", "Cart", "--db", str(db), cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout == references.stdout and "Cart" in again.stdout
+    assert "symbols read" not in index(tmp_path).stdout
+
+
+def test_kinds_are_stored_by_the_ids_the_extraction_writes(tmp_path: Path) -> None:
+    """symbol_kinds (the migration's rows) is ragdb.symbols.KIND_IDS: every kind a definition
+    or a use can have, with the id the index run stores."""
+    from ragdb.symbols import KIND_IDS, KINDS, REF_KINDS
+
+    write_corpus(tmp_path, PKG)
+    index(tmp_path)
+    stored = dict(rows(tmp_path / "rag.db", "SELECT name, id FROM symbol_kinds"))
+    assert stored == KIND_IDS and set(KIND_IDS) == set(KINDS) | set(REF_KINDS)
 
 
 def test_parse_failures_are_counted_and_named(tmp_path: Path) -> None:

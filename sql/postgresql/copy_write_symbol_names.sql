@@ -1,2 +1,2 @@
 -- ragdb copy, rag.db -> PostgreSQL: rows of sql/copy_read_symbol_names.sql.
-COPY symbol_names (id, qualified, last) FROM STDIN;
+COPY symbol_names (id, qualified) FROM STDIN;

@@ -1,7 +1,7 @@
 -- A full rebuild starts from nothing (vectors included: chunk ids are about to change).
 -- DELETE, not TRUNCATE: TRUNCATE would lock every search out until the run commits.
 DELETE FROM symbol_refs;
-DELETE FROM symbols;
+DELETE FROM symbol_defs;
 DELETE FROM symbol_names;
 DELETE FROM postings;
 DELETE FROM chunk_vectors;

@@ -3,7 +3,7 @@
 -- of the run (vectors_orphans_delete.sql); fts_stats is recomputed at the end of the run
 -- (index_fts_stats.sql).
 DELETE FROM symbol_refs WHERE file_id = :file_id;
-DELETE FROM symbols WHERE file_id = :file_id;
+DELETE FROM symbol_defs WHERE file_id = :file_id;
 DELETE FROM postings WHERE chunk_id IN (SELECT id FROM chunks WHERE file_id = :file_id);
 DELETE FROM chunks WHERE file_id = :file_id;
 DELETE FROM files WHERE id = :file_id;

@@ -1,6 +1,9 @@
 -- Every definition in the files the filters allow, for the repository map (ragdb/repo_map.py).
-SELECT s.id, s.qualified, s.kind, f.path, s.start_line, f.kind AS language, s.first_char
-FROM symbols AS s
+SELECT s.id, n.qualified, k.name AS kind, f.path, s.start_line, f.kind AS language,
+       s.first_char
+FROM symbol_defs AS s
+JOIN symbol_names AS n ON n.id = s.qualified_id
+JOIN symbol_kinds AS k ON k.id = s.kind
 JOIN files AS f ON f.id = s.file_id
 WHERE 1 = 1
       AND (CAST(:langs AS jsonb) IS NULL

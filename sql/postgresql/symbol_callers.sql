@@ -7,10 +7,12 @@ WITH calls AS (
            count(*) AS n
     FROM symbol_refs AS r
     JOIN files AS f ON f.id = r.file_id
-    LEFT JOIN symbols AS e ON e.id = r.enclosing_id
+    LEFT JOIN symbol_defs AS e ON e.id = r.enclosing_id
     WHERE r.target_id IN (SELECT CAST(jsonb_array_elements_text(CAST(:ids AS jsonb)) AS bigint))
-      AND r.kind IN ('call', 'decorator', 'macro')
-      AND (CAST(:kinds AS jsonb) IS NULL OR e.kind IN (SELECT jsonb_array_elements_text(CAST(:kinds AS jsonb))))
+      AND r.kind IN (SELECT id FROM symbol_kinds WHERE name IN ('call', 'decorator', 'macro'))
+      AND (CAST(:kinds AS jsonb) IS NULL OR e.kind IN (
+              SELECT k.id FROM symbol_kinds AS k
+              WHERE k.name IN (SELECT jsonb_array_elements_text(CAST(:kinds AS jsonb)))))
       AND (CAST(:langs AS jsonb) IS NULL
            OR f.kind IN (SELECT jsonb_array_elements_text(CAST(:langs AS jsonb))))
       AND (CAST(:paths AS jsonb) IS NULL OR ragdb_glob_any(f.path, CAST(:paths AS jsonb), true))
@@ -18,10 +20,12 @@ WITH calls AS (
            OR NOT ragdb_glob_any(f.path, CAST(:excludes AS jsonb), true))
     GROUP BY r.file_id, r.enclosing_id
 )
-SELECT f.path, c.line, coalesce(e.kind, 'file') AS kind, coalesce(e.qualified, f.path),
+SELECT f.path, c.line, coalesce(k.name, 'file') AS kind, coalesce(n.qualified, f.path),
        f.kind AS language, c.n, (SELECT count(*) FROM calls) AS total
 FROM calls AS c
 JOIN files AS f ON f.id = c.file_id
-LEFT JOIN symbols AS e ON e.id = c.enclosing_id
+LEFT JOIN symbol_defs AS e ON e.id = c.enclosing_id
+LEFT JOIN symbol_names AS n ON n.id = e.qualified_id
+LEFT JOIN symbol_kinds AS k ON k.id = e.kind
 ORDER BY f.path, c.at
 LIMIT :limit OFFSET :offset;
