@@ -4,7 +4,9 @@ retrieval. The readers chose `blocks`; the passages' selection was then deleted 
 in commit 90ac313), and so were the block variants that lost (rank1, code, two,
 blocks-chunkdocs; they last lived in commit 4efa58b). Their saved answers and verdicts
 (data/bench/blocks, data/bench/blocks4) stay what `report` reads, and `answer` now answers with
-`blocks` (the default, no model) and `writer` (the offline writer narrating over those blocks).
+`blocks` (the default, no model), `sections` (the default with a docs block its whole section,
+subsections included, where it fits: SECTION_LINES) and `writer` (the offline writer narrating
+over the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -23,8 +25,9 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check of the default blocks, no reader: the share of answers whose
-shown lines overlap the reference span (per set and kind). Rules are chosen on `--tuning` questions
+`cover` is a mechanical check of the default blocks (or `--variant sections`), no reader: the
+share of answers whose shown lines overlap the reference span, and the share of the
+reference's lines shown (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
 
 The sample is common.accept_sample(repos3=True, repos4=True): vLLM public docs 51-100 and code at
@@ -34,7 +37,8 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant sections] \
+        [--section-lines N]
     uv run --frozen python -m benchmarks.bench_blocks report
 """
 
@@ -54,17 +58,28 @@ from typing import Any
 from benchmarks.common import (BENCH_DIR, HELD_OUT, Asked, accept_sample, host_line,
                                tuning_questions)
 from ragdb import RagDB
-from ragdb.retrieve import Mode
+from ragdb.answering import Answer
+from ragdb.generate.blocks import BlocksAnswerer
+from ragdb.generate.prompt import prompt_source
+from ragdb.retrieve import Hit, Mode
+from ragdb.source_files import SourceFiles
 
 OUT = BENCH_DIR / "blocks"
 #: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
-#: (OUT), the default and `two` on repos4, the writer against the default on repos4.
-READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w")
+#: (OUT), the default and `two` on repos4, the writer against the default on repos4, and
+#: whole sections against the default on repos4's docs questions.
+READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
+#: The default, but a docs block is its whole section, subsections included, where that fits
+#: in SECTION_LINES lines (and the slot's limit); else the default's cut (issue 39: readers
+#: of repos4 docs missed the remedy cut off below the passage, and the second half of
+#: two-part questions).
+SECTIONS = "sections"
+SECTION_LINES = 60
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, WRITER)
+ALL_VARIANTS = (BLOCKS, SECTIONS, WRITER)
 SEED = 39
 
 
@@ -120,8 +135,7 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
         search_s = time.perf_counter() - started
         for variant in variants:
             started = time.perf_counter()
-            found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                    style="generate" if variant == WRITER else "extractive")
+            found = answer_with(rag, variant, question.question, hits, k)
             records[variant].append({
                 "id": question.question_id, "set": question.set_name, "kind": question.kind,
                 "question": question.question, "reference_answer": reference,
@@ -144,6 +158,20 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
                   f"{statistics.median(r['seconds'] for r in rows):.3f}, max "
                   f"{max(r['seconds'] for r in rows):.3f}")
     print(f"wrote {out}/answers_*.json, {out}/blind/, {out}/key.json")
+
+
+def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int,
+                section_lines: int = SECTION_LINES) -> Answer:
+    """`variant`'s answer from the hits: RagDB's own for blocks and the writer; for sections,
+    the blocks answerer with whole sections (no door of ragdb makes it)."""
+    if variant != SECTIONS:
+        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                               style="generate" if variant == WRITER else "extractive")
+    answerer = BlocksAnswerer(SourceFiles(rag.conn), sections=section_lines)
+    result = answerer.answer(question, [prompt_source(h) for h in hits])
+    return Answer(question, k, Mode.hybrid, hits, result.text, list(result.cited), result.model,
+                  list(result.sources), {"total_s": round(result.total_s, 3)},
+                  style="extractive", shown=result.shown)
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -204,31 +232,37 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
     return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
 
 
-def cover(sets: Sequence[str], kind: str, k: int, tuning: bool) -> None:
-    """Per set and kind: the share of the default blocks answers whose shown lines overlap the
-    reference span, and the lines shown (median)."""
-    rows: dict[tuple[str, str], list[tuple[bool, int]]] = defaultdict(list)
+def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS,
+          section_lines: int = SECTION_LINES) -> None:
+    """Per set and kind: the share of `variant`'s answers (blocks or sections) whose shown
+    lines overlap the reference span, the share of the reference's lines shown (mean: a
+    passage cut before the part that answers overlaps, but shows little of it), and the lines
+    shown (median)."""
+    rows: dict[tuple[str, str], list[tuple[bool, float, int]]] = defaultdict(list)
     rags: dict[Path, RagDB] = {}
     for question, _, db in questions(sets, kind, tuning):
         rag = rags.setdefault(db, RagDB(db, use_cache=False))
         hits = rag.search(question.question, k, Mode.hybrid)
         reference = _reference_lines(question)
-        found = rag.answer_from(question.question, hits, k=k, mode=Mode.hybrid,
-                                style="extractive")
+        found = answer_with(rag, variant, question.question, hits, k, section_lines)
         shown = _shown_lines(found)
         hit = any(p == rp and a <= rb and ra <= b
                   for p, a, b in shown for rp, ra, rb in reference)
+        wanted = {(p, n) for p, a, b in reference for n in range(a, b + 1)}
+        seen = {(p, n) for p, a, b in shown for n in range(a, b + 1)}
+        share = len(wanted & seen) / len(wanted) if wanted else 0.0
         lines = sum(b - a + 1 for _, a, b in shown)
         for group in (set_group(question.set_name), "all"):
-            rows[(group, question.kind)].append((hit, lines))
+            rows[(group, question.kind)].append((hit, share, lines))
     for rag in rags.values():
         rag.close()
-    print("| set | kind | n | shown lines overlap the reference | lines shown p50 |\n"
-          "|---|---|---|---|---|")
+    print("| set | kind | n | shown lines overlap the reference | reference lines shown | "
+          "lines shown p50 |\n|---|---|---|---|---|---|")
     for (group, kind_), values in sorted(rows.items()):
         n = len(values)
-        print(f"| {group} | {kind_} | {n} | {sum(h for h, _ in values) / n:.0%} | "
-              f"{statistics.median(x for _, x in values):.0f} |")
+        print(f"| {group} | {kind_} | {n} | {sum(h for h, _, _ in values) / n:.0%} | "
+              f"{sum(s for _, s, _ in values) / n:.0%} | "
+              f"{statistics.median(x for _, _, x in values):.0f} |")
 
 
 def sign_test(better: int, worse: int) -> float:
@@ -288,6 +322,10 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, SECTIONS),
+                        help="cover: the answers measured")
+    parser.add_argument("--section-lines", type=int, default=SECTION_LINES,
+                        help="cover, sections: the longest section shown whole")
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     variants = [v for v in args.variants.split(",") if v]
@@ -297,7 +335,7 @@ def main() -> None:
     if args.action == "answer":
         answer_all(sets, variants, args.kind, args.k, args.out)
     elif args.action == "cover":
-        cover(sets, args.kind, args.k, args.tuning)
+        cover(sets, args.kind, args.k, args.tuning, args.variant, args.section_lines)
     else:
         report(args.out)
 

@@ -15,7 +15,7 @@ import pytest
 
 from ragdb import RagDB
 from ragdb.generate.blocks import MAX_LINES
-from ragdb.generate.cuts import without_lead_in
+from ragdb.generate.cuts import headings, whole_section, without_lead_in
 from ragdb.retrieve import Mode
 from tests.conftest import index_rows, run_cli, write_corpus
 
@@ -243,6 +243,39 @@ def test_a_block_does_not_end_on_the_comment_of_the_code_after_it() -> None:
     assert without_lead_in(lines, 0, 2) == 2
     closing = ["def f():", "    return 1", "    # the end"]  # the file ends: it stays
     assert without_lead_in(closing, 0, 2) == 2
+
+
+def test_a_whole_section_is_the_largest_that_fits_with_its_subsections() -> None:
+    """The `sections` variant's cut: the section of the heading, its subsections included,
+    else a parent's, while it fits; a section ends at the next heading of its level."""
+    markdown = ["# Guide", "", "Intro.", "", "## Errors", "", "When it fails:", "",
+                "### Remedy", "", "Restart it.", "", "## Other", "", "Text."]
+    heads = headings(markdown)
+    assert whole_section(markdown, heads, 4, 10) == (4, 6, 10)  # Errors with its Remedy
+    assert whole_section(markdown, heads, 8, 10) == (4, 6, 10)  # Remedy's parent fits too
+    assert whole_section(markdown, heads, 8, 20) == (0, 2, 14)  # and the page's
+    assert whole_section(markdown, heads, 8, 0) is None
+    rst = ["Title", "=====", "", "Intro.", "", "Part", "----", "", "Body.", "", "Other",
+           "=====", "", "Text."]
+    heads = headings(rst)
+    assert whole_section(rst, heads, 5, 3) == (5, 8, 8)
+    assert whole_section(rst, heads, 5, 10) == (0, 3, 8)  # not the next `=` section
+
+
+def test_the_sections_variant_shows_the_section_whole(rag: RagDB, indexed: Path) -> None:
+    from benchmarks.bench_blocks import BLOCKS, SECTIONS, answer_with
+
+    question = "How do I install the widget daemon?"
+    hits = rag.search(question, 5, "lexical")
+    default = answer_with(rag, BLOCKS, question, hits, 5)
+    whole = answer_with(rag, SECTIONS, question, hits, 5)
+    assert "Remove /opt/widgetd." not in default.text
+    assert whole.shown is not None and whole.shown["blocks"][0]["start_line"] == 3
+    for line in ("This page explains how to set the project up.", "Paragraph 0 about",
+                 "3. Start the widget daemon", "Closing note 7", "## Uninstall",
+                 "Remove /opt/widgetd."):
+        assert line in whole.text
+    assert_verbatim(indexed, whole.text, whole.shown["blocks"])
 
 
 def test_blind_files_hide_the_variants_and_the_report_maps_them_back(

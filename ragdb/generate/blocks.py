@@ -54,6 +54,7 @@ from ragdb.generate.cuts import (
     question_terms,
     region,
     signature_lines,
+    whole_section,
     without_lead_in,
     _stem,
 )
@@ -305,11 +306,13 @@ def callers_line(about: Definition | None) -> str:
 # -- docs blocks ----------------------------------------------------------------------------
 
 def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int) -> Block:
+               terms: frozenset[str], limit: int, sections: int = 0) -> Block:
     """The docs passage of lines first..last, in the section of the chunk's best-matching line
     (a chunk may begin at the end of the section before): the whole section when it is short,
     else the paragraphs, lists and tables the chunk touches, whole, and what a paragraph ending
-    in ':' introduces. Past `limit` lines, the paragraphs around the one that matches best."""
+    in ':' introduces. Past `limit` lines, the paragraphs around the one that matches best.
+    `sections` (the `sections` variant, bench_blocks; 0: off): the largest section holding
+    that line, subsections included, that fits in that many lines and `limit`, whole."""
     source = cand.source
     heads = headings(lines)
     score, neg = max((line_score(lines[i], terms), -i) for i in range(first, last + 1))
@@ -324,7 +327,10 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
     if a > b:
         a, b = body_lo, max(body_lo, body_hi)
     runs = paragraphs(lines, body_lo, body_hi)
-    if runs and runs[-1][1] - runs[0][0] + 1 <= DOCS_SECTION_LINES:
+    whole = whole_section(lines, heads, top, min(sections, limit)) if sections else None
+    if whole is not None:
+        top, a, b = whole
+    elif runs and runs[-1][1] - runs[0][0] + 1 <= DOCS_SECTION_LINES:
         a, b = runs[0][0], runs[-1][1]
     else:
         touched = [i for i, r in enumerate(runs) if r[1] >= a and r[0] <= b]
@@ -369,8 +375,9 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate) -> None:
+    def __init__(self, locate: Locate, sections: int = 0) -> None:
         self.locate = locate
+        self.sections = sections  # docs_block's: 0 in ragdb, a variant's in bench_blocks
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
@@ -394,8 +401,9 @@ class BlocksAnswerer:
         blocks: list[Block] = []
         for slot, (cand, rule) in enumerate(chosen):
             lines, first, last = _lines_of(cand)
-            make = code_block if cand.code else docs_block
-            block = make(cand, lines, first, last, terms, MAX_LINES if slot == 0 else SECOND_LINES)
+            limit = MAX_LINES if slot == 0 else SECOND_LINES
+            block = (code_block(cand, lines, first, last, terms, limit) if cand.code else
+                     docs_block(cand, lines, first, last, terms, limit, self.sections))
             block.rule = rule
             blocks.append(block)
             if cand.located.text is None:

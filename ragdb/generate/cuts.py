@@ -204,6 +204,35 @@ def headings(lines: list[str]) -> list[int]:
     return out
 
 
+def whole_section(lines: list[str], heads: list[int], top: int, limit: int
+                  ) -> tuple[int, int, int] | None:
+    """The largest section holding the heading at `top`, its own or a parent's, subsections
+    included, whose paragraphs fit in `limit` lines: its heading, first and last lines; None
+    where not even its own fits. A section ends before the next heading of its level or above
+    (Markdown's `#`s; an underline's level is the order its character first underlines a
+    title, reStructuredText's rule)."""
+    order: list[str] = []
+    levels: dict[int, int] = {}
+    for h in heads:
+        if _ATX.match(lines[h]):
+            levels[h] = len(lines[h]) - len(lines[h].lstrip("#"))
+        else:
+            mark = lines[h + 1].strip()[0]
+            order += [mark] if mark not in order else []
+            levels[h] = 1 + order.index(mark)
+    found = None
+    for h in [h for h in heads if h <= top][::-1]:
+        if found is not None and levels[h] >= levels[found[0]]:
+            continue  # not a parent of the section found
+        end = min((x for x in heads if x > h and levels[x] <= levels[h]), default=len(lines))
+        underlined = h + 1 < len(lines) and UNDERLINE.match(lines[h + 1]) is not None
+        runs = paragraphs(lines, h + 1 + underlined, end - 1)
+        if not runs or runs[-1][1] - runs[0][0] + 1 > limit:
+            break
+        found = (h, runs[0][0], runs[-1][1])
+    return found
+
+
 def paragraphs(lines: list[str], lo: int, hi: int) -> list[tuple[int, int]]:
     """Runs of non-blank lines of lines[lo:hi+1], a fenced block kept whole, list items
     separated by a blank line kept in one run, a heading's underline with its title."""
