@@ -1,18 +1,25 @@
 -- title: Symbol
 -- description: A name's definitions, the files that use them (each with its lines) and the definitions that call them. :name is a name (LLM) or a qualified name (vllm.entrypoints.llm.LLM); uses here are those that name the definition directly (the JSON API's /-/ragdb/references also follows re-exports).
-WITH defs AS (
+WITH defs AS (  -- by name, or by qualified name (a name's last part: the index of the view)
     SELECT s.id, s.qualified, s.kind, f.path, s.start_line
     FROM symbols AS s
     JOIN files AS f ON f.id = s.file_id
-    WHERE s.name = :name OR s.qualified = :name
+    WHERE s.name = :name
+    UNION
+    SELECT s.id, s.qualified, s.kind, f.path, s.start_line
+    FROM symbols AS s
+    JOIN files AS f ON f.id = s.file_id
+    WHERE s.name = substr(:name, length(rtrim(:name, replace(:name, '.', ''))) + 1)
+      AND s.qualified = :name
 ),
 uses AS (
     SELECT r.file_id, r.enclosing_id, k.name AS kind, r.line, f.path
     FROM symbol_refs AS r
     JOIN symbol_kinds AS k ON k.id = r.kind
     JOIN files AS f ON f.id = r.file_id
-    WHERE r.target_id IN (SELECT n.id FROM symbol_names AS n
-                          WHERE n.qualified IN (SELECT qualified FROM defs))
+    WHERE r.target_id IN (SELECT DISTINCT s.qualified_id FROM symbol_defs AS s
+                          WHERE s.id IN (SELECT id FROM defs))
+    ORDER BY f.path, r.first_char  -- a file's lines in reading order
 )
 SELECT 1 AS part, 'definition' AS section, path, start_line AS line, kind, qualified,
        NULL AS uses
