@@ -19,6 +19,10 @@
 --   code_gate       code x the code gate (0 to 1; search_hybrid.sql)
 --   absent_rr       code x the gate x lex_rr: the hand-set lift for code, w_absent's term
 --   code_plain      code for a question in plain words (:plain 1: no identifier, path, flag)
+--   code_near       code x the nearest window's distance (:max_distance when none): the
+--                   gate's first input, for the learner to weigh itself
+--   code_lead       code x the best code chunk's BM25 over the best doc chunk's, at most 3
+--                   (3 with no doc chunk, 0 with no code chunk): the gate's second input
 --   prior_path      1 for a file under :prior_paths (tests, examples, changelogs)
 --   other_root      1 for a file outside the projects the question names (:named_roots)
 --   definition      1 for a chunk of kind class or function
@@ -153,6 +157,15 @@ gate AS (                               -- 0 to 1: how much the question looks l
                  min(CASE WHEN NOT unembedded THEN score END) AS docs
           FROM lexical) AS best
 ),
+lead AS (                               -- the code gate's inputs, unthresholded
+    SELECT coalesce((SELECT min(distance) FROM dense), :max_distance) AS nearest,
+           CASE WHEN best.code IS NULL THEN 0.0
+                WHEN best.docs IS NULL THEN 3.0
+                ELSE min(3.0, best.code / best.docs) END AS code_lead
+    FROM (SELECT min(CASE WHEN unembedded THEN score END) AS code,
+                 min(CASE WHEN NOT unembedded THEN score END) AS docs
+          FROM lexical) AS best
+),
 candidates AS (
     SELECT coalesce(lexical.chunk_id, dense.chunk_id, bridge.chunk_id, symbol.chunk_id)
              AS chunk_id,
@@ -203,6 +216,8 @@ featured AS (
            d.code * d.gate AS code_gate,
            d.code * d.gate * d.lex_rr AS absent_rr,
            d.code * :plain AS code_plain,
+           d.code * (SELECT nearest FROM lead) AS code_near,
+           d.code * (SELECT code_lead FROM lead) AS code_lead,
            (coalesce(:w_lex * d.lex_margin_rr, 0.0)                  -- search_hybrid.sql's score
             + CASE WHEN d.dense_rank IS NOT NULL THEN :w_dense * d.dense_rr
                    WHEN d.unembedded THEN :w_absent * d.lex_rr * d.gate
@@ -223,6 +238,7 @@ scored AS (
            + coalesce(:lw_code, 0) * f.code + coalesce(:lw_code_gate, 0) * f.code_gate
            + coalesce(:lw_absent_rr, 0) * f.absent_rr
            + coalesce(:lw_code_plain, 0) * f.code_plain
+           + coalesce(:lw_code_near, 0) * f.code_near + coalesce(:lw_code_lead, 0) * f.code_lead
            + coalesce(:lw_prior_path, 0) * f.prior_path
            + coalesce(:lw_other_root, 0) * f.other_root
            + coalesce(:lw_definition, 0) * f.definition
@@ -252,7 +268,7 @@ SELECT c.id, f.path, c.first_char, c.last_char, c.start_line, c.end_line, c.kind
        kept.lex_rr, kept.lex_margin_rr, kept.lex_ratio, kept.dense_rr, kept.dense_close,
        kept.dense_gap, kept.bridge_rr, kept.symbol_rr, kept.code, kept.code_gate,
        kept.absent_rr, kept.code_plain, kept.prior_path, kept.other_root, kept.definition,
-       kept.log_chars, kept.symbol_names
+       kept.log_chars, kept.symbol_names, kept.code_near, kept.code_lead
 FROM kept
 JOIN chunks AS c ON c.id = kept.chunk_id
 JOIN files AS f ON f.id = c.file_id
