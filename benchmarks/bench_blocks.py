@@ -2,11 +2,12 @@
 (`extractive`) against whole blocks of the sources (ragdb/generate/blocks.py), on the same
 retrieval. The readers chose `blocks`; the passages' selection was then deleted (it last lived
 in commit 90ac313), and so were the block variants that lost (rank1, code, two,
-blocks-chunkdocs; they last lived in commit 4efa58b). Their saved answers and verdicts
-(data/bench/blocks, data/bench/blocks4) stay what `report` reads, and `answer` now answers with
-`blocks` (the default, no model), `sections` (the default with a docs block its whole section,
-subsections included, where it fits: SECTION_LINES) and `writer` (the offline writer narrating
-over the default blocks).
+blocks-chunkdocs; they last lived in commit 4efa58b). `sections` (a docs block its whole
+section, subsections included, where it fits) won against the blocks of the time and became
+the default's docs cut (cuts.WHOLE_SECTION_LINES); the cut it replaced last lived in commit
+57231af. Their saved answers and verdicts (READINGS) stay what `report` reads, and `answer` now
+answers with `blocks` (the default, no model) and `writer` (the offline writer narrating over
+the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -25,7 +26,7 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check of the default blocks (or `--variant sections`), no reader: the
+`cover` is a mechanical check of the default blocks, no reader: the
 share of answers whose shown lines overlap the reference span, and the share of the
 reference's lines shown (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
@@ -37,8 +38,7 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant sections] \
-        [--section-lines N]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
 """
 
@@ -59,27 +59,20 @@ from benchmarks.common import (BENCH_DIR, HELD_OUT, Asked, accept_sample, host_l
                                tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
-from ragdb.generate.blocks import BlocksAnswerer
-from ragdb.generate.prompt import prompt_source
 from ragdb.retrieve import Hit, Mode
-from ragdb.source_files import SourceFiles
 
 OUT = BENCH_DIR / "blocks"
 #: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
 #: (OUT), the default and `two` on repos4, the writer against the default on repos4, and
-#: whole sections against the default on repos4's docs questions.
-READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s")
+#: whole sections against the default on repos4's docs questions and on the sample's docs
+#: questions whose answer they changed.
+READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
+            BENCH_DIR / "blocks_sdocs")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
-#: The default, but a docs block is its whole section, subsections included, where that fits
-#: in SECTION_LINES lines (and the slot's limit); else the default's cut (issue 39: readers
-#: of repos4 docs missed the remedy cut off below the passage, and the second half of
-#: two-part questions).
-SECTIONS = "sections"
-SECTION_LINES = 60
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, SECTIONS, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -160,18 +153,10 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
     print(f"wrote {out}/answers_*.json, {out}/blind/, {out}/key.json")
 
 
-def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int,
-                section_lines: int = SECTION_LINES) -> Answer:
-    """`variant`'s answer from the hits: RagDB's own for blocks and the writer; for sections,
-    the blocks answerer with whole sections (no door of ragdb makes it)."""
-    if variant != SECTIONS:
-        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
-                               style="generate" if variant == WRITER else "extractive")
-    answerer = BlocksAnswerer(SourceFiles(rag.conn), sections=section_lines)
-    result = answerer.answer(question, [prompt_source(h) for h in hits])
-    return Answer(question, k, Mode.hybrid, hits, result.text, list(result.cited), result.model,
-                  list(result.sources), {"total_s": round(result.total_s, 3)},
-                  style="extractive", shown=result.shown)
+def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int) -> Answer:
+    """`variant`'s answer from the hits, as RagDB makes it."""
+    return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                           style="generate" if variant == WRITER else "extractive")
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -232,9 +217,8 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
     return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
 
 
-def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS,
-          section_lines: int = SECTION_LINES) -> None:
-    """Per set and kind: the share of `variant`'s answers (blocks or sections) whose shown
+def cover(sets: Sequence[str], kind: str, k: int, tuning: bool) -> None:
+    """Per set and kind: the share of the default answers whose shown
     lines overlap the reference span, the share of the reference's lines shown (mean: a
     passage cut before the part that answers overlaps, but shows little of it), and the lines
     shown (median)."""
@@ -244,7 +228,7 @@ def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = B
         rag = rags.setdefault(db, RagDB(db, use_cache=False))
         hits = rag.search(question.question, k, Mode.hybrid)
         reference = _reference_lines(question)
-        found = answer_with(rag, variant, question.question, hits, k, section_lines)
+        found = answer_with(rag, BLOCKS, question.question, hits, k)
         shown = _shown_lines(found)
         hit = any(p == rp and a <= rb and ra <= b
                   for p, a, b in shown for rp, ra, rb in reference)
@@ -322,10 +306,6 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, SECTIONS),
-                        help="cover: the answers measured")
-    parser.add_argument("--section-lines", type=int, default=SECTION_LINES,
-                        help="cover, sections: the longest section shown whole")
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     variants = [v for v in args.variants.split(",") if v]
@@ -335,7 +315,7 @@ def main() -> None:
     if args.action == "answer":
         answer_all(sets, variants, args.kind, args.k, args.out)
     elif args.action == "cover":
-        cover(sets, args.kind, args.k, args.tuning, args.variant, args.section_lines)
+        cover(sets, args.kind, args.k, args.tuning)
     else:
         report(args.out)
 

@@ -94,7 +94,8 @@ def test_answer_keeps_html_tags_written_as_inline_code(tmp_path: Path) -> None:
     result = run_cli("answer", "How do I insert a line break?", "--k", "1", "--mode",
                      "lexical", "--db", "rag.db", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert ("[1] `data/raw/proj/README.md:3-3` (Formatting):\nYou can insert a line break "
+    # The page is one short section with its subsection: shown whole (lines 3-7).
+    assert ("[1] `data/raw/proj/README.md:3-7` (Formatting):\nYou can insert a line break "
             "with the `<br>` tag, and fold a section with `<details>`.\n") in result.stdout
 
 

@@ -43,6 +43,7 @@ from ragdb.generate.prompt import PromptSource
 from ragdb.tokenize import split_identifier
 from ragdb.generate.cuts import (
     DOCS_SECTION_LINES,
+    WHOLE_SECTION_LINES,
     UNDERLINE,
     best_paragraphs,
     block_end,
@@ -306,13 +307,13 @@ def callers_line(about: Definition | None) -> str:
 # -- docs blocks ----------------------------------------------------------------------------
 
 def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int, sections: int = 0) -> Block:
+               terms: frozenset[str], limit: int) -> Block:
     """The docs passage of lines first..last, in the section of the chunk's best-matching line
-    (a chunk may begin at the end of the section before): the whole section when it is short,
-    else the paragraphs, lists and tables the chunk touches, whole, and what a paragraph ending
-    in ':' introduces. Past `limit` lines, the paragraphs around the one that matches best.
-    `sections` (the `sections` variant, bench_blocks; 0: off): the largest section holding
-    that line, subsections included, that fits in that many lines and `limit`, whole."""
+    (a chunk may begin at the end of the section before): the largest section holding that
+    line, subsections included, that fits in WHOLE_SECTION_LINES and `limit`, whole; else its
+    own body when it is short, else the paragraphs, lists and tables the chunk touches, whole,
+    and what a paragraph ending in ':' introduces. Past `limit` lines, the paragraphs around
+    the one that matches best."""
     source = cand.source
     heads = headings(lines)
     score, neg = max((line_score(lines[i], terms), -i) for i in range(first, last + 1))
@@ -327,7 +328,7 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
     if a > b:
         a, b = body_lo, max(body_lo, body_hi)
     runs = paragraphs(lines, body_lo, body_hi)
-    whole = whole_section(lines, heads, top, min(sections, limit)) if sections else None
+    whole = whole_section(lines, heads, top, min(WHOLE_SECTION_LINES, limit))
     if whole is not None:
         top, a, b = whole
     elif runs and runs[-1][1] - runs[0][0] + 1 <= DOCS_SECTION_LINES:
@@ -375,9 +376,8 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate, sections: int = 0) -> None:
+    def __init__(self, locate: Locate) -> None:
         self.locate = locate
-        self.sections = sections  # docs_block's: 0 in ragdb, a variant's in bench_blocks
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
@@ -403,7 +403,7 @@ class BlocksAnswerer:
             lines, first, last = _lines_of(cand)
             limit = MAX_LINES if slot == 0 else SECOND_LINES
             block = (code_block(cand, lines, first, last, terms, limit) if cand.code else
-                     docs_block(cand, lines, first, last, terms, limit, self.sections))
+                     docs_block(cand, lines, first, last, terms, limit))
             block.rule = rule
             blocks.append(block)
             if cand.located.text is None:

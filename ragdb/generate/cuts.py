@@ -13,6 +13,11 @@ from ragdb.tokenize import analyse_terms, query_terms
 
 #: A docs section of at most this many lines is shown whole.
 DOCS_SECTION_LINES = 40
+#: A docs block is the largest section holding its best line, subsections included, that fits
+#: in this many lines (and the slot's limit). 60 was chosen on the tuning questions (docs:
+#: reference lines shown 59% -> 65%); read blind on the 27 sample docs questions whose answer
+#: it changed, both readers found it better on 6 and worse on none (benchmarks/README).
+WHOLE_SECTION_LINES = 60
 
 
 # -- matching the question ------------------------------------------------------------------
