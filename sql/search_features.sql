@@ -1,8 +1,8 @@
 -- The learned fusion's features (issue 40): for the union of the candidates of every leg of
 -- sql/search_hybrid.sql (BM25 top :depth, dense top :depth, the bridge leg, the symbol leg), one
 -- row each with the hit's columns (as search_hybrid.sql returns them), what each leg says of it
--- and what the hand-set fusion makes of that, then `learned`: the weighted sum of the features
--- with the weights :lw_<feature> (ragdb/learned_fusion.json; NULL weights count 0).
+-- and what the hand-set fusion makes of that, then `learned`: the weighted sum of the features,
+-- each feature's weight the parameter named lw_ and its name (NULL weights count 0).
 --
 -- The candidate legs, the gate and the priors are search_hybrid.sql's, copied verbatim (the
 -- WITH chain up to `joined`; tests/test_learned_fusion.py checks that `fused` here equals its
