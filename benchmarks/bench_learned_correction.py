@@ -76,6 +76,7 @@ RATE = 0.05
 #: first leads it by more than TAU (learned-score units; -inf: no such rule, inf: never moves)
 TOP_N = (3, 5, 10, 20, 1000)
 TAUS = (-math.inf, 0.5, 1.0, 2.0, math.inf)
+DESIGN = OUT.parent / "design.npz"
 
 
 def design(rows: Sequence[Sequence[Any]], named: bool) -> np.ndarray:
@@ -339,13 +340,34 @@ def halves(records: list[dict[str, Any]], today: Ranks, hand: Ranks, online: Cor
     print()
 
 
+def dump() -> None:
+    """The design matrices, labels, folds, halves and today's ranks into DESIGN, for the GBDT
+    diagnostic (benchmarks/gbdt_learned_fusion.py, run by data/train/venv's Python)."""
+    data = json.loads(OUT.read_text())
+    records: list[dict[str, Any]] = data["records"]
+    questions = {q.question_id: q.question for _, _, qs in bench_sets() for q in qs}
+    for r in records:
+        prepare(r, names_code(questions[r["id"]]))
+    np.savez_compressed(
+        DESIGN, columns=np.array(COLUMNS), x=np.concatenate([r["_z"] for r in records]),
+        y=np.concatenate([r["_y"] for r in records]),
+        sizes=np.array([len(r["_y"]) for r in records]),
+        fold=np.array([fold_of(r["set"], r["kind"]) for r in records]),
+        kind=np.array([r["kind"] for r in records]), half=np.array([r["half"] for r in records]),
+        today=np.array([r["today"] or 0 for r in records]))
+    print(f"dump: saved {DESIGN}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["report"])
+    parser.add_argument("action", choices=["report", "dump"])
     parser.add_argument("--learner", choices=["listwise", "pairwise", "both"],
                         default="listwise", help="listwise (the primary), pairwise, or both")
     args = parser.parse_args()
+    if args.action == "dump":
+        dump()
+        return
     report(["listwise", "pairwise"] if args.learner == "both" else [args.learner])
 
 
