@@ -245,3 +245,23 @@ def test_the_model_card_names_each_packages_licence(tmp_path: Path) -> None:
     assert train.licence("go", tmp_path) == ""
     pin = fetch.Pin("golang-x-dev", "deb", "1.0", "x.deb", "0" * 64, "go")
     assert train.unstated(pin) == "Debian's /usr/share/doc/golang-x-dev/copyright"
+
+
+def test_the_biencoder_starts_and_refuses_a_missing_file(tmp_path: Path) -> None:
+    """training.biencoder parses its three commands without torch (the project's environment
+    has none) and refuses a texts file that is not there in one line, not a traceback."""
+    import subprocess
+    import sys
+
+    from training import biencoder
+
+    assert biencoder.QUERY_LEN == 64 and biencoder.PASSAGE_LEN == 256
+    for action in ("train", "evaluate", "embed"):
+        done = subprocess.run([sys.executable, "-m", "training.biencoder", action, "--help"],
+                              capture_output=True, text=True, check=True)
+        assert "usage:" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "training.biencoder", "embed", "--texts",
+                           str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "x.npy")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"biencoder: no such file: {tmp_path}/none.jsonl"]

