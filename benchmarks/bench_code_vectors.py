@@ -152,7 +152,12 @@ def collect(only: Sequence[str]) -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = []
     for name, db, questions in ordered_sets(only):
-        chunks = json.loads((OUT / f"{name}.chunks.json").read_text(encoding="utf-8"))
+        listed = OUT / f"{name}.chunks.json"
+        if not listed.is_file():
+            print(f"report: {name}: not embedded (run `embed` first); left out",
+                  file=sys.stderr, flush=True)
+            continue
+        chunks = json.loads(listed.read_text(encoding="utf-8"))
         with RagDB(db, use_cache=False, rerank=False) as rag:
             fused_all = rag.search_many([q.question for q in questions], DEPTH, Mode.hybrid)
         vectors = {m: numpy.load(vectors_path(name, m)) for m in MODELS
@@ -202,7 +207,7 @@ def groups(rows: list[dict[str, Any]], kind: str) -> dict[str, list[dict[str, An
 def report(only: Sequence[str]) -> None:
     """The dense-only, ceiling and fusion tables; the fusion chosen on half A."""
     rows = collect(only)
-    models = [m for m in MODELS if f"{m} dense" in rows[0]] if rows else []
+    models = [m for m in MODELS if any(f"{m} dense" in r for r in rows)]
     print(f"{host_line()}; {time.strftime('%Y-%m-%d')}\n")
     print("code questions, every half: dense only over the set's code chunks (R@1/5/10/30), "
           "and the ceiling (answer in fused top 30, or in it or the dense top 10 / 20)\n")
@@ -211,15 +216,16 @@ def report(only: Sequence[str]) -> None:
     print("|---|---|---|" + "---|---|" * len(models))
     for group, members in sorted(groups(rows, "code").items()):
         line = [group, str(len(members)), cells([r["fused"] for r in members], (1, 5, 10, 30))]
-        for m in models:
-            line.append(cells([r[f"{m} dense"] for r in members], (1, 5, 10, 30)))
-            line.append(" / ".join([share([r["fused"] is not None for r in members])]
-                                   + [share([r[f"{m} ceiling {d}"] for r in members])
-                                      for d in DENSE_DEPTHS]))
+        for m in models:  # a set embedded by one model only is left out of the other's cells
+            have = [r for r in members if f"{m} dense" in r]
+            line.append(cells([r[f"{m} dense"] for r in have], (1, 5, 10, 30)) if have else "-")
+            line.append(" / ".join([share([r["fused"] is not None for r in have])]
+                                   + [share([r[f"{m} ceiling {d}"] for r in have])
+                                      for d in DENSE_DEPTHS]) + f" (n {len(have)})")
         print("| " + " | ".join(line) + " |")
     for m in models:
         variants = [f"{m} rrf w{w} n{d}" for d in DENSE_DEPTHS for w in WEIGHTS]
-        half_a = [r for r in rows if r["half"] == "A"]
+        half_a = [r for r in rows if r["half"] == "A" and f"{m} dense" in r]
         code_a = [r for r in half_a if r["kind"] == "code"]
         docs_a = [r for r in half_a if r["kind"] == "docs"]
         floor = recall([r["fused"] for r in docs_a], 5)
@@ -237,7 +243,7 @@ def report(only: Sequence[str]) -> None:
         print(f"| set kind (half B) | n | fused R@1/5/10 | {chosen} R@1/5/10 |\n|---|---|---|---|")
         for kind in ("code", "docs"):
             for group, members in sorted(groups(rows, kind).items()):
-                picked = [r for r in members if r["half"] == "B"]
+                picked = [r for r in members if r["half"] == "B" and f"{m} dense" in r]
                 print(f"| {group} {kind} | {len(picked)} | "
                       f"{cells([r['fused'] for r in picked])} | "
                       f"{cells([r[chosen] for r in picked])} |")
