@@ -14,6 +14,8 @@ at least 50 candidates a leaf, lambdarank's defaults otherwise.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from typing import Any
 
 import numpy as np
@@ -42,7 +44,13 @@ def cells(ranks: np.ndarray) -> str:
 
 
 def main() -> None:
-    import lightgbm  # type: ignore[import-not-found, unused-ignore]
+    argparse.ArgumentParser(description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    try:
+        import lightgbm  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        sys.exit("gbdt_learned_fusion: lightgbm is not installed here; run it with "
+                 "data/train/venv/bin/python after `pip install lightgbm==4.7.0` there")
 
     data: Any = np.load(DESIGN)
     x, y, sizes = data["x"], data["y"].astype(int), data["sizes"]
