@@ -32,7 +32,7 @@ question, each question weighing the same). Measured exactly as round 1: leave o
 over vLLM code, vLLM docs, repos, repos2, repos3, repos4, then halves A / B by a hash of the
 question id, R@1 / 5 / 10 per set and kind, pooled unseen (repos2-4). The learned order is
 computed over sql/search_features.sql's rows for each left-out question on its bench index,
-top K taken, then the result-order rules (callee first, own definition first) after it, as
+top K taken, then the result-order rule (callee first) after it, as
 ragdb's search would apply them.
 
 The acceptance rule, stated before the first run (ACCEPT): the primary learner with the

@@ -14,8 +14,8 @@ labelled by the graders' rule (common.first_rank), saved to data/bench/learned/f
 code, vLLM docs, repos, repos2, repos3, repos4) a listwise softmax over each question's
 candidate list, trained on the five others, then measured on the left-out set, the learned
 order computed by the SQL itself (:learned 1 with those weights) with and without the
-result-order rules (callee first, own definition first) after it, against today's order and
-the hand-set fused order without those rules. Then the same with the questions split in two
+result-order rule (callee first) after it, against today's order and
+the hand-set fused order without it. Then the same with the questions split in two
 halves by a hash of their id (learned on A, read on B, and back); each feature group left out
 in turn (leave one set out over the saved features); `--select` also chooses a variant
 (feature set and L2) inside each training fold, by leave one set out among the five training

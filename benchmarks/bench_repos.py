@@ -65,10 +65,8 @@ VARIANTS = {
     "no bridge leg (w_bridge 0)": replace(DEFAULTS, w_bridge=0.0),
     "no callee first": replace(DEFAULTS, callee_first=False),
     "no lexical margin (margin_cap 1)": replace(DEFAULTS, margin_cap=1.0),
-    "no own definition first (own_definition_first 0)": replace(DEFAULTS, own_definition_first=0),
     "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0,
-                                     w_bridge=0.0, callee_first=False, margin_cap=1.0,
-                                     own_definition_first=0),
+                                     w_bridge=0.0, callee_first=False, margin_cap=1.0),
     # An option, off by default (not chosen: it moves nothing on half A): turned on.
     "definition over docs on (definition_over_docs 5)": replace(DEFAULTS, definition_over_docs=5),
 }

@@ -3,10 +3,10 @@
 Fusion ranks chunks by their legs' ranks; some orders it cannot see from ranks alone need
 the question's identifiers and the chunks' definition names: a definition of a name the
 question writes below a caller or wrapper that restates it (callee first), or below doc
-passages that never write the name (definition over docs, an option); for a question in plain
-words, the chunk of a file whose own definitions spell a word of the question that its sibling
-chunks do not hold, below another chunk of that file (own definition first). `names_code`
-tells a question that writes code (an identifier, a path, a flag) from one in plain words.
+passages that never write the name (definition over docs, an option). `names_code` tells a
+question that writes code (an identifier, a path, a flag) from one in plain words. (Own
+definition first, for plain-words questions, was deleted: it moved nothing on the tuning sets
+and cost three unseen code questions at R@1; it last lived in commit 620c0a0.)
 Each rule only reorders the hits it is given (Searcher._by_definitions applies them).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Protocol, TypeVar
 
-from ragdb.tokenize import analyse_terms, split_identifier
+from ragdb.tokenize import split_identifier
 
 
 class _Ranked(Protocol):
@@ -29,14 +29,6 @@ class _Ranked(Protocol):
 
 
 H = TypeVar("H", bound=_Ranked)
-
-
-class _Filed(_Ranked, Protocol):
-    @property
-    def file_path(self) -> str: ...
-
-
-F = TypeVar("F", bound=_Filed)
 
 
 _CODE_TOKEN = re.compile(
@@ -144,76 +136,6 @@ def definition_over_docs(question: str, hits: Sequence[H], contexts: dict[int, s
                 i -= 1
             out.insert(i, out.pop(j))
             break
-    return out
-
-
-def _definition_names(context: str) -> set[str]:
-    """The joined names of the definitions a context column holds, without its signature words.
-
-    The column writes an enclosing signature or heading analysed (each identifier's parts, then
-    the parts joined) and then the joined names of the chunk's definitions
-    (indexing._context_terms): a joined word right after its own parts is a signature's (the
-    enclosing class, a parameter), any other is a definition's."""
-    words = context.split()
-    names = set()
-    for n, word in enumerate(words):
-        joined, k = "", 0
-        while k < n and len(joined) < len(word):
-            k += 1
-            joined = words[n - k] + joined
-        if joined != word:
-            names.add(word)
-    return names
-
-
-def _defined_terms(hit: _Ranked, contexts: dict[int, str],
-                   stems: Callable[[str], set[str]]) -> set[str]:
-    """The stems of the words of the names a chunk defines (`estimateP98LongestInteraction`:
-    estimate, p, 98, p98, longest, interaction, the whole), each name written in its text."""
-    names = _definition_names(contexts.get(hit.chunk_id, ""))
-    out: set[str] = set()
-    for token in set(_IDENT.findall(hit.text)):
-        joined = _joined(token)
-        if len(joined) >= 4 and joined in names:
-            for word in analyse_terms(token):
-                out |= stems(word)
-    return out
-
-
-def own_definition_first(terms: set[str], hits: Sequence[F], contexts: dict[int, str],
-                         code: Callable[[F], bool], stems: Callable[[str], set[str]],
-                         within: int) -> list[F]:
-    """The hits with, for each file holding several code hits among the first `within`, the one
-    whose own definitions spell a question term (`terms`, stems) that none of the file's other
-    hits there holds (in its definitions or its context column) moved to the file's first slot,
-    when the hit in that slot has no such term of its own.
-
-    A plain-words question names no identifier, yet its words can spell one: "approximate the
-    98th percentile" and `estimateP98LongestInteraction`. BM25 ranks another chunk of the same
-    file first (the class header, with more of the question's common words); the words of the
-    names a chunk defines tell the chunks of one file apart, while words every chunk of the
-    class shares (its enclosing signature) tell nothing. Only that hit moves, within the first
-    `within`: the set of the first `within` is unchanged.
-    """
-    out = list(hits)
-    if not terms or within <= 0:
-        return out
-    done: set[str] = set()
-    for hit in list(out[:within]):
-        path = hit.file_path
-        if path in done or not code(hit):
-            continue
-        done.add(path)
-        slots = [i for i, other in enumerate(out[:within]) if other.file_path == path]
-        if len(slots) < 2:
-            continue
-        defined = {i: _defined_terms(out[i], contexts, stems) & terms for i in slots}
-        held = {i: defined[i] | {s for word in contexts.get(out[i].chunk_id, "").split()
-                                 for s in stems(word)} for i in slots}
-        own = {i: defined[i] - set().union(*(held[j] for j in slots if j != i)) for i in slots}
-        best = max(slots, key=lambda i: (len(own[i]), -i))
-        if own[best] and best != slots[0] and not own[slots[0]]:
-            out.insert(slots[0], out.pop(best))
     return out
 
 

@@ -29,7 +29,7 @@ from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.input_rules import check_k, check_text
 from ragdb.resources import sql
 from ragdb.result_order import (callee_first, definition_over_docs, names_code,
-                                own_definition_first, question_identifiers)
+                                question_identifiers)
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (
@@ -123,11 +123,6 @@ class SearchParams:
     # above it that do not write that identifier (0: off; definition_over_docs). Off by
     # default: it gains on half B, repos2 and nothing on half A. Measured: README, "Any codebase".
     definition_over_docs: int = 0
-    # Own definition first (hybrid, a question in plain words): among the first
-    # own_definition_first results, a file's code chunk whose own definitions spell a question
-    # word its sibling chunks there do not hold takes that file's first slot (0: off;
-    # result_order.own_definition_first). Measured: README, "Any codebase".
-    own_definition_first: int = 5
     # Words run together (tokenize.joined_words): each pair of neighbouring plain words of the
     # question also queries as one word (`route handler` -> `routehandler`, which the index
     # holds for `routeHandler` and `route_handler`); 0 off, 1 for every question, 2 for a
@@ -522,12 +517,11 @@ class Searcher:
 
     def _by_definitions(self, question: str, hits: list[Hit]) -> list[Hit]:
         """Hybrid results re-ordered by the rules that read definition names
-        (ragdb.result_order): callee first and definition over docs for a question that
-        writes an identifier, own definition first for one in plain words."""
+        (ragdb.result_order): callee first and definition over docs, for a question that
+        writes an identifier."""
         named = ((self.params.callee_first or self.params.definition_over_docs > 0)
                  and bool(question_identifiers(question)))
-        plain = self.params.own_definition_first > 0 and not names_code(question)
-        if len(hits) < 2 or not (named or plain):
+        if len(hits) < 2 or not named:
             return hits
         ids = json.dumps([hit.chunk_id for hit in hits])
         contexts = {int(row[0]): str(row[1] or "")
@@ -536,23 +530,10 @@ class Searcher:
         def code(hit: Hit) -> bool:
             return hit.language not in DOC_KINDS
 
-        if named and self.params.callee_first:
+        if self.params.callee_first:
             hits = callee_first(question, hits, contexts, code)
-        if named:
-            hits = definition_over_docs(question, hits, contexts, code,
-                                        self.params.definition_over_docs)
-        if plain:
-            memo: dict[str, set[str]] = {}
-
-            def stems(word: str) -> set[str]:
-                if word not in memo:
-                    memo[word] = set(self._stems(word))
-                return memo[word]
-
-            terms = {s for term in self.informative_terms(question) for s in stems(term)}
-            hits = own_definition_first(terms, hits, contexts, code, stems,
-                                        self.params.own_definition_first)
-        return hits
+        return definition_over_docs(question, hits, contexts, code,
+                                    self.params.definition_over_docs)
 
     def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> tuple[str, dict[str, Any]] | None:
