@@ -270,6 +270,8 @@ def report(only: Sequence[str]) -> None:
         for kind in ("code", "docs"):
             for group, members in sorted(groups(rows, kind).items()):
                 picked = [r for r in members if r["half"] == "B" and f"{m} dense" in r]
+                if not picked:
+                    continue
                 print(f"| {group} {kind} | {len(picked)} | "
                       f"{cells([r['fused'] for r in picked])} | "
                       + " | ".join(cells([r[v] for r in picked]) for v in chosen) + " |")
