@@ -38,8 +38,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_rerank_quality import half, sets
-from benchmarks.common import BENCH_DIR, Question, first_rank, host_line, recall
+from benchmarks.bench_rerank_quality import half
+from benchmarks.common import (BENCH_DIR, Question, evaluated_sets, first_rank, host_line,
+                               recall)
 from ragdb import RagDB
 from ragdb.retrieve import Hit, Mode
 from ragdb.vectors import DOC_KINDS
@@ -123,7 +124,7 @@ def embed(models: Sequence[str], only: Sequence[str], force: bool) -> None:
 
 def ordered_sets(only: Sequence[str]) -> list[tuple[str, Path, list[Question]]]:
     """The evaluated sets, the unseen ones first (they are what the question is about)."""
-    found = sets(only)
+    found = evaluated_sets(only)
     return sorted(found, key=lambda entry: entry[0] in ("vllm", "repos"))
 
 

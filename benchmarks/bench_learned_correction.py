@@ -52,9 +52,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.bench_learned_fusion import (FEATURES, FOLDS, OUT, UNSEEN, Online, Ranks,
-                                             bench_sets, cells, feature_rows, fold_of, groups,
-                                             table)
-from benchmarks.common import first_rank, host_line, recall
+                                             cells, feature_rows, fold_of, groups,
+                                             selection_score, table)
+from benchmarks.common import evaluated_sets, first_rank, host_line
 from ragdb.db import read_transaction
 from ragdb.result_order import names_code
 from ragdb.retrieve import Hit
@@ -193,15 +193,6 @@ def rank_of(record: dict[str, Any], w: np.ndarray, top_n: int, tau: float) -> in
     return int(hits[0]) + 1 if len(hits) else None
 
 
-def _score(records: Sequence[dict[str, Any]], ranks: Ranks) -> float:
-    """What the constraint is chosen by: R@1 + R@5 of code plus R@1 + R@5 of docs."""
-    total = 0.0
-    for kind in ("code", "docs"):
-        picked = [ranks[r["id"]] for r in records if r["kind"] == kind]
-        total += recall(picked, 1) + recall(picked, 5) if picked else 0.0
-    return total
-
-
 def choose(train: Sequence[dict[str, Any]], how: str, folds: Sequence[str]
            ) -> tuple[int, float]:
     """(N, TAU) by leave one fold out among the training folds (ties: smaller N, larger
@@ -211,7 +202,7 @@ def choose(train: Sequence[dict[str, Any]], how: str, folds: Sequence[str]
     for top_n in TOP_N:
         for tau in sorted(TAUS, reverse=True):
             ranks: Ranks = {r["id"]: rank_of(r, learned[r["fold"]], top_n, tau) for r in train}
-            score = _score(train, ranks)
+            score = selection_score(train, ranks)
             if best is None or score > best[0] + 1e-12:
                 best = (score, top_n, tau)
     assert best is not None
@@ -266,7 +257,7 @@ def report(hows: Sequence[str]) -> None:
     data = json.loads(OUT.read_text())
     records: list[dict[str, Any]] = data["records"]
     assert tuple(data["features"]) == FEATURES, "features.json is stale: run `collect` again"
-    questions = {q.question_id: q.question for _, _, qs in bench_sets() for q in qs}
+    questions = {q.question_id: q.question for _, _, qs in evaluated_sets() for q in qs}
     for r in records:
         r["fold"] = fold_of(r["set"], r["kind"])
         prepare(r, names_code(questions[r["id"]]))
@@ -345,7 +336,7 @@ def dump() -> None:
     diagnostic (benchmarks/gbdt_learned_fusion.py, run by data/train/venv's Python)."""
     data = json.loads(OUT.read_text())
     records: list[dict[str, Any]] = data["records"]
-    questions = {q.question_id: q.question for _, _, qs in bench_sets() for q in qs}
+    questions = {q.question_id: q.question for _, _, qs in evaluated_sets() for q in qs}
     for r in records:
         prepare(r, names_code(questions[r["id"]]))
     np.savez_compressed(

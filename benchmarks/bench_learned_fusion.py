@@ -33,13 +33,12 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import (BENCH_DIR, CUTS, HELD_OUT, REPOS_DB, VLLM_DB, Question,
-                               first_rank, host_line, recall, repo_questions, vllm_questions)
+from benchmarks.common import (BENCH_DIR, CUTS, evaluated_sets, first_rank, host_line,
+                               recall)
 from ragdb import RagDB
 from ragdb.db import read_transaction
 from ragdb.resources import sql
@@ -68,19 +67,6 @@ def half(question_id: str) -> str:
 
 def fold_of(set_name: str, kind: str) -> str:
     return f"vllm-{kind}" if set_name == "vllm" else set_name
-
-
-def bench_sets() -> list[tuple[str, Path, list[Question]]]:
-    """(name, rag.db, questions) of every set whose bench index is built."""
-    found: list[tuple[str, Path, list[Question]]] = []
-    if VLLM_DB.exists():
-        found.append(("vllm", VLLM_DB, vllm_questions()))
-    if REPOS_DB.exists():
-        found.append(("repos", REPOS_DB, repo_questions()))
-    for held in HELD_OUT:
-        if held.db.exists():
-            found.append((held.name, held.db, repo_questions(held.folder, held.names)))
-    return found
 
 
 def weight_params(weights: dict[str, float] | None) -> dict[str, Any]:
@@ -116,7 +102,7 @@ def collect() -> None:
     """Today's rank and every candidate's features and label, for every question."""
     records: list[dict[str, Any]] = []
     started = time.perf_counter()
-    for name, db, questions in bench_sets():
+    for name, db, questions in evaluated_sets():
         with RagDB(db, use_cache=False, rerank=False) as rag:
             searcher = Searcher(rag.conn, use_cache=False)
             texts = [q.question for q in questions]
@@ -210,7 +196,7 @@ class Online:
     without, on the bench indexes (one connection and the questions' vectors per set)."""
 
     def __init__(self) -> None:
-        self.sets = {name: (db, questions) for name, db, questions in bench_sets()}
+        self.sets = {name: (db, questions) for name, db, questions in evaluated_sets()}
         self._open: dict[str, tuple[RagDB, Searcher, dict[str, bytes]]] = {}
 
     def _searcher(self, name: str) -> tuple[Searcher, dict[str, bytes]]:
@@ -393,7 +379,7 @@ VARIANTS = [(label, l2)
             for l2 in (1e-3, 1e-1)]
 
 
-def _score(records: Sequence[dict[str, Any]], ranks: Ranks) -> float:
+def selection_score(records: Sequence[dict[str, Any]], ranks: Ranks) -> float:
     """What --select maximises: R@1 + R@5 of code plus R@1 + R@5 of docs, on those records."""
     total = 0.0
     for kind in ("code", "docs"):
@@ -411,7 +397,7 @@ def nested(records: list[dict[str, Any]], today: Ranks, hand: Ranks) -> None:
     for fold in FOLDS:
         inner = [f for f in FOLDS if f != fold]
         train = [r for r in records if r["fold"] in inner]
-        best = max(VARIANTS, key=lambda v: _score(train, loso_offline(
+        best = max(VARIANTS, key=lambda v: selection_score(train, loso_offline(
             train, [f for f in FEATURES if f not in DROPS[v[0]]], v[1], inner)))
         print(f"left out {fold}: chose {best[0]}, L2 {best[1]}", flush=True)
         weights = learn(train, [f for f in FEATURES if f not in DROPS[best[0]]], best[1])

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_rerank import candidate_passages
-from benchmarks.common import (BENCH_DIR, CUTS, HELD_OUT, REPOS_DB, VLLM_DB, Question,
-                               first_rank, host_line, recall, repo_questions, vllm_questions)
+from benchmarks.common import (BENCH_DIR, CUTS, Question, evaluated_sets, first_rank,
+                               host_line, recall)
 from ragdb import RagDB
 from ragdb.rerank import RerankParams, Reranking, combined_score
 from ragdb.retrieve import Mode, Searcher
@@ -47,19 +47,6 @@ def half(question: Question) -> str:
     return "AB"[int(hashlib.sha256(question.question_id.encode()).hexdigest(), 16) % 2]
 
 
-def sets(only: Sequence[str] = ()) -> list[tuple[str, Path, list[Question]]]:
-    """Every evaluated set whose rag.db is built (or those named): (name, db, questions)."""
-    found: list[tuple[str, Path, list[Question]]] = []
-    if VLLM_DB.exists():
-        found.append(("vllm", VLLM_DB, vllm_questions()))
-    if REPOS_DB.exists():
-        found.append(("repos", REPOS_DB, repo_questions()))
-    for held in HELD_OUT:
-        if held.db.exists():
-            found.append((held.folder.name, held.db, repo_questions(held.folder, held.names)))
-    return [entry for entry in found if not only or entry[0] in only]
-
-
 def scores_path(reranker: str) -> Path:
     """One scores file a reranker, named from its spec."""
     return OUT / (re.sub(r"[^A-Za-z0-9_.-]+", "_", reranker.strip("/")) + ".json")
@@ -70,7 +57,7 @@ def score(reranker: str, max_tokens: int, only: Sequence[str] = ()) -> Path:
     stage = Reranking(reranker, RerankParams(depth=DEPTH, max_tokens=max_tokens))
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    for name, db, questions in sets(only):
+    for name, db, questions in evaluated_sets(only):
         with RagDB(db, use_cache=False, rerank=False) as rag:
             searcher = Searcher(rag.conn, use_cache=False)
             found = searcher.search_many([q.question for q in questions], DEPTH, Mode.hybrid)

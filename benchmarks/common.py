@@ -262,3 +262,17 @@ def answer_record(question: Question, reference: str, result: Any, seconds: floa
             "answer": result.text, "style": result.style, "model": result.model,
             "check": result.check, "cited_sources": cited, "seconds": round(seconds, 2),
             "first_token_s": result.timings.get("first_token_s")}
+
+
+def evaluated_sets(only: Sequence[str] = ()) -> list[tuple[str, Path, list[Question]]]:
+    """Every evaluated set whose bench rag.db is built (or those named): (name, db, questions);
+    the names are vllm, repos, repos2, repos3, repos4."""
+    found: list[tuple[str, Path, list[Question]]] = []
+    if VLLM_DB.exists():
+        found.append(("vllm", VLLM_DB, vllm_questions()))
+    if REPOS_DB.exists():
+        found.append(("repos", REPOS_DB, repo_questions()))
+    for held in HELD_OUT:
+        if held.db.exists():
+            found.append((held.name, held.db, repo_questions(held.folder, held.names)))
+    return [entry for entry in found if not only or entry[0] in only]
