@@ -22,6 +22,8 @@ from ragdb.retrieve import Mode
 from tests.conftest import write_corpus
 
 REPO = Path(__file__).resolve().parents[1]
+needs_shared = pytest.mark.skipif(not (REPO.parent / "shared" / "datasets" / "public").is_dir(),
+                                  reason="../shared/datasets is not here")
 MODULES = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py")
                  if p.stem not in ("__init__", "common", "set_verify"))  # libraries
 SCRIPTS = sorted(str(p.relative_to(REPO)) for p in (REPO / "benchmarks").glob("*/verify.py"))
@@ -175,6 +177,7 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
                              "keeps it), or one a command reads that is not tracked")
 
 
+@needs_shared  # the sample's questions are read from ../shared/datasets
 def test_the_accept_report_tallies_the_saved_sample(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(REPO)
