@@ -244,7 +244,8 @@ def _row(label: str, rows: Sequence[dict[str, Any]], today: dict[str, Score]) ->
         s, t = score(rows, which), today[which]
         cells += [f"{s.code} ({s.code - t.code:+d})", f"{s.docs} ({s.docs - t.docs:+d})",
                   f"{s.vllm_code5} / {s.vllm_docs5}"]
-    mark = "passes" if passes(score(rows, "A"), today["A"]) else "fails"
+    mark = ("-" if label == TODAY
+            else "passes" if passes(score(rows, "A"), today["A"]) else "fails")
     return f"| {label} | " + " | ".join(cells) + f" | {mark} |"
 
 

@@ -1,0 +1,107 @@
+"""benchmarks/bench_ablation (issue 40, which hand-set rules earn their place): it runs every
+variant on a real index and saves what `report` reads, today's variant ranks as bench_repos
+does, and the decision follows the protocol in its docstring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_ablation as ablation
+from benchmarks.bench_repos import run as bench_run
+from benchmarks.common import repo_questions
+from ragdb import RagDB
+from ragdb.retrieve import SearchParams
+from tests.conftest import write_corpus
+
+
+def test_every_variant_runs_on_a_real_index_and_the_report_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "data" / "raw" / "proj")
+    lora = "data/raw/proj/docs/features/lora.md"
+    layers = "data/raw/proj/pkg/layers.py"
+    asked = [("docs", "How do I load a LoRA adapter at run time?", lora),
+             ("code", "Which class is one decoder layer of Gemma 2?", layers),
+             ("docs", "Does the scheduler support chunked prefill?", "data/raw/proj/notes.txt"),
+             ("code", "What does trust_remote_code_default return?", layers)]
+    questions = [{"question_id": f"q{i}", "question": text, "answer": "-", "kind": kind,
+                  "difficulty": "identifier",
+                  "sources": [{"file_path": path, "first_character_index": 0,
+                               "last_character_index": len((tmp_path / path).read_text())}]}
+                 for i, (kind, text, path) in enumerate(asked)]
+    folder = tmp_path / "set"
+    (folder / "AnsweredQuestions").mkdir(parents=True)
+    (folder / "AnsweredQuestions" / "dataset_proj.json").write_text(
+        json.dumps({"rag_questions": questions}))
+    db = tmp_path / "rag.db"
+    with RagDB(db) as rag:
+        rag.index(["data/raw/proj"])
+        loaded = repo_questions(folder, ("proj",))
+        today, _ = bench_run(rag, loaded)
+    out = tmp_path / "ablation"
+    going = ablation.run([("proj", db, loaded)], out)
+
+    saved = {json.loads(p.read_text())["variant"] for p in out.glob("*.json")
+             if p.name != "decision.json"}
+    assert {ablation.TODAY, ablation.EVERYTHING} | {r.name for r in ablation.RULES} <= saved
+    assert [r["rank"] for r in ablation.load(ablation.TODAY, out)] == today
+    decision = json.loads((out / "decision.json").read_text())
+    assert decision["going"] == [rule.name for rule in going]
+    assert all(rule.candidate for rule in going)
+    ablation.report(out)
+    printed = capsys.readouterr().out
+    assert "| today |" in printed and "Rules that go:" in printed
+
+
+def test_the_neutral_values_turn_every_rule_off() -> None:
+    off = ablation.everything_off()
+    assert (off.margin_cap, off.w_absent, off.prior, off.root_prior, off.w_bridge,
+            off.callee_first, off.identifier_runs, off.w_symbol, off.w_path) == (
+                1.0, 0.0, 1.0, 1.0, 0.0, False, False, 0.0, 1.0)
+    assert off.max_distance == SearchParams().max_distance  # reported, not a candidate
+
+
+def _score(code: int, docs: int, vllm: int = 10) -> ablation.Score:
+    return ablation.Score(code, docs, vllm, vllm)
+
+
+def test_the_combination_shrinks_by_the_costliest_single_removal_until_it_passes() -> None:
+    names = [rule.name for rule in ablation.RULES]
+    singles = {ablation.TODAY: _score(50, 50), names[0]: _score(50, 51), names[3]: _score(50, 50),
+               names[5]: _score(52, 50), names[6]: _score(49, 60)}  # names[6] fails on code
+    checked: list[list[str]] = []
+
+    def scores(label: str) -> ablation.Score:
+        return singles.get(label, _score(0, 0))
+
+    def check(rules: list[ablation.Rule]) -> ablation.Score:
+        checked.append([rule.name for rule in rules])
+        return _score(50, 50) if len(rules) <= 2 else _score(49, 50)
+
+    going, log = ablation.decide(scores, check)
+    # names[3] gains nothing (cost 0, the most), so it leaves first
+    assert checked == [[names[0], names[3], names[5]], [names[0], names[5]]]
+    assert [rule.name for rule in going] == [names[0], names[5]]
+    assert [ok for _, ok in log] == [False, True]
+
+
+def test_a_lift_that_goes_stands_for_its_gate_and_hands_back_to_it_when_dropped() -> None:
+    today = _score(50, 50)
+
+    def scores(label: str) -> ablation.Score:
+        return {ablation.TODAY: today, ablation.LIFT: _score(50, 50),
+                ablation.GATE: _score(51, 51)}.get(label, _score(0, 0))
+
+    checked: list[list[str]] = []
+
+    def check(rules: list[ablation.Rule]) -> ablation.Score:
+        checked.append([rule.name for rule in rules])
+        return today if ablation.LIFT not in checked[-1] else _score(49, 49)
+
+    going, _ = ablation.decide(scores, check)
+    assert checked == [[ablation.LIFT], [ablation.GATE]]
+    assert [rule.name for rule in going] == [ablation.GATE]
