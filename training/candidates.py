@@ -44,10 +44,12 @@ def candidate_row(hit: Hit) -> dict[str, Any]:
             "language": hit.language, "score": hit.score}
 
 
-def build(depth: int, mode: Mode, out: Path = CANDIDATES) -> dict[str, list[int | None]]:
-    """Every question's candidates, package by package (one index open at a time)."""
+def build(depth: int, mode: Mode, out: Path = CANDIDATES,
+          records: list[QuestionRecord] | None = None) -> dict[str, list[int | None]]:
+    """Every question's candidates (the questions file's, or `records`), package by package
+    (one index open at a time)."""
     by_package: dict[str, list[QuestionRecord]] = defaultdict(list)
-    for record in read_records():
+    for record in read_records() if records is None else records:
         by_package[record.package].append(record)
     ranks: dict[str, list[int | None]] = defaultdict(list)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -240,10 +240,13 @@ def doc_questions(rows: list[ChunkRow], pin: Pin, count: int) -> Iterator[Questi
 
 
 def read_records(path: Path = QUESTIONS) -> list[QuestionRecord]:
-    """The questions so far (none if the file is not there yet)."""
+    """The questions so far (none if the file is not there yet); fields a record does not
+    have (training.behaviours keeps the test's place beside its record) are left out."""
     if not path.is_file():
         return []
-    return [QuestionRecord(**json.loads(line)) for line in path.read_text().splitlines() if line]
+    keep = set(QuestionRecord.__dataclass_fields__)
+    return [QuestionRecord(**{k: v for k, v in json.loads(line).items() if k in keep})
+            for line in path.read_text().splitlines() if line]
 
 
 def rejected_keys(path: Path = REJECTED) -> set[tuple[str, str, int, str]]:

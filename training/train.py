@@ -88,15 +88,17 @@ class ChunkTexts:
         return passage(path, row[0], text)
 
 
-def read_examples(negatives: int, seed: int = 0) -> Iterator[Example]:
-    """Every usable question of the candidates file as an example (its positive read from
-    the questions file's chunk, whether or not ragdb ranked it)."""
-    from training.questions import read_records
+def read_examples(negatives: int, seed: int = 0, candidates: Path = CANDIDATES,
+                  questions: Path | None = None) -> Iterator[Example]:
+    """Every usable question of a candidates file as an example (its positive read from
+    the questions file's chunk, whether or not ragdb ranked it); by default stage 3's
+    questions and stage 4's candidates, or another pair of files (training.behaviours')."""
+    from training.questions import QUESTIONS, read_records
 
-    positives = {(r.package, r.question): r for r in read_records()}
+    positives = {(r.package, r.question): r for r in read_records(questions or QUESTIONS)}
     texts = ChunkTexts()
     chooser = random.Random(seed)
-    with CANDIDATES.open(encoding="utf-8") as handle:
+    with candidates.open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
             record = positives.get((row["package"], row["question"]))
