@@ -49,7 +49,8 @@ PROSE_CAP_SHARE = 0.5
 # 5: Ruby, PHP, C#, Kotlin, Swift, Scala and Lua cut along their syntax tree; `#` comments
 #    left out of signatures; AsciiDoc, Org and RDoc cut along their headings; then Elixir,
 #    Haskell, OCaml, Zig and Dart along their syntax tree.
-CHUNKER_VERSION = "5"
+# 6: MkDocs' snippet section markers (`# --8<-- [start:name]`) are not Markdown headings.
+CHUNKER_VERSION = "6"
 
 
 def chunk_cap(kind: str, max_chunk_size: int) -> int:

@@ -518,7 +518,8 @@ class RagDB:
         answer is the small offline one (`auto`); otherwise the model, writing a few sentences
         over those blocks, checked, the offline SmolLM2 too: a sentence that fails the check is
         never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
-        blocks = BlocksAnswerer(SourceFiles(self.conn))  # each file read once by it
+        files = SourceFiles(self.conn)  # each file read once by it
+        blocks = BlocksAnswerer(files, files.included)
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)

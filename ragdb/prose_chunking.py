@@ -3,7 +3,9 @@ paragraphs.
 
 Each heading starts a unit that runs to the next one, with the path of the headings above as
 its context; fenced code blocks, YAML front matter and (in MDX) the import/export blocks are
-not read for headings. Plain text is cut at its blank lines. chunk_packing groups the units.
+not read for headings, nor MkDocs' snippet section markers (`# --8<-- [start:name]`: they
+vanish from the rendered page; ragdb.snippets). Plain text is cut at its blank lines.
+chunk_packing groups the units.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ragdb.chunk_packing import _BLANK_RUN, _HEADING_BASE, _PARA, _TOP, _Unit
+from ragdb.snippets import is_marker_heading
 
 
 _MD_CANDIDATE = re.compile(r"^[ \t]*[`~#=-].*$", re.M)
@@ -55,7 +58,8 @@ def _markdown_headings(text: str, mdx: bool = False) -> list[tuple[int, int, str
             continue
         if body.startswith("#"):
             level = len(body) - len(body.lstrip("#"))
-            if level <= 6 and (len(body) == level or body[level] in " \t"):
+            if level <= 6 and (len(body) == level or body[level] in " \t") \
+                    and not is_marker_heading(body):  # MkDocs' `# --8<-- [start:x]`
                 headings.append((m.start(), level, _heading_title(body[level:])))
         elif len(body) >= (2 if body[0] == "=" else 3) and body == body[0] * len(body):
             heading = _setext(text, m.start(), 1 if body[0] == "=" else 2, mdx)

@@ -49,6 +49,20 @@ class SourceFiles:
                            why=why or "changed since it was indexed", language=language)
         return self._with_definition(Located(context, text, language=language), source)
 
+    def included(self, including: str, paths: list[str]) -> tuple[str, str, str] | None:
+        """The first of `paths` (where a snippet `including` includes may lie) that is
+        indexed: its path, its text, read now and as indexed, and its language; None where
+        none is, or it changed since (an answer never shows lines not in the file)."""
+        if not self.base.is_dir():
+            return None
+        for path in paths:
+            if path == including:
+                continue
+            for sha256, language in self.conn.execute(sql("snippet_file"), {"path": path}):
+                text, _ = self._file(path, str(sha256))
+                return (path, text, str(language)) if text is not None else None
+        return None
+
     def _with_definition(self, located: Located, source: PromptSource) -> Located:
         """The functions and methods a source overlaps (sql/block_definition.sql) as lines of
         the file, each with its first BLOCK_CALLERS callers: the block shows the one it is

@@ -11,7 +11,8 @@ blocks, each a whole unit of its source, verbatim:
   the largest enclosing branch that fits (`...` only stands for lines above that region, never
   for a line that matches);
 - docs: the paragraph run, list, table or numbered steps holding the chunk, whole, under its
-  heading path (the whole section when it is short).
+  heading path (the whole section when it is short); a passage that only includes MkDocs
+  snippets (`--8<-- "path:name"`) shows the section it includes, from its own file.
 
 Which blocks (`choose`), by rules on the ranking, each stated where it is defined: the first
 slot takes the best-ranked code source within the top CODE_WITHIN (tests and generated files
@@ -36,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragdb import snippets
 from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import GeneratedAnswer, no_sources
@@ -112,6 +114,9 @@ class Definition:
 
 
 Locate = Callable[[PromptSource], Located]
+#: (the including file, a path it names) -> (the indexed file's path, its text as indexed, its
+#: language), or None: where a docs page's snippet include (MkDocs' `--8<--`) leads.
+Include = Callable[[str, list[str]], tuple[str, str, str] | None]
 
 
 @dataclass
@@ -376,8 +381,36 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate) -> None:
+    def __init__(self, locate: Locate, include: Include | None = None) -> None:
         self.locate = locate
+        self.include = include
+
+    def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
+        """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab)
+        shown as what it includes: of the sections found in the index, the one that holds most
+        of the question's terms (the first of a tie), cut as any block; else `block`."""
+        found: list[tuple[int, int, tuple[str, str, str], list[str], tuple[int, int]]] = []
+        for spec in snippets.includes(block.lines) if self.include else []:
+            paths, rest = snippets.target(block.path, spec)
+            hit = self.include(block.path, paths) if self.include and paths else None
+            lines = hit[1].split("\n") if hit else []
+            span = snippets.section(lines, rest) if hit else None
+            if hit and span:
+                text = "\n".join(lines[span[0]:span[1] + 1])
+                found.append((line_score(text, terms), -len(found), hit, lines, span))
+        if not found:
+            return block
+        _, _, (path, _, language), lines, (a, b) = max(found)
+        while not lines[a].strip():
+            a += 1
+        while not lines[b].strip():
+            b -= 1
+        code = language not in PROSE_FILE_KINDS
+        if b - a + 1 > limit:
+            a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
+        return Block(block.number, path, a + 1, b + 1, lines[a:b + 1], language, code,
+                     label=block.label, rule=f"; included by `{block.path}:{block.start_line}"
+                     f"-{block.end_line}`")
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
@@ -403,8 +436,9 @@ class BlocksAnswerer:
             lines, first, last = _lines_of(cand)
             limit = MAX_LINES if slot == 0 else SECOND_LINES
             block = (code_block(cand, lines, first, last, terms, limit) if cand.code else
-                     docs_block(cand, lines, first, last, terms, limit))
-            block.rule = rule
+                     self.included(docs_block(cand, lines, first, last, terms, limit), terms,
+                                   limit))
+            block.rule = rule + block.rule
             blocks.append(block)
             if cand.located.text is None:
                 notes.append(f"`{cand.source.file_path}` {cand.located.why or 'was not found'}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ragdb.snippets import is_marker_heading
 from ragdb.tokenize import analyse_terms, query_terms
 
 #: A docs section of at most this many lines is shown whole.
@@ -192,7 +193,7 @@ ITEM = re.compile(r"\s*(?:[-*+]\s|\d+[.)]\s|\|)")
 
 def headings(lines: list[str]) -> list[int]:
     """The lines that are headings (Markdown `#`, setext and reStructuredText underlines:
-    the title line), outside fenced code."""
+    the title line), outside fenced code; MkDocs' snippet markers are not (the chunker's rule)."""
     out: list[int] = []
     fenced = False
     for i, line in enumerate(lines):
@@ -200,7 +201,7 @@ def headings(lines: list[str]) -> list[int]:
             fenced = not fenced
         elif fenced:
             continue
-        elif _ATX.match(line):
+        elif _ATX.match(line) and not is_marker_heading(line):  # not `# --8<-- [start:x]`
             out.append(i)
         elif (i > 0 and UNDERLINE.match(line) and lines[i - 1].strip()
               and not ITEM.match(lines[i - 1])
