@@ -40,6 +40,11 @@ indexes; a set whose index is not built is left out).
         [--variants blocks,writer] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
+    uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
+        --out FOLDER
+
+`compare` pairs two saved answer files (two versions of the code, each run with `answer`): the
+questions whose answer text changed, blind, as `before` and `after`.
 """
 
 from __future__ import annotations
@@ -65,9 +70,9 @@ OUT = BENCH_DIR / "blocks"
 #: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
 #: (OUT), the default and `two` on repos4, the writer against the default on repos4, and
 #: whole sections against the default on repos4's docs questions and on the sample's docs
-#: questions whose answer they changed.
+#: questions whose answer they changed, and the answers MkDocs snippets changed (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
-            BENCH_DIR / "blocks_sdocs")
+            BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
@@ -184,6 +189,26 @@ def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
     (out / "key.json").write_text(json.dumps(key, indent=1))
 
 
+def compare(before: Path, after: Path, out: Path) -> list[str]:
+    """Two saved answer files (`answers_*.json`, e.g. made by two versions of the code) as
+    variants `before` and `after`: the questions whose answer text differs, written to `out`
+    as answers_before.json, answers_after.json, blind files and key.json; their ids."""
+    rows = {name: {r["id"]: r for r in json.loads(path.read_text())}
+            for name, path in (("before", before), ("after", after))}
+    changed = [qid for qid, row in rows["before"].items()
+               if qid in rows["after"] and rows["after"][qid]["answer"] != row["answer"]]
+    records = {name: [by_id[qid] for qid in changed] for name, by_id in rows.items()}
+    out.mkdir(parents=True, exist_ok=True)
+    for name, kept in records.items():
+        (out / f"answers_{name}.json").write_text(json.dumps(kept, indent=1))
+    write_blind(records, out)
+    print(f"{len(changed)} of {len(rows['before'])} answers changed; wrote {out}/blind/, "
+          f"{out}/key.json")
+    for qid in changed:
+        print(qid)
+    return changed
+
+
 def blind_markdown(blind: dict[str, Any]) -> str:
     """A blind file as a reader reads it: the question, the reference, each answer as shown
     and the sources it cites."""
@@ -296,7 +321,7 @@ def report(out: Path = OUT) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("answer", "cover", "report"))
+    parser.add_argument("action", choices=("answer", "cover", "report", "compare"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
                         "repos3, repos4 [default: all whose index is built]")
     parser.add_argument("--variants", default=BLOCKS,
@@ -306,6 +331,8 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--before", type=Path, help="compare: the saved answers before")
+    parser.add_argument("--after", type=Path, help="compare: the saved answers after")
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     variants = [v for v in args.variants.split(",") if v]
@@ -314,6 +341,10 @@ def main() -> None:
         raise SystemExit(f"unknown variant {unknown[0]!r} (known: {', '.join(ALL_VARIANTS)})")
     if args.action == "answer":
         answer_all(sets, variants, args.kind, args.k, args.out)
+    elif args.action == "compare":
+        if args.before is None or args.after is None:
+            raise SystemExit("compare needs --before and --after (two answers_*.json files)")
+        compare(args.before, args.after, args.out)
     elif args.action == "cover":
         cover(sets, args.kind, args.k, args.tuning)
     else:

@@ -208,6 +208,26 @@ def test_make_clean_keeps_the_tracked_bench_data(tmp_path: Path) -> None:
     assert not any(path.exists() for path in gone)
 
 
+def test_blocks_compare_pairs_the_changed_answers_blind(tmp_path: Path) -> None:
+    """Two saved answer files (two versions of the code): only the changed answers are paired,
+    their letters shuffled, the key apart."""
+    def row(qid: str, answer: str) -> dict[str, object]:
+        return {"id": qid, "kind": "docs", "question": f"q {qid}", "reference_answer": "r",
+                "answer": answer, "cited": []}
+    before, after = tmp_path / "a.json", tmp_path / "b.json"
+    before.write_text(json.dumps([row("1", "same"), row("2", "old"), row("3", "old")]))
+    after.write_text(json.dumps([row("1", "same"), row("2", "new"), row("3", "newer")]))
+    out = tmp_path / "out"
+    assert bench_blocks.compare(before, after, out) == ["2", "3"]
+    key = json.loads((out / "key.json").read_text())
+    assert sorted(key) == ["2", "3"]
+    assert all(sorted(k.values()) == ["after", "before"] for k in key.values())
+    blind = json.loads((out / "blind" / "2.json").read_text())
+    assert {a["answer"] for a in blind["answers"].values()} == {"old", "new"}
+    assert "before" not in (out / "blind" / "2.md").read_text()
+    assert [r["id"] for r in json.loads((out / "answers_after.json").read_text())] == ["2", "3"]
+
+
 def test_the_blocks_report_tallies_the_saved_verdicts(monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The blind readers' verdicts on 120 held-out questions map back to their variants."""
