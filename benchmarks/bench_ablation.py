@@ -39,6 +39,11 @@ Protocol, written before the first run and not changed after reading any result:
 - Options already off by default (`definition_over_docs`, `w_bridge_named`, `join_words`,
   `w_dense_plain`): today's order does not use them, so off they give today's order by
   construction and pass; they are not run.
+
+Read on 2026-12-05 (benchmarks/README.md, "Issue 40: which hand-set rules earn their place"):
+`identifier_runs` went, and the four options; their rules left `RULES` with their code (last
+in commit ec6c6ed), and `report` still prints their saved ranks. A run now measures the rules
+that remain, against today's order without them.
 """
 
 from __future__ import annotations
@@ -82,7 +87,6 @@ RULES = (
     Rule("root_prior 1 (no repository prior)", {"root_prior": 1.0}),
     Rule("w_bridge 0 (no bridge leg)", {"w_bridge": 0.0}),
     Rule("callee_first off", {"callee_first": False}),
-    Rule("identifier_runs off", {"identifier_runs": False}),
     Rule("w_symbol 0 (no symbol leg)", {"w_symbol": 0.0}),
     Rule("w_path 1 (equal column weights)", {"w_path": 1.0}),
     Rule("max_distance 2 (no dense cut-off)", {"max_distance": 2.0}, candidate=False),
@@ -266,7 +270,7 @@ def report(out: Path = OUT) -> None:
     base = load(TODAY, out)
     today = {which: score(base, which) for which in "AB"}
     order = [TODAY] + [rule.name for rule in RULES] + [EVERYTHING]
-    order += sorted(label for label in files if label.startswith("combination: "))
+    order += sorted(label for label in files if label not in order)  # combinations, deleted
     print("Hits at R@1 + R@5 (change against today), pooled over every set; vLLM public R@5 "
           "hits code / docs; the decision reads half A only.\n")
     print("| variant | A code | A docs | A vLLM R@5 | B code | B docs | B vLLM R@5 | half A |")

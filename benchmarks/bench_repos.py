@@ -50,8 +50,8 @@ def run(rag: RagDB, questions: Sequence[Question], mode: Mode = Mode.hybrid, k: 
     return [first_rank(q, hits) for q, hits in zip(questions, found)], found
 
 
-#: The ranking rules of issue 18, each turned off in turn, and the option left off turned on
-#: (`--variants`; benchmarks/README.md, "Which ranking rules").
+#: The ranking rules of issue 18, each turned off in turn (`--variants`; benchmarks/README.md,
+#: "Which ranking rules"; issue 40's protocol is benchmarks/bench_ablation.py).
 DEFAULTS = SearchParams()
 VARIANTS = {
     "defaults": DEFAULTS,
@@ -67,8 +67,6 @@ VARIANTS = {
     "no lexical margin (margin_cap 1)": replace(DEFAULTS, margin_cap=1.0),
     "none of them (before)": replace(DEFAULTS, prior=1.0, root_prior=1.0, w_absent=0.0,
                                      w_bridge=0.0, callee_first=False, margin_cap=1.0),
-    # An option, off by default (not chosen: it moves nothing on half A): turned on.
-    "definition over docs on (definition_over_docs 5)": replace(DEFAULTS, definition_over_docs=5),
 }
 
 

@@ -152,17 +152,12 @@ def measure(conn: Any, real: Embedder, params: SearchParams = SearchParams(),
     return out
 
 
-PLAIN_WEIGHTS = (0.6, 0.8, 1.0)
-
-
 def fusion_table(conn: Any, real: Embedder, name: str) -> dict[str, Any]:
-    """Recall@1/5/10 per mode, and hybrid with a higher dense weight on plain questions."""
+    """Recall@1/5/10 per mode. (Hybrid with a higher dense weight on plain questions,
+    w_dense_plain, was deleted in issue 40: it never earned a place.)"""
     rows: dict[str, Any] = {}
     for mode in Mode:
         rows[mode.value] = measure(conn, real, modes=(mode,))
-    for weight in PLAIN_WEIGHTS:
-        params = SearchParams(w_dense_plain=weight)
-        rows[f"hybrid plain w_dense={weight}"] = measure(conn, real, params)
     print(f"\n{name}: | setting | " + " | ".join(f"{s} R@1/5/10" for s in SETS) + " |")
     for label, row in rows.items():
         cells = []
@@ -237,7 +232,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--dense", action="store_true", help="also dense-only recall")
     parser.add_argument("--fusion", action="store_true",
-                        help="also every mode and w_dense_plain settings, per policy")
+                        help="also every mode, per policy")
     args = parser.parse_args()
     names = args.variants or list(VARIANTS)
     if args.time:

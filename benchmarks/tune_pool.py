@@ -91,12 +91,11 @@ def parse(spec: str) -> tuple[str, SearchParams]:
 
 
 #: The ninth round's coordinate search: each global knob one or two steps either way over the
-#: defaults, and the bridge weight for questions that name code, the one it chose (0.4) and then
-#: left off after the report sets (benchmarks/README.md, "Which ranking rules").
+#: defaults (benchmarks/README.md, "Which ranking rules"). The options it also tried
+#: (w_bridge_named, w_dense_plain, definition_over_docs) were deleted in issue 40 ("Issue 40:
+#: which hand-set rules earn their place").
 CANDIDATES = [
     "defaults:",
-    "w_bridge_named 0.3: w_bridge_named=0.3", "w_bridge_named 0.4: w_bridge_named=0.4",
-    "w_bridge_named 0.5: w_bridge_named=0.5",
     "w_absent 0.6: w_absent=0.6", "w_absent 1.0: w_absent=1.0", "w_absent 1.2: w_absent=1.2",
     "gate_near 0.2: gate_near=0.2", "gate_near 0.3: gate_near=0.3",
     "gate_far 0.4: gate_far=0.4", "gate_far 0.5: gate_far=0.5",
@@ -106,12 +105,9 @@ CANDIDATES = [
     "bridge_docs 2: bridge_docs=2", "bridge_docs 5: bridge_docs=5",
     "rrf_c 5: rrf_c=5", "rrf_c 15: rrf_c=15", "rrf_c 20: rrf_c=20",
     "w_dense 0.3: w_dense=0.3", "w_dense 0.5: w_dense=0.5",
-    "w_dense_plain 0.3: w_dense_plain=0.3", "w_dense_plain 0.5: w_dense_plain=0.5",
     "margin_cap 1.5: margin_cap=1.5", "margin_cap 3: margin_cap=3",
     "prior 0.2: prior=0.2", "prior 0.5: prior=0.5",
     "depth 30: depth=30", "depth 100: depth=100",
-    "definition_over_docs 5: definition_over_docs=5",
-    "definition_over_docs 3: definition_over_docs=3",
     "callee_first off: callee_first=false",
 ]
 

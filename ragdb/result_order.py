@@ -1,13 +1,12 @@
-"""What a question writes, and the result order rules that read it after fusion.
+"""What a question writes, and the result order rule that reads it after fusion.
 
 Fusion ranks chunks by their legs' ranks; some orders it cannot see from ranks alone need
 the question's identifiers and the chunks' definition names: a definition of a name the
-question writes below a caller or wrapper that restates it (callee first), or below doc
-passages that never write the name (definition over docs, an option). `names_code` tells a
-question that writes code (an identifier, a path, a flag) from one in plain words. (Own
-definition first, for plain-words questions, was deleted: it moved nothing on the tuning sets
-and cost three unseen code questions at R@1; it last lived in commit 620c0a0.)
-Each rule only reorders the hits it is given (Searcher._by_definitions applies them).
+question writes below a caller or wrapper that restates it (callee first). It only reorders
+the hits it is given (Searcher._by_definitions applies it). Deleted, each measured not to earn
+its place: own definition first (last in commit 620c0a0), and definition over docs and
+`names_code` (the question-type test of the options w_bridge_named and w_dense_plain; last in
+commit ec6c6ed; benchmarks/README.md, "Issue 40: which hand-set rules earn their place").
 """
 
 from __future__ import annotations
@@ -29,16 +28,6 @@ class _Ranked(Protocol):
 
 
 H = TypeVar("H", bound=_Ranked)
-
-
-_CODE_TOKEN = re.compile(
-    r"`"                              # backticks
-    r"|\w_\w|_\w+|\w+_"                # snake_case, _private, trailing_
-    r"|\w/\w|^/|\s/\w"                 # paths
-    r"|\w\.\w"                         # dotted names, file.ext
-    r"|(?:^|\s)--?[A-Za-z]"             # flags
-    r"|[a-z][A-Z]+[a-z]"                # camelCase, CamelCase (not vLLM, LoRA)
-)
 
 
 _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
@@ -109,36 +98,3 @@ def callee_first(question: str, hits: Sequence[H], contexts: dict[int, str],
                 moved.add(callee.chunk_id)
                 break
     return out
-
-
-def definition_over_docs(question: str, hits: Sequence[H], contexts: dict[int, str],
-                         code: Callable[[H], bool], within: int) -> list[H]:
-    """The hits with the best code hit among the first `within` that defines a name the question
-    writes moved above the doc hits directly above it that do not write that name.
-
-    A question that writes `psutil_pid_exists` is answered by the C function of that name more
-    often than by a doc passage on the same topic that never writes it (the docs say
-    `psutil.pid_exists`), while a doc passage that writes the name documents it and stays above
-    (docs questions name identifiers too). Only that hit moves, within the first `within`
-    results: the set of the first `within` is unchanged.
-    """
-    named = question_identifiers(question)
-    out = list(hits)
-    if not named or within <= 0:
-        return out
-    for j, hit in enumerate(out[:within]):
-        if not code(hit):
-            continue
-        names = _defined(hit, contexts) & named
-        if names:
-            i = j
-            while i > 0 and not code(out[i - 1]) and not names & _written(out[i - 1].text):
-                i -= 1
-            out.insert(i, out.pop(j))
-            break
-    return out
-
-
-def names_code(question: str) -> bool:
-    """Whether a question contains an identifier, path, flag or backticks (see w_dense_plain)."""
-    return bool(_CODE_TOKEN.search(question))

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -28,13 +28,11 @@ from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.input_rules import check_k, check_text
 from ragdb.resources import sql
-from ragdb.result_order import (callee_first, definition_over_docs, names_code,
-                                question_identifiers)
+from ragdb.result_order import callee_first, question_identifiers
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (
-    STOPWORDS, analyse_terms, fts_query, identifier_runs, joined_words, named_identifiers,
-    query_terms, written_names,
+    STOPWORDS, analyse_terms, fts_query, named_identifiers, query_terms, written_names,
 )
 from ragdb.vectors import DOC_KINDS, has_vectors, to_int8, vector_kinds
 
@@ -79,8 +77,6 @@ class SearchParams:
     # Cosine distance beyond which a window is not a match: nonsense queries measured 0.63+,
     # the best window of every public docs question 0.44 or less.
     max_distance: float = 0.6
-    # Dense weight for a question with no identifier, path, flag or backticks (None: w_dense).
-    w_dense_plain: float | None = None
     # A leg with no vectors for a kind cannot outvote the other leg on it: a chunk of a kind
     # the index does not embed (code, by default) gets w_absent on its lexical rank in place of
     # the dense term it cannot have, times the code gate (0 to 1; sql/search_hybrid.sql): the
@@ -107,34 +103,10 @@ class SearchParams:
     w_bridge: float = 0.2
     bridge_docs: int = 3
     bridge_terms: int = 64
-    # The bridge weight for a question that names code (an identifier, path, flag or
-    # backticks; None: w_bridge for every question). Off by default: in the ninth round 0.4 was
-    # chosen on a wider tuning pool (repos half A, all of repos2, vLLM public; pooled code R@5
-    # 37 -> 39 of 50, docs R@1 35 -> 33, vLLM public R@5 unchanged), and on the report sets read
-    # once after (repos half B, repos3) it moved no code question and cost one docs question at
-    # rank 1. Measured: README, "Ninth round".
-    w_bridge_named: float | None = None
     # Callee first (hybrid): when a code result calls an identifier the question writes and a
     # later code result defines it, the definition moves to just above the caller; nothing
     # else moves (callee_first). Measured: README, "Any codebase".
     callee_first: bool = True
-    # Definition over docs (hybrid): the best code result among the first definition_over_docs
-    # that defines an identifier the question writes moves above the doc passages directly
-    # above it that do not write that identifier (0: off; definition_over_docs). Off by
-    # default: it gains on half B, repos2 and nothing on half A. Measured: README, "Any codebase".
-    definition_over_docs: int = 0
-    # Words run together (tokenize.joined_words): each pair of neighbouring plain words of the
-    # question also queries as one word (`route handler` -> `routehandler`, which the index
-    # holds for `routeHandler` and `route_handler`); 0 off, 1 for every question, 2 for a
-    # question that names code. Off: in the eleventh round 2 lifted repos2 code R@1 from 10
-    # to 14 of 30 and cost vLLM public code R@1 two questions (`default value` joined is rare
-    # and strong), and the report sets read once after gained one question at rank 1 and lost
-    # one at rank 10; 1 cost vLLM public docs R@5 0.94 -> 0.86. Measured: README, "Eleventh round".
-    join_words: int = 0
-    # Runs of three to five words that spell an identifier (tokenize.identifier_runs): "should
-    # strip auth" also queries `shouldstripauth`, stop words included. Issue 37: the function
-    # a question names in plain words ranked below the `.strip()` calls.
-    identifier_runs: bool = True
     # The symbol leg (hybrid; sql/search_hybrid.sql): the chunks that define a name the
     # question writes (tokenize.written_names, looked up in the `symbols` table) are
     # candidates of their own, each adding w_symbol / (c + its rank there); a name defined more
@@ -142,19 +114,6 @@ class SearchParams:
     # w_symbol 0: off. Measured: benchmarks/README.md, "Symbols in retrieval (issue 41)".
     w_symbol: float = 0.25
     symbol_max: int = 5
-
-    def for_question(self, question: str) -> SearchParams:
-        """These parameters as one question runs them: w_dense_plain as w_dense when it is in
-        plain words, w_bridge_named as w_bridge when it names code."""
-        if self.w_bridge_named is None and self.w_dense_plain is None:
-            return self  # the defaults: no question-type rule, and no regex per search
-        if names_code(question):
-            if self.w_bridge_named is None:
-                return self
-            return replace(self, w_bridge=self.w_bridge_named, w_bridge_named=None)
-        if self.w_dense_plain is None:
-            return self
-        return replace(self, w_dense=self.w_dense_plain, w_dense_plain=None)
 
     def as_sql(self) -> dict[str, float | int | str | None]:
         return {
@@ -172,8 +131,6 @@ class SearchParams:
             # Set per index and per question by Searcher._run: off when run as is.
             "dense_kinds": None, "named_roots": None, "bridge_match": None, "bridge_terms": None,
             "symbol_names": None,
-            **({"w_dense_plain": float(self.w_dense_plain)}
-               if self.w_dense_plain is not None else {}),
         }
 
 
@@ -393,20 +350,11 @@ class Searcher:
     def informative_terms(self, question: str) -> list[str]:
         """Query terms minus those in over half the chunks: same ranking, far fewer rows scored;
         all of them when every one is common (nothing to search for would answer nothing).
-        Then the runs of words that may spell an identifier (SearchParams.identifier_runs).
 
         Uses the common terms as of the last _refresh() (search_many does one per call).
         """
         terms = query_terms(question)
-        if self.params.join_words == 1 or (self.params.join_words == 2 and names_code(question)):
-            own = set(terms)
-            terms += [term for term in joined_words(question) if term not in own]
-        terms = self._informative(terms) or terms
-        if self.params.identifier_runs:
-            own = set(terms)
-            terms += self._informative([run for run in identifier_runs(question)
-                                        if run not in own])
-        return terms
+        return self._informative(terms) or terms
 
     def _informative(self, terms: Sequence[str]) -> list[str]:
         """Terms with a stem outside the index's common terms (see informative_terms)."""
@@ -505,7 +453,7 @@ class Searcher:
         statement, params = planned
         if statement != "search_hybrid":
             return self._rows(statement, params)
-        if self.params.for_question(question).w_bridge <= 0 or self._dense_kinds is None:
+        if self.params.w_bridge <= 0 or self._dense_kinds is None:
             return self._by_definitions(question, self._rows(statement, params))
         legs: dict[Any, Any] = {}  # both runs' lexical and dense legs are the same
         first = self._rows(statement, {**params, "k": max(k, BRIDGE_FROM)}, legs)
@@ -516,11 +464,9 @@ class Searcher:
                                     self._rows(statement, self.bridged(params, terms), legs))
 
     def _by_definitions(self, question: str, hits: list[Hit]) -> list[Hit]:
-        """Hybrid results re-ordered by the rules that read definition names
-        (ragdb.result_order): callee first and definition over docs, for a question that
-        writes an identifier."""
-        named = ((self.params.callee_first or self.params.definition_over_docs > 0)
-                 and bool(question_identifiers(question)))
+        """Hybrid results re-ordered by the rule that reads definition names
+        (ragdb.result_order): callee first, for a question that writes an identifier."""
+        named = self.params.callee_first and bool(question_identifiers(question))
         if len(hits) < 2 or not named:
             return hits
         ids = json.dumps([hit.chunk_id for hit in hits])
@@ -530,10 +476,7 @@ class Searcher:
         def code(hit: Hit) -> bool:
             return hit.language not in DOC_KINDS
 
-        if self.params.callee_first:
-            hits = callee_first(question, hits, contexts, code)
-        return definition_over_docs(question, hits, contexts, code,
-                                    self.params.definition_over_docs)
+        return callee_first(question, hits, contexts, code)
 
     def plan(self, question: str, k: int, mode: Mode, vector: bytes | None,
              filters: Filters = NO_FILTERS) -> tuple[str, dict[str, Any]] | None:
@@ -544,7 +487,7 @@ class Searcher:
         bridge terms runs its file a second time (_run, `bridged`)."""
         terms = self.informative_terms(question) if mode is not Mode.dense else []
         match = fts_query(terms)
-        params: dict[str, Any] = {**self.params.for_question(question).as_sql(),
+        params: dict[str, Any] = {**self.params.as_sql(),
                                   **filters.as_sql(), "k": k, "match": match, "terms": terms,
                                   "query_vector": vector, "dense_kinds": self._dense_kinds,
                                   "named_roots": self._named_roots(question)}
@@ -562,7 +505,7 @@ class Searcher:
         """The identifiers a hybrid search of `question` sends to the bridge leg (its second
         run, _run); empty when it runs once. As of the last _refresh(): for benchmarks and
         tests that count the searches that run twice."""
-        if self.params.for_question(question).w_bridge <= 0 or self._dense_kinds is None:
+        if self.params.w_bridge <= 0 or self._dense_kinds is None:
             return []
         planned = self.plan(question, BRIDGE_FROM, Mode.hybrid, vector, filters)
         if planned is None or planned[0] != "search_hybrid":

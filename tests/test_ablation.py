@@ -60,8 +60,8 @@ def test_every_variant_runs_on_a_real_index_and_the_report_reads_them(
 def test_the_neutral_values_turn_every_rule_off() -> None:
     off = ablation.everything_off()
     assert (off.margin_cap, off.w_absent, off.prior, off.root_prior, off.w_bridge,
-            off.callee_first, off.identifier_runs, off.w_symbol, off.w_path) == (
-                1.0, 0.0, 1.0, 1.0, 0.0, False, False, 0.0, 1.0)
+            off.callee_first, off.w_symbol, off.w_path) == (
+                1.0, 0.0, 1.0, 1.0, 0.0, False, 0.0, 1.0)
     assert off.max_distance == SearchParams().max_distance  # reported, not a candidate
 
 

@@ -453,31 +453,6 @@ def test_docs_naming_a_function_bring_a_plain_words_question_to_it(bridge_repo: 
     assert excluded and all(not hit.file_path.endswith("transport.py") for hit in excluded)
 
 
-def test_a_question_naming_code_takes_the_bridge_weight_for_it(bridge_repo: Path) -> None:
-    """w_bridge_named is the bridge weight of a question that names code (here `client` in
-    backticks), w_bridge that of one in plain words: with w_bridge 0 the plain question runs
-    no bridge (the helper stays above the implementation) while the same words naming code
-    run it at w_bridge_named and reach `compute_backoff` through the docs."""
-    db = bridge_repo / "rag.db"
-    named = BRIDGE_QUESTION.replace("the client", "the `client`")
-    implementation, helper = "src/netclient/transport.py", "src/netclient/queue.py"
-    params = SearchParams(w_bridge=0.0, w_bridge_named=0.4)
-    assert params.for_question(named).w_bridge == 0.4
-    assert params.for_question(BRIDGE_QUESTION).w_bridge == 0.0
-    searcher = Searcher(connect(db), params, use_cache=False)
-    plain_hits = [h.file_path.split("/", 1)[1] for h in searcher.search(BRIDGE_QUESTION, 10)]
-    named_hits = [h.file_path.split("/", 1)[1] for h in searcher.search(named, 10)]
-    assert plain_hits.index(helper) < plain_hits.index(implementation)
-    assert named_hits.index(implementation) < named_hits.index(helper)
-    off = Searcher(connect(db), SearchParams(w_bridge=0.0, w_bridge_named=None), use_cache=False)
-    off_hits = [h.file_path.split("/", 1)[1] for h in off.search(named, 10)]
-    assert off_hits.index(helper) < off_hits.index(implementation)
-    # w_dense_plain still applies to the plain question only
-    mixed = SearchParams(w_dense_plain=0.7)
-    assert mixed.for_question(BRIDGE_QUESTION).w_dense == 0.7
-    assert mixed.for_question(named).w_dense == SearchParams().w_dense
-
-
 def test_named_identifiers_are_the_code_names_of_prose() -> None:
     from ragdb.tokenize import named_identifiers
 
@@ -538,65 +513,6 @@ def test_the_definition_a_question_names_goes_above_its_callers(tmp_path: Path) 
     assert ([h.chunk_id for h in Searcher(conn, use_cache=False).search(plain, 5, Mode.hybrid)]
             == [h.chunk_id for h in Searcher(conn, SearchParams(callee_first=False),
                                              use_cache=False).search(plain, 5, Mode.hybrid)])
-
-
-# -- definition over docs (an option, off by default) ---------------------------------------------
-
-PIDS_C = (
-    "#include <errno.h>\n#include <signal.h>\n\n"
-    "/* Whether a process with this PID exists: signal 0 checks without sending anything. */\n"
-    "int psutil_pid_exists(long pid) {\n"
-    "    if (pid == 0)\n        return 1;\n"
-    "    if (kill(pid, 0) == 0)\n        return 1;\n"
-    "    return errno == EPERM;\n}\n\n"
-    "/* Send a signal to a process now, returning 0 on success. */\n"
-    "int send_signal_now(long pid, int sig) {\n    return kill(pid, sig);\n}\n"
-)
-DEFINITION_FILES = {
-    "src/procs/pids.c": PIDS_C,
-    "docs/processes.md": (
-        "# Checking whether a PID exists\n\n"
-        "Use `pid_exists()` to check whether a PID exists: it checks whether a process with "
-        "that PID\nexists on the system, and returns True when it exists and False when no "
-        "process has that PID.\n"),
-    "docs/signals.md": ("# Signals\n\n`send_signal_now` sends a signal to a process at once "
-                        "and returns 0 when the signal was sent.\n"),
-    "docs/install.md": "# Installing\n\nInstall the package with pip; it builds its C helpers.\n",
-    **{f"docs/{t}.md": (f"# {t.title()}\n\nThe {t} part of the service is set up from the "
-                        f"options file. Each option of {t} has a default.\n")
-       for t in ("logging", "config", "storage", "network", "cache", "auth", "metrics")},
-    **{f"src/procs/{t}.py": (f'"""The {t} helpers."""\n\n\ndef {t}_setup(options: dict) -> '
-                             f'dict:\n    """Set up {t} from the options."""\n'
-                             f"    return dict(options)\n")
-       for t in ("logging", "config", "storage", "network", "cache", "auth", "metrics")},
-}
-
-
-def test_the_definition_a_question_names_goes_above_docs_that_do_not_name_it(
-        tmp_path: Path) -> None:
-    """`psutil_pid_exists` is defined in pids.c; the docs page on the topic (near the question,
-    so fusion ranks it first) writes `pid_exists()`, never that name. With definition_over_docs
-    the definition moves above it; a docs page that writes the name the question writes
-    (`send_signal_now`) stays above its definition, and a plain-words question is left alone."""
-    write_corpus(tmp_path / "proj", DEFINITION_FILES)
-    done = run_cli("index", "proj", "--db", "rag.db", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    conn = connect(tmp_path / "rag.db")
-
-    def order(question: str, params: SearchParams) -> list[str]:
-        hits = Searcher(conn, params, use_cache=False).search(question, 4, Mode.hybrid)
-        return [hit.file_path.rsplit("/", 1)[1] for hit in hits]
-
-    on = SearchParams(definition_over_docs=5)
-    named = "How does `psutil_pid_exists` check whether a PID exists?"
-    assert order(named, SearchParams())[:2] == ["processes.md", "pids.c"]  # the default
-    assert order(named, on)[:2] == ["pids.c", "processes.md"]
-    documented = "What does `send_signal_now` return?"
-    assert order(documented, on) == order(documented, SearchParams())
-    assert order(documented, on)[0] == "signals.md"
-    plain = "How do I check whether a PID exists?"
-    assert order(plain, on) == order(plain, SearchParams())
-    assert order(plain, on)[0] == "processes.md"
 
 
 # -- every section a prose chunk holds ------------------------------------------------------------
@@ -708,59 +624,7 @@ def test_a_placeholder_inside_an_identifier_is_part_of_it(tmp_path: Path) -> Non
     assert "MYAPP_{STAGE}_URL" in shown  # what a reader sees keeps the braces
 
 
-# -- words run together (an option, off: README, "Eleventh round") -------------------------------
-
-def test_joined_words_are_neighbouring_plain_words() -> None:
-    from ragdb.tokenize import joined_words
-
-    assert joined_words("How does the static file serving stop requests?") == [
-        "staticfile", "fileserving", "servingstop", "stoprequests"]
-    # a hyphen joins, punctuation and flags do not, a pair starting with a stopword is left out
-    assert joined_words("Is keep-alive on, (time) out with --max-model-len?") == [
-        "keepalive", "aliveon"]
-    assert joined_words("log in") == ["login"] and joined_words("a b") == []
-
-
-ROUTES = (
-    "function routeHandler (request, reply) {\n"
-    "  const timer = setTimeout(() => reply.code(503).send(), request.limit)\n"
-    "  return timer\n"
-    "}\n"
-)
-ROUTE_NOTES = (
-    "// The route table: each route has a handler, and a handler has a route.\n"
-    "function table (route, handler) {\n"
-    "  return { route: route, handler: handler, timer: null }\n"
-    "}\n"
-)
-
-
-def test_joined_words_find_an_identifier_written_in_parts(tmp_path: Path) -> None:
-    """With join_words, "route handler" also queries `routehandler`, the joined form the index
-    holds for `routeHandler`: its definition outranks the file repeating the plain words,
-    which wins without the option."""
-    others = {f"lib/other{i}.js": f"function other{i} () {{ return {i} }}\n" for i in range(6)}
-    write_corpus(tmp_path / "proj", {"lib/route.js": ROUTES, "lib/table.js": ROUTE_NOTES,
-                                     **others})
-    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    question = "What does the route handler do when the timer fires?"
-
-    def files(join_words: int) -> list[str]:
-        searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(join_words=join_words),
-                            use_cache=False)
-        return [h.file_path.rsplit("/", 1)[-1] for h in searcher.search(question, 2, "lexical")]
-
-    assert files(0) == ["table.js", "route.js"]
-    assert files(1) == ["route.js", "table.js"]
-    assert files(2) == files(0)  # 2: only for a question that names code, which this one does not
-    named = "What does the route handler do when `setTimeout` fires?"
-    searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(join_words=2), use_cache=False)
-    assert "routehandler" in searcher.informative_terms(named)
-    assert "routehandler" not in searcher.informative_terms(question)
-
-
-# -- issue 37: a version in the root's name, a function named in plain words ----------------------
+# -- issue 37: a version in the root's name ----------------------------------------------------
 
 def _two_letters(i: int) -> str:
     return chr(97 + i // 26) + chr(97 + i % 26)
@@ -808,6 +672,8 @@ def test_a_question_of_common_terms_only_still_searches(versioned: Path) -> None
     assert len(hits) == 5 and all(hit["file_path"].endswith(".py") for hit in hits)
 
 
+# A method whose words are everywhere in `.strip()` calls: tests/test_postgres_search.py checks
+# both engines rank its question alike.
 AUTH_FILES = {
     "src/web/sessions.py": (
         "class Session:\n"
@@ -826,35 +692,6 @@ AUTH_FILES = {
     **{f"src/web/other_{_two_letters(i)}.py": f"def other_{_two_letters(i)}(text):\n"
                                               "    return text.upper()\n" for i in range(8)},
 }
-
-
-def test_a_function_named_in_plain_words_is_found_as_that_identifier(tmp_path: Path) -> None:
-    """Issue 37: "should strip auth" lost its stop word and matched every `.strip()` call;
-    the run of words also queries `shouldstripauth`, the joined form the index holds for
-    `should_strip_auth`, and its definition comes first (in rag.db's SQL and by the CLI)."""
-    write_corpus(tmp_path / "proj", AUTH_FILES)
-    done = run_cli("index", "proj", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-
-    def files(runs: bool) -> list[str]:
-        searcher = Searcher(connect(tmp_path / "rag.db"), SearchParams(identifier_runs=runs),
-                            use_cache=False)
-        return [h.file_path.rsplit("/", 1)[-1]
-                for h in searcher.search("should strip auth", 3, "lexical")]
-
-    assert files(False)[0] != "sessions.py"  # the calls of .strip() outrank it without
-    assert files(True)[0] == "sessions.py"
-    hits, _ = _search_json(tmp_path, "should strip auth", "--k", "5")
-    assert hits[0]["file_path"] == "proj/src/web/sessions.py"
-
-
-def test_identifier_runs_are_three_to_five_neighbouring_words() -> None:
-    from ragdb.tokenize import identifier_runs
-
-    assert identifier_runs("should strip auth") == ["shouldstripauth"]
-    assert identifier_runs("should strip, auth") == []  # punctuation breaks a run
-    assert identifier_runs("a b c d e f") == ["abc", "abcd", "abcde", "bcd", "bcde", "bcdef",
-                                              "cde", "cdef", "def"]
 
 
 def test_an_index_of_the_previous_analysis_is_rebuilt_below_its_roots(tmp_path: Path) -> None:
