@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -101,6 +102,22 @@ def write_corpus(root: Path, files: dict[str, str] = SMALL_CORPUS) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def write_question_set(root: Path, asked: list[tuple[str, str, str]]) -> Path:
+    """A question set laid out as the repository sets are (AnsweredQuestions/dataset_proj.json)
+    over the corpus write_corpus wrote under root/data/raw/proj: (kind, question, path) each,
+    its reference the whole file. Returns the set's folder."""
+    questions = [{"question_id": f"q{i}", "question": text, "answer": "-", "kind": kind,
+                  "difficulty": "identifier",
+                  "sources": [{"file_path": path, "first_character_index": 0,
+                               "last_character_index": len((root / path).read_text())}]}
+                 for i, (kind, text, path) in enumerate(asked)]
+    folder = root / "set"
+    (folder / "AnsweredQuestions").mkdir(parents=True)
+    (folder / "AnsweredQuestions" / "dataset_proj.json").write_text(
+        json.dumps({"rag_questions": questions}))
+    return folder
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from benchmarks.bench_repos import run as bench_run
 from benchmarks.common import repo_questions
 from ragdb import RagDB
 from ragdb.retrieve import SearchParams
-from tests.conftest import write_corpus
+from tests.conftest import write_corpus, write_question_set
 
 
 def test_every_variant_runs_on_a_real_index_and_the_report_reads_them(
@@ -28,15 +28,7 @@ def test_every_variant_runs_on_a_real_index_and_the_report_reads_them(
              ("code", "Which class is one decoder layer of Gemma 2?", layers),
              ("docs", "Does the scheduler support chunked prefill?", "data/raw/proj/notes.txt"),
              ("code", "What does trust_remote_code_default return?", layers)]
-    questions = [{"question_id": f"q{i}", "question": text, "answer": "-", "kind": kind,
-                  "difficulty": "identifier",
-                  "sources": [{"file_path": path, "first_character_index": 0,
-                               "last_character_index": len((tmp_path / path).read_text())}]}
-                 for i, (kind, text, path) in enumerate(asked)]
-    folder = tmp_path / "set"
-    (folder / "AnsweredQuestions").mkdir(parents=True)
-    (folder / "AnsweredQuestions" / "dataset_proj.json").write_text(
-        json.dumps({"rag_questions": questions}))
+    folder = write_question_set(tmp_path, asked)
     db = tmp_path / "rag.db"
     with RagDB(db) as rag:
         rag.index(["data/raw/proj"])

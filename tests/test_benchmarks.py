@@ -19,7 +19,7 @@ from benchmarks.bench_repos import run
 from benchmarks.common import ACCEPT_DIR, cell, repo_questions
 from ragdb import RagDB
 from ragdb.retrieve import Mode
-from tests.conftest import write_corpus
+from tests.conftest import write_corpus, write_question_set
 
 REPO = Path(__file__).resolve().parents[1]
 needs_shared = pytest.mark.skipif(not (REPO.parent / "shared" / "datasets" / "public").is_dir(),
@@ -140,15 +140,7 @@ def test_the_harness_ranks_a_real_index(tmp_path: Path, monkeypatch: pytest.Monk
              ("code", "Which class is one decoder layer of Gemma 2?", layers),
              ("docs", "Does the scheduler support chunked prefill?", "data/raw/proj/notes.txt"),
              ("code", "What does tanh return for an empty batch of logits?", lora)]
-    questions = [{"question_id": f"q{i}", "question": text, "answer": "-", "kind": kind,
-                  "difficulty": "identifier",
-                  "sources": [{"file_path": path, "first_character_index": 0,
-                               "last_character_index": len((tmp_path / path).read_text())}]}
-                 for i, (kind, text, path) in enumerate(asked)]
-    folder = tmp_path / "set"
-    (folder / "AnsweredQuestions").mkdir(parents=True)
-    (folder / "AnsweredQuestions" / "dataset_proj.json").write_text(
-        json.dumps({"rag_questions": questions}))
+    folder = write_question_set(tmp_path, asked)
     with RagDB(tmp_path / "rag.db") as rag:
         rag.index(["data/raw/proj"], vectors=False)
         loaded = repo_questions(folder, ("proj",))
