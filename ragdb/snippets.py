@@ -26,7 +26,11 @@ _SPEC = re.compile(r"(.*?)(?::([0-9]*)(?::([0-9]*))?|:([a-z][-_0-9a-z]*))?", re.
 # What may stand around include lines on a page: a content tab's title (`=== "CUDA"`), an
 # admonition's or a collapsible block's first line (`!!! note`, `???+ tip "Title"`), the
 # fence of the code block the included lines are shown in.
-_WRAPPER = re.compile(r"(?:===\+?|!!!|\?\?\?\+?)(?:[ \t].*)?|(?:`{3,}|~{3,})[ \t]*[\w+.-]*")
+# A page made only of includes has no text of its own besides its headings and anchors
+# (`[](){ #build-from-source }`, `{ #id }`).
+_WRAPPER = re.compile(r"(?:===\+?|!!!|\?\?\?\+?)(?:[ \t].*)?|(?:`{3,}|~{3,})[ \t]*[\w+.-]*"
+                      r"|(?:\[\]\(\))?\{[ \t]*#[^}]*\}")
+_HEADING = re.compile(r"#{1,6}[ \t]+(.*?)[ \t#]*")
 
 
 def is_marker_heading(title: str) -> bool:
@@ -34,11 +38,13 @@ def is_marker_heading(title: str) -> bool:
     return SECTION_MARKER.search(title) is not None
 
 
-def includes(lines: Sequence[str]) -> list[str]:
+def includes(lines: Sequence[str]) -> list[tuple[str, str]]:
     """The snippets (`path` or `path:name`) a run of lines includes when that is all it
-    holds, apart from blank lines, tab titles and admonition lines; else []."""
-    found: list[str] = []
+    holds, apart from blank lines, headings, anchors, tab titles, admonition lines and code
+    fences, each with the title of the heading above it in the run ('' if none); else []."""
+    found: list[tuple[str, str]] = []
     block = False
+    title = ""
     for line in lines:
         body = line.strip()
         if not body:
@@ -47,9 +53,11 @@ def includes(lines: Sequence[str]) -> list[str]:
             block = not block
         elif block:
             if not body.startswith(";"):
-                found.append(body)
+                found.append((body, title))
         elif (m := _INCLUDE.fullmatch(body)) is not None:
-            found.append(m.group(1)[1:-1])
+            found.append((m.group(1)[1:-1], title))
+        elif (m := _HEADING.fullmatch(body)) is not None and not line[0].isspace():
+            title = m.group(1)
         elif not _WRAPPER.fullmatch(body):
             return []
     return found

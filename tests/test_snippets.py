@@ -66,6 +66,14 @@ SITE = {
                       "    top_p: float = 1.0\n"
                       "    # --8<-- [end:sampling-params]\n"
                       "    seed: int = 0\n"),
+    "docs/gpu.md": (
+        "# Widget on GPUs\n\n## Set up\n\n### Requirements\n\n"
+        '=== "Linux"\n\n    --8<-- "docs/snippets/linux.inc.md:requirements"\n\n'
+        '=== "macOS"\n\n    --8<-- "docs/snippets/macos.inc.md:requirements"\n\n'
+        "[](){ #from-source }\n\n### From source\n\n"
+        '=== "Linux"\n\n    --8<-- "docs/snippets/linux.inc.md:build-from-source"\n\n'
+        '=== "macOS"\n\n    --8<-- "docs/snippets/macos.inc.md:build-from-source"\n'
+    ),
     "docs/whole.md": '# Whole file\n\n--8<--\ndocs/snippets/plain.md\n--8<--\n',
     "docs/snippets/plain.md": "# Plain include\n\nThe plain page is included whole.\n",
 }
@@ -166,6 +174,16 @@ def test_a_tab_of_includes_shows_the_section_that_matches(rag: RagDB, site: Path
         assert "(Build the widget from source)" in text
 
 
+def test_a_page_of_headings_and_includes_shows_the_best_include_under_its_heading(
+        rag: RagDB, site: Path) -> None:
+    blocks, text = blocks_for(rag, "How do I compile the widget with make on macOS?",
+                              "docs/gpu.md")
+    first = blocks[0]
+    assert first["file_path"] == "site/docs/snippets/macos.inc.md"
+    assert verbatim(site, first, text)[0] == "## Compile the widget on macOS"
+    assert "(Widget on GPUs › From source)" in text
+
+
 def test_an_include_that_leads_nowhere_keeps_the_page(rag: RagDB, site: Path) -> None:
     for page, question in (("docs/missing.md", "missing section"),
                            ("docs/nowhere.md", "nowhere"), ("docs/hidden.md", "hidden")):
@@ -210,9 +228,13 @@ def test_an_included_file_changed_since_indexing_is_not_shown(tmp_path: Path) ->
 
 def test_includes_targets_and_sections() -> None:
     assert includes(['=== "A"', "", '    --8<-- "a.md:x"', "???+ note", "  --8<-- 'b.md'"]) \
-        == ["a.md:x", "b.md"]
-    assert includes(["--8<--", "a.md", ";b.md", "c.md:1:3", "--8<--"]) == ["a.md", "c.md:1:3"]
+        == [("a.md:x", ""), ("b.md", "")]
+    assert includes(["--8<--", "a.md", ";b.md", "c.md:1:3", "--8<--"]) \
+        == [("a.md", ""), ("c.md:1:3", "")]
+    assert includes(["## Setup", "[](){ #x }", '--8<-- "a.md"', "### Build ###", "```py",
+                     '--8<-- "b.py:s"', "```"]) == [("a.md", "Setup"), ("b.py:s", "Build")]
     assert includes(['--8<-- "a.md"', "Some prose."]) == []
+    assert includes(['--8<-- "a.md"', "    # an indented comment"]) == []
     assert includes([';--8<-- "a.md"']) == [] and includes([]) == []
     paths, rest = target("site/docs/page.md", "docs/x.inc.md:build")
     assert paths == ["site/docs/docs/x.inc.md", "site/docs/x.inc.md", "docs/x.inc.md"]

@@ -386,21 +386,27 @@ class BlocksAnswerer:
         self.include = include
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
-        """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab)
-        shown as what it includes: of the sections found in the index, the one that holds most
-        of the question's terms (the first of a tie), cut as any block; else `block`."""
-        found: list[tuple[int, int, tuple[str, str, str], list[str], tuple[int, int]]] = []
-        for spec in snippets.includes(block.lines) if self.include else []:
+        """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
+        headings and anchors besides) shown as what it includes: of the sections found in the
+        index, the one whose best line holds most of the question's terms (then the whole
+        section, then the first), cut as any block, under its heading; else `block`."""
+        found: list[tuple[tuple[int, int, int], tuple[str, str, str], list[str],
+                          tuple[int, int], str]] = []
+        for spec, title in snippets.includes(block.lines) if self.include else []:
             paths, rest = snippets.target(block.path, spec)
             hit = self.include(block.path, paths) if self.include and paths else None
             lines = hit[1].split("\n") if hit else []
             span = snippets.section(lines, rest) if hit else None
             if hit and span:
-                text = "\n".join(lines[span[0]:span[1] + 1])
-                found.append((line_score(text, terms), -len(found), hit, lines, span))
+                shown = lines[span[0]:span[1] + 1]
+                score = (max(line_score(x, terms) for x in shown),
+                         line_score("\n".join(shown), terms), -len(found))
+                found.append((score, hit, lines, span, title))
         if not found:
             return block
-        _, _, (path, _, language), lines, (a, b) = max(found)
+        _, (path, _, language), lines, (a, b), title = max(found)
+        heads = [p for p in block.label.strip("()").split(" › ") if p]
+        heads += [title] if title and title not in heads else []
         while not lines[a].strip():
             a += 1
         while not lines[b].strip():
@@ -408,9 +414,10 @@ class BlocksAnswerer:
         code = language not in PROSE_FILE_KINDS
         if b - a + 1 > limit:
             a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
+        label = f"({' › '.join(heads[-2:])})" if heads else ""
         return Block(block.number, path, a + 1, b + 1, lines[a:b + 1], language, code,
-                     label=block.label, rule=f"; included by `{block.path}:{block.start_line}"
-                     f"-{block.end_line}`")
+                     label=label, rule=f"; included by `{block.path}:{block.start_line}-"
+                     f"{block.end_line}`")
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
