@@ -388,8 +388,8 @@ class BlocksAnswerer:
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
         headings and anchors besides) shown as what it includes: of the sections found in the
-        index, the one whose best line holds most of the question's terms (then the whole
-        section, then the first), cut as any block, under its heading; else `block`."""
+        index, the one holding most of the question's terms (line_score on its text; then
+        its best line, then the first), cut as any block, under its heading; else `block`."""
         found: list[tuple[tuple[int, int, int], tuple[str, str, str], list[str],
                           tuple[int, int], str]] = []
         for spec, title in snippets.includes(block.lines) if self.include else []:
@@ -399,8 +399,8 @@ class BlocksAnswerer:
             span = snippets.section(lines, rest) if hit else None
             if hit and span:
                 shown = lines[span[0]:span[1] + 1]
-                score = (max(line_score(x, terms) for x in shown),
-                         line_score("\n".join(shown), terms), -len(found))
+                score = (line_score("\n".join(shown), terms),
+                         max(line_score(x, terms) for x in shown), -len(found))
                 found.append((score, hit, lines, span, title))
         if not found:
             return block
