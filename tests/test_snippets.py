@@ -247,3 +247,20 @@ def test_includes_targets_and_sections() -> None:
     assert section(lines, ":absent") is None and section(lines, "") == (0, len(lines) - 1)
     assert section(lines, ":2:3") == (1, 2) and section(lines, ":900:") is None
     assert section(["# --8<-- [start:open]", "runs to the end"], ":open") == (1, 1)
+
+
+SPEC_TEXT = st.text(st.sampled_from(list('ab:0-9."/ ')), max_size=12)
+
+
+@PROPERTY
+@given(st.lists(st.one_of(MARKER_LINE, st.builds(lambda s: f'--8<-- "{s}"', SPEC_TEXT)),
+                max_size=30), SPEC_TEXT)
+def test_the_rules_never_fail_and_stay_in_the_file(lines: list[str], spec: str) -> None:
+    for found, _title in includes(lines):
+        paths, rest = target("site/docs/page.md", found)
+        assert all(not p.startswith("/") for p in paths)
+        span = section(lines, rest)
+        if span is not None:
+            assert 0 <= span[0] <= span[1] < len(lines)
+    span = section(lines, spec)
+    assert span is None or 0 <= span[0] <= span[1] < len(lines)
