@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ragdb.chunk_packing import _BLANK_RUN, _HEADING_BASE, _PARA, _TOP, _Unit
-from ragdb.snippets import is_marker_heading
+from ragdb.snippets import is_marker_heading, opened_at
 
 
 _MD_CANDIDATE = re.compile(r"^[ \t]*[`~#=-].*$", re.M)
@@ -121,7 +121,11 @@ def _heading_units(text: str, headings: list[tuple[int, int, str]]) -> list[_Uni
 
 
 def markdown_units(text: str, mdx: bool = False) -> list[_Unit]:
-    return _heading_units(text, _markdown_headings(text, mdx))
+    headings = _markdown_headings(text, mdx)
+    # A `[start:x]` snippet marker just above a heading opens that heading's section.
+    headings = [(opened_at(text, start, headings[n - 1][0] + 1 if n else 0), level, title)
+                for n, (start, level, title) in enumerate(headings)]
+    return _heading_units(text, headings)
 
 
 _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*\r?$", re.M)

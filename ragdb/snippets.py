@@ -38,6 +38,27 @@ def is_marker_heading(title: str) -> bool:
     return SECTION_MARKER.search(title) is not None
 
 
+def opened_at(text: str, start: int, floor: int = 0) -> int:
+    """Where the section beginning at offset `start` (a heading's line) opens when `[start:x]`
+    marker lines stand just above it (blank lines between allowed): at the first of them, as
+    a region's opening marker belongs to the region it names; else `start`. Never before
+    `floor` (the previous heading)."""
+    opened = start
+    end = start
+    while end > floor:
+        begin = text.rfind("\n", floor, end - 1) + 1
+        line = text[begin:end]
+        m = SECTION_MARKER.search(line)
+        if m is not None and m.group(1).lower() == "start":
+            opened = begin
+        elif line.strip():
+            break
+        if begin <= floor:
+            break
+        end = begin
+    return max(opened, floor)
+
+
 def includes(lines: Sequence[str]) -> list[tuple[str, str]]:
     """The snippets (`path` or `path:name`) a run of lines includes when that is all it
     holds, apart from blank lines, headings, anchors, tab titles, admonition lines and code

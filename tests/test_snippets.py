@@ -130,6 +130,20 @@ def test_section_markers_are_not_headings() -> None:
     assert [lines[i] for i in headings(lines)] == ["# Install", "## Compile the widget on Linux"]
 
 
+def test_a_start_marker_opens_the_section_below_it() -> None:
+    """`[start:x]` names the region after it: its line is the first of that section's chunk,
+    not the last of the one before (an `[end:x]` line stays with what it closes)."""
+    text = _inc("Linux", "gcc")
+    chunks = chunk_text(text, "markdown", 150)
+    check_invariants(text, chunks, 150)
+    opening = text.index("# --8<-- [start:build-from-source]")
+    holding = [c for c in chunks if c.first <= opening < c.last]
+    assert holding[0].first == opening
+    assert holding[0].context == "Compile the widget on Linux"
+    closing = text.index("# --8<-- [end:requirements]")
+    assert [c for c in chunks if c.first <= closing < c.last][0].first < closing
+
+
 MARKER_LINE = st.sampled_from([
     "# --8<-- [start:a]", "# --8<-- [end:a]", "## --8<-- [start:b-c]", "<!-- --8<-- [end:b] -->",
     '--8<-- "x.md:a"', "--8<--", "# Real heading", "text", "", "```", "# " + "-" * 300 + "8<",
