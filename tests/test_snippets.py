@@ -185,7 +185,7 @@ def test_a_tab_of_includes_shows_the_section_that_matches(rag: RagDB, site: Path
         shown = verbatim(site, first, text)
         assert shown[0] == f"## Compile the widget on {system}" and shown[-1] == "```"
         assert f"the build uses {tool}" in text and "--8<--" not in text.split("\n\n")[0]
-        assert "(Build the widget from source)" in text
+        assert "(Build the widget from source; included by `site/docs/build.md:" in text
 
 
 def test_a_page_of_headings_and_includes_shows_the_best_include_under_its_heading(
@@ -195,7 +195,18 @@ def test_a_page_of_headings_and_includes_shows_the_best_include_under_its_headin
     first = blocks[0]
     assert first["file_path"] == "site/docs/snippets/macos.inc.md"
     assert verbatim(site, first, text)[0] == "## Compile the widget on macOS"
-    assert "(Widget on GPUs › From source)" in text
+    assert "(Widget on GPUs › From source; included by `site/docs/gpu.md:" in text
+
+
+def test_an_included_file_asked_directly_shows_no_marker_at_its_edges(
+        rag: RagDB, site: Path) -> None:
+    """A snippet file read as it is (not through its page): the markers around a section are
+    not on the rendered page, so a block neither starts nor ends on one."""
+    blocks, text = blocks_for(rag, "Which host does the widget need on Linux?",
+                              "docs/snippets/linux.inc.md")
+    shown = verbatim(site, blocks[0], text)
+    assert "A Linux host with gcc." in shown
+    assert "8<" not in shown[0] and "8<" not in shown[-1]
 
 
 def test_an_include_that_leads_nowhere_keeps_the_page(rag: RagDB, site: Path) -> None:

@@ -345,9 +345,10 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
             while end + 1 < len(runs) and lines[runs[end][1]].rstrip().endswith(":"):
                 end += 1  # "Key abstractions:" and the list it introduces
             a, b = runs[touched[0]][0], runs[end][1]
-    while a < b and not lines[a].strip():
+    # Blank lines and snippet section markers (invisible on the rendered page) at the edges.
+    while a < b and (not lines[a].strip() or snippets.is_marker_heading(lines[a])):
         a += 1
-    while b > a and not lines[b].strip():
+    while b > a and (not lines[b].strip() or snippets.is_marker_heading(lines[b])):
         b -= 1
     if b - a + 1 > limit:
         a, b = best_paragraphs(lines, a, b, terms, limit)
@@ -414,10 +415,12 @@ class BlocksAnswerer:
         code = language not in PROSE_FILE_KINDS
         if b - a + 1 > limit:
             a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
-        label = f"({' › '.join(heads[-2:])})" if heads else ""
+        # The page that includes it is named, so that [n] (the page, as retrieved) and the
+        # file shown read as one source.
+        by = f"included by `{block.path}:{block.start_line}-{block.end_line}`"
+        label = f"({' › '.join(heads[-2:])}; {by})" if heads else f"({by})"
         return Block(block.number, path, a + 1, b + 1, lines[a:b + 1], language, code,
-                     label=label, rule=f"; included by `{block.path}:{block.start_line}-"
-                     f"{block.end_line}`")
+                     label=label, rule=f"; {by}")
 
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
