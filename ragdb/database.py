@@ -470,12 +470,20 @@ class RagDB:
 
     def dense_coverage(self) -> float | None:
         """How complete the dense leg is (1.0 once every wanted chunk has its vector; less
-        while an index run is still embedding); None for an index built without vectors."""
+        while an index run is still embedding, or after one was stopped, 0.0 when it was
+        stopped before its first batch); None for an index built without vectors."""
         # Recomputed only when another connection committed (PRAGMA data_version) or this one
         # ran an index (generation): counting the vectors on every search cost ~4 ms.
         key = (data_version(self.conn), index_generation(self.conn))
         if self._coverage is None or self._coverage[0] != key:
-            covered = round(dense_coverage(self.conn), 4) if has_vectors(self.conn) else None
+            covered: float | None = None
+            if has_vectors(self.conn):
+                covered = round(dense_coverage(self.conn), 4)
+            elif get_setting(self.conn, Setting.EMBEDDER) is not None:
+                # An index run with vectors recorded its embedder, then stopped before its
+                # first batch: the dense leg is empty, not absent (hybrid is BM25 alone).
+                share = dense_coverage(self.conn)
+                covered = round(share, 4) if share < 1 else None
             self._coverage = (key, covered)
         return self._coverage[1]
 

@@ -21,6 +21,7 @@ from ragdb.db import (
     Setting,
     answers_dir,
     bump_generation,
+    default_db_path,
     full_text_done,
     get_setting,
     index_lock,
@@ -34,7 +35,7 @@ from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embe
 from ragdb.errors import DiskFullError, RagdbError
 from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_or_minified
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
-from ragdb.postgres import PostgresConnection
+from ragdb.postgres import PostgresConnection, is_url
 from ragdb.resources import cache_dir, models_dir, sql
 from ragdb.symbol_rows import SymbolRows
 from ragdb.symbols import SYMBOLS_VERSION
@@ -319,12 +320,20 @@ def ragdb_files(conn: Connection) -> frozenset[str]:
     """ragdb's own files and folders, by real path, which no walk reads wherever they lie (a
     root of `.` holds data/processed/rag.db, its -wal and its lock): the database with its
     sidecars and index lock, the models folder, ragdb's cache folder and the folders results
-    are saved in (`ragdb answer`'s beside rag.db, the dataset commands' defaults)."""
+    are saved in (`ragdb answer`'s beside rag.db, the dataset commands' defaults). The index
+    a command here uses without --db is ragdb's too: a run into another --db never reads it,
+    nor the answers saved beside it."""
     paths = [models_dir(), cache_dir(), *RESULT_DIRS]
+    databases = [str(default_db_path())]
     if not isinstance(conn, PostgresConnection) and conn.filename:
-        for db in (conn.filename, os.path.realpath(conn.filename)):
+        databases.append(conn.filename)
+    for database in databases:
+        if is_url(database):
+            continue
+        for db in (database, os.path.realpath(database)):
             paths += [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
-        paths += [index_lock_path(conn.filename), answers_dir(Path(conn.filename))]
+        paths += [index_lock_path(database), answers_dir(Path(database)),
+                  Path(database).parent / "outputs" / "answers"]
     return frozenset(os.path.realpath(path) for path in paths)
 
 

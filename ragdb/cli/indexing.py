@@ -102,6 +102,12 @@ def index(
             recorded = [Path(r.path) for r in rag.roots()] if rag.exists() else []
         except RagdbError:  # not an index yet (or a foreign file: index() says so)
             recorded = []
+        if not recorded and not Path("data/raw").exists():
+            # The course layout's default: a new user who typed `ragdb index` in their
+            # project would otherwise read "cannot index data/raw" and wonder what it is.
+            raise RagdbError("nothing to index: no folder given, no root recorded in "
+                             f"{rag.shown} and no data/raw here; name what to index, "
+                             "e.g. `ragdb index .`")
         roots = recorded or [Path("data/raw")]
     options: dict[str, Any] = dict(
         max_chunk_size=max_chunk_size, include=include, exclude=exclude, ignore=not no_ignore,

@@ -6,8 +6,10 @@ import asyncio
 import json
 import multiprocessing
 import os
+import signal
 import socket
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -198,6 +200,26 @@ def serve(db_path: Location, *, host: str = "127.0.0.1", port: int = 8001,
     # connections after 5 s, headers over 64 KiB; a body must arrive whole within
     # BODY_DEADLINE_S, and without a pause of api.BODY_TIMEOUT_S.
     app = body_deadline(datasette.app(), BODY_DEADLINE_S)
-    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on",
-                workers=1, http=_timed_h11(), timeout_keep_alive=5,
-                h11_max_incomplete_event_size=64 * 1024, limit_concurrency=256)
+    previous = _exit_on_sigterm()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on",
+                    workers=1, http=_timed_h11(), timeout_keep_alive=5,
+                    h11_max_incomplete_event_size=64 * 1024, limit_concurrency=256)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _exit_on_sigterm() -> Any:
+    """SIGTERM (`kill`, systemd, `docker stop`) ends the server as Ctrl-C does. uvicorn shuts
+    down gracefully, then raises the signal again under the handler it found: the default one
+    killed the process there, before its worker pools were shut down, and Python's resource
+    tracker warned of leaked semaphores. Raising SystemExit (status 143) lets them end.
+    Returns the handler to restore; None off the main thread, where signals cannot be set."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminated)

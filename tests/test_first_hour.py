@@ -1,0 +1,125 @@
+"""What a new user's first hour with ragdb ran into, each on real things: the CLI as a
+subprocess, a real rag.db, a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+from urllib.request import urlopen
+
+from ragdb import RagDB
+from tests.conftest import (
+    REPO, free_port, one_line_error, run_cli, wait_until_serving, write_corpus,
+)
+
+
+def test_index_without_paths_in_a_new_project_says_what_to_index(tmp_path: Path) -> None:
+    """`ragdb index` with no folder, no recorded root and no data/raw (the course layout's
+    default) named data/raw as if the user had asked for it."""
+    line = one_line_error(run_cli("index", cwd=tmp_path))
+    assert "nothing to index" in line and "`ragdb index .`" in line, line
+    assert not (tmp_path / "data").exists()
+
+
+STOP_BEFORE_FIRST_BATCH = """
+import os, signal, sys
+from ragdb import RagDB
+
+def on_embedded(done: int, total: int) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # the embedder is recorded, no vector is yet
+
+RagDB(sys.argv[1]).index(["data/raw"], on_embedded=on_embedded)
+"""
+
+
+def test_a_run_stopped_before_its_first_vector_batch_is_said_by_search(tmp_path: Path) -> None:
+    """Ctrl-C while the embedder starts: the lexical index is committed and no vector is.
+    Hybrid search was then BM25 alone without a word; it says the dense leg is empty."""
+    write_corpus(tmp_path / "data" / "raw")
+    db = tmp_path / "rag.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", STOP_BEFORE_FIRST_BATCH, str(db)], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RAGDB_MODELS_DIR": str(REPO / "data" / "models")})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    rag = RagDB(db)
+    assert rag.dense_coverage() == 0.0
+    rag.close()
+    said = run_cli("search", "LoRA adapters", "--json", "--db", str(db), cwd=tmp_path)
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout)[0]["file_path"] == "data/raw/docs/features/lora.md"
+    assert "the dense leg covers 0%" in said.stderr and "`ragdb index`" in said.stderr
+    lexical = run_cli("search", "LoRA adapters", "--mode", "lexical", "--db", str(db),
+                      cwd=tmp_path)
+    assert lexical.returncode == 0 and "dense leg" not in lexical.stderr
+    again = run_cli("index", "data/raw", "--db", str(db), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    rag = RagDB(db)
+    assert rag.dense_coverage() == 1.0
+    rag.close()
+
+
+def test_a_lexical_only_index_has_no_dense_coverage(tmp_path: Path) -> None:
+    write_corpus(tmp_path / "data" / "raw")
+    done = run_cli("index", "data/raw", "--no-vectors", "--db", "rag.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rag = RagDB(tmp_path / "rag.db")
+    assert rag.dense_coverage() is None
+    rag.close()
+
+
+def test_an_index_into_another_db_never_reads_the_default_index_or_its_answers(
+        tmp_path: Path) -> None:
+    """A project indexed the plain way (data/processed/rag.db, an answer saved beside it),
+    then indexed into another --db: the default index, its sidecars and the saved answers
+    are ragdb's own files and were indexed as the project's (the answers as JSON)."""
+    write_corpus(tmp_path / "src")
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    answered = run_cli("answer", "How do I load a LoRA adapter?", "--k", "1", cwd=tmp_path)
+    assert answered.returncode == 0, answered.stderr
+    saved = list((tmp_path / "data" / "processed" / "outputs" / "answers").glob("*.json"))
+    assert saved, answered.stdout
+    other = tmp_path.parent / f"{tmp_path.name}-other.db"
+    done = run_cli("index", ".", "--no-vectors", "--db", str(other), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "0 skipped" in done.stdout, done.stdout  # rag.db is not even counted as binary
+    with closing(sqlite3.connect(other)) as conn:
+        paths = sorted(str(row[0]) for row in conn.execute("SELECT path FROM files"))
+    assert paths == sorted(f"src/{rel}" for rel in
+                           ("docs/features/lora.md", "docs/usage/quickstart.md",
+                            "pkg/layers.py", "notes.txt"))
+
+
+def test_serve_stopped_with_sigterm_ends_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`kill`, systemd and `docker stop` send SIGTERM: uvicorn shut down, then the signal's
+    default action killed the process before its worker pools ended, and Python's resource
+    tracker printed a warning of leaked semaphores."""
+    write_corpus(tmp_path / "data" / "raw")
+    assert run_cli("index", "data/raw", "--no-vectors", cwd=tmp_path).returncode == 0
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragdb", "serve", "--port", str(port)], cwd=tmp_path,
+            stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(process, base, log_path, 60, 0.2)
+        with urlopen(f"{base}/-/ragdb/search?q=LoRA+adapter&k=1", timeout=60) as reply:
+            assert json.load(reply)["sources"]  # the search worker is running
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    log_text = log_path.read_text(errors="replace")
+    assert "Finished server process" in log_text, log_text
+    assert "leaked" not in log_text and "Traceback" not in log_text, log_text
