@@ -170,11 +170,23 @@ class _Server(MCPServer):
             raise type(exc)(" ".join(text.splitlines())) from cause
 
 
+def _version() -> str:
+    """ragdb's version for the handshake's serverInfo (the SDK's default is an empty string,
+    which a client shows as no version at all)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragdb")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
 def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
     """The MCP server for one rag.db (one RagDB, used by one tool call at a time)."""
     rag = RagDB(db, model=model, warn=lambda message: None)
     lock = threading.Lock()
-    server = _Server("ragdb", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server("ragdb", instructions=INSTRUCTIONS, log_level="WARNING",
+                     version=_version())
 
     def call(fn: Any) -> Any:
         with lock:
@@ -360,6 +372,21 @@ def _encoded(message: types.JSONRPCMessage | types.JSONRPCError) -> bytes:
         return fallback.model_dump_json(by_alias=True).encode("utf-8")
 
 
+#: Seconds the server still answers the requests in flight after the client closed stdin
+#: (a generated answer takes up to 25 s after a model load of about 20 s).
+DRAIN_S = 120.0
+
+
+def _track(pending: set[Any], message: types.JSONRPCMessage) -> None:
+    """A request is owed a reply; one the client cancels is not (the SDK sends none)."""
+    if isinstance(message, types.JSONRPCRequest):
+        pending.add(message.id)
+    elif (isinstance(message, types.JSONRPCNotification)
+          and message.method == "notifications/cancelled"
+          and isinstance(message.params, dict)):
+        pending.discard(message.params.get("requestId"))
+
+
 async def serve_stdio(server: MCPServer) -> None:
     """The server over stdin/stdout, one JSON-RPC message per line, until stdin closes.
 
@@ -373,6 +400,10 @@ async def serve_stdio(server: MCPServer) -> None:
     server_out, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     replies = server_out.clone()
     lines, out = anyio.wrap_file(wire_in), anyio.wrap_file(wire_out)
+    # Requests read and not yet answered: a client that writes its requests and closes stdin
+    # (`printf ... | ragdb mcp`) gets their replies before the server ends (the SDK's loop
+    # cancelled the tool calls still running when its input closed).
+    pending: set[Any] = set()
 
     async def read() -> None:
         async with to_server, replies:
@@ -382,15 +413,21 @@ async def serve_stdio(server: MCPServer) -> None:
                     if isinstance(parsed, types.JSONRPCError):
                         await replies.send(SessionMessage(parsed))
                     elif parsed is not None:
+                        _track(pending, parsed)
                         await to_server.send(SessionMessage(parsed))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
+            with anyio.move_on_after(DRAIN_S):
+                while pending:
+                    await anyio.sleep(0.05)
 
     async def write() -> None:
         async with from_server:
             async for message in from_server:
                 await out.write(_encoded(message.message) + b"\n")
                 await out.flush()
+                if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    pending.discard(message.message.id)
 
     lowlevel = server._lowlevel_server  # what run_stdio_async drives (SDK 2.3)
     async with anyio.create_task_group() as tasks:

@@ -123,3 +123,34 @@ def test_serve_stopped_with_sigterm_ends_as_ctrl_c_does(tmp_path: Path) -> None:
     log_text = log_path.read_text(errors="replace")
     assert "Finished server process" in log_text, log_text
     assert "leaked" not in log_text and "Traceback" not in log_text, log_text
+
+
+def test_mcp_answers_every_request_written_before_stdin_closed(tmp_path: Path) -> None:
+    """`printf '...' | ragdb mcp`, as serving.md's JSON-RPC lines read: the server ended when
+    stdin closed and the tool calls still running got no reply; the handshake also named no
+    version."""
+    write_corpus(tmp_path / "data" / "raw")
+    assert run_cli("index", "data/raw", "--no-vectors", "--db", "rag.db",
+                   cwd=tmp_path).returncode == 0
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+              "params": {"name": name, "arguments": arguments}}
+             for n, name, arguments in [(3, "search", {"query": "LoRA adapter", "k": 1}),
+                                        (4, "search", {"query": "", "k": 1}),
+                                        (5, "status", {})]]
+    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, *calls]
+    done = subprocess.run(
+        [sys.executable, "-m", "ragdb", "mcp", "--db", "rag.db"], cwd=tmp_path,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert sorted(replies) == [1, 2, 3, 4, 5], done.stdout
+    assert replies[1]["result"]["serverInfo"]["version"] not in ("", None)
+    found = replies[3]["result"]["structuredContent"]["sources"]
+    assert found[0]["file_path"] == "data/raw/docs/features/lora.md"
+    assert replies[4]["result"]["isError"] is True
+    assert replies[5]["result"]["isError"] is False
