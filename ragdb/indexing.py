@@ -137,6 +137,15 @@ def check_working_folder(conn: Connection, roots: Sequence[Path]) -> None:
     for recorded in there:
         if not os.path.exists(recorded):
             raise RagdbError(f"{refuse} ({recorded} is there, not here): {hint}")
+    db = None if isinstance(conn, PostgresConnection) else conn.filename
+    if db and inside(Path(os.path.realpath(db)), Path(os.path.realpath(here))):
+        return  # a copy of the project that carries its rag.db: it indexes where it lies
+    for recorded, path in there.items():
+        # `ragdb index --db ../proj/data/processed/rag.db` from a sibling folder re-indexed
+        # the recorded root `.` as the sibling, and removed every file of the project.
+        if not os.path.samefile(recorded, path):
+            raise RagdbError(f"{refuse} ({recorded} there is {path}; here it is "
+                             f"{os.path.abspath(recorded)}): {hint}")
 
 
 def index_paths(

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 from ragdb import RagDB
 from tests.conftest import (
-    REPO, free_port, one_line_error, run_cli, wait_until_serving, write_corpus,
+    REPO, free_port, index_rows, one_line_error, run_cli, wait_until_serving, write_corpus,
 )
 
 
@@ -154,3 +155,59 @@ def test_mcp_answers_every_request_written_before_stdin_closed(tmp_path: Path) -
     assert found[0]["file_path"] == "data/raw/docs/features/lora.md"
     assert replies[4]["result"]["isError"] is True
     assert replies[5]["result"]["isError"] is False
+
+
+def test_serve_from_another_folder_re_indexes_where_the_index_was_built(
+        tmp_path: Path) -> None:
+    """`ragdb serve --db /path/to/project/data/processed/rag.db` started elsewhere (a service
+    unit, a terminal in the home folder) searched, but POST /-/ragdb/index was refused: the
+    stored paths are relative to the project folder, where `ragdb mcp` already works from."""
+    project = tmp_path / "project"
+    write_corpus(project / "src")
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragdb", "serve", "--port", str(port), "--db",
+             str(project / "data" / "processed" / "rag.db")], cwd=elsewhere,
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(process, base, log_path, 60, 0.2)
+        post = Request(f"{base}/-/ragdb/index", data=b"{}", method="POST",
+                       headers={"Content-Type": "application/json"})
+        with urlopen(post, timeout=120) as reply:
+            done = json.load(reply)
+        assert done["roots"] == ["."], done
+        assert done["stats"]["files_unchanged"] == 4 and done["stats"]["files_removed"] == 0
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_index_from_a_sibling_folder_is_refused_and_removes_nothing(tmp_path: Path) -> None:
+    """`ragdb index --db ../project/data/processed/rag.db` from a sibling folder re-indexed
+    the recorded root `.` as the sibling (empty) and removed every file of the project; a
+    copy of the project that carries its rag.db still indexes where it lies."""
+    project = tmp_path / "project"
+    write_corpus(project / "src")
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    db = project / "data" / "processed" / "rag.db"
+    before = index_rows(db)
+    sibling = tmp_path / "sibling"
+    sibling.mkdir()
+    for args in (["index", "--db", str(db)], ["index", ".", "--db", str(db)]):
+        line = one_line_error(run_cli(*args, "--no-vectors", cwd=sibling))
+        assert f"this index was built from {project}" in line, line
+    assert index_rows(db) == before
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    (copy / "src" / "extra.py").write_text("def extra():\n    return 2\n")
+    done = run_cli("index", "--no-vectors", cwd=copy)
+    assert done.returncode == 0, done.stderr
+    assert "1 indexed, 4 unchanged, 0 removed" in done.stdout, done.stdout
+    assert index_rows(db) == before

@@ -54,7 +54,10 @@ def serve_command(
     """Serve rag.db in Datasette with ragdb's HTTP API and question page (/-/ragdb/ask)."""
     from ragdb.datasette_plugin.serve import serve
 
-    serve(from_project_folder(location(db))[0], host=host, port=port, model=model)
+    # From any folder, as `ragdb mcp`: the index's stored paths are relative to the folder it
+    # was built from, where POST /-/ragdb/index must run (from elsewhere it was refused).
+    serve(from_project_folder(location(db), anywhere=True)[0], host=host, port=port,
+          model=model)
 
 
 def mcp_command(

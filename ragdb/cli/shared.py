@@ -58,6 +58,8 @@ def from_project_folder(where: Location, paths: Sequence[Path] = (), *,
     below = here.startswith(top_real.rstrip(os.sep) + os.sep)
     if here == top_real or not (below or (anywhere and os.path.isdir(top_real))):
         return where, list(paths)
+    if not below and os.path.realpath(where).startswith(here.rstrip(os.sep) + os.sep):
+        return where, list(paths)  # a copy of the project with its rag.db: it works here
     absolute = [Path(os.path.abspath(p)) for p in paths]
     where = Path(os.path.abspath(where))
     os.chdir(top)
