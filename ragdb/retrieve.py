@@ -352,8 +352,12 @@ class Searcher:
         all of them when every one is common (nothing to search for would answer nothing).
 
         Uses the common terms as of the last _refresh() (search_many does one per call).
+        A question made only of stopwords ("What is ANY?", `any`) searches with them: it
+        found nothing at all, though `ANY` is a name the code defines.
         """
-        terms = query_terms(question)
+        terms = query_terms(question) or [
+            term for term in dict.fromkeys(analyse_terms(question))
+            if len(term) > 1 or term.isdigit()]
         return self._informative(terms) or terms
 
     def _informative(self, terms: Sequence[str]) -> list[str]:

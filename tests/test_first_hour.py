@@ -211,3 +211,19 @@ def test_index_from_a_sibling_folder_is_refused_and_removes_nothing(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert "1 indexed, 4 unchanged, 0 removed" in done.stdout, done.stdout
     assert index_rows(db) == before
+
+
+def test_a_question_made_only_of_stopwords_still_searches(tmp_path: Path) -> None:
+    """blinker defines `ANY`; "What is ANY?" found no source at all (every word of it is a
+    stopword), though `ragdb definition ANY` finds it. Punctuation alone still finds none."""
+    write_corpus(tmp_path / "src", {
+        "signals.py": '"""Signals."""\n\nANY = object()\n"""Receive from any sender."""\n\n\n'
+                      "def connect(receiver, sender=ANY):\n    return receiver\n",
+        "notes.md": "# Notes\n\nReceivers are called in order.\n"})
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    for question in ("What is ANY?", "any"):
+        found = run_cli("search", question, "--json", "--mode", "lexical", cwd=tmp_path)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)[0]["file_path"] == "src/signals.py", question
+    nothing = run_cli("search", "?!", cwd=tmp_path)
+    assert nothing.returncode == 0 and "no sources found" in nothing.stderr
