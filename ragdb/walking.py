@@ -47,9 +47,12 @@ BINARY_SUFFIXES = frozenset("""
 """.split())
 #: Files that hold credentials by convention (.env, private keys): never indexed unless an
 #: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
+#: Also the stores of git, npm and Docker logins, htpasswd files, OAuth client and service
+#: credentials, and Terraform state (which holds every secret of what it built in plain text).
 _SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
-                      r"|keystore|jks|env)")
+                      r"|keystore|jks|env)|\.git-credentials|\.npmrc|\.dockercfg|\.htpasswd"
+                      r"|credentials\.json|client_secret[\w.-]*\.json|.+\.tfstate(?:\.backup)?")
 #: A file whose first line names one of these interpreters is in that language.
 _SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
                       r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")

@@ -227,3 +227,20 @@ def test_a_question_made_only_of_stopwords_still_searches(tmp_path: Path) -> Non
         assert json.loads(found.stdout)[0]["file_path"] == "src/signals.py", question
     nothing = run_cli("search", "?!", cwd=tmp_path)
     assert nothing.returncode == 0 and "no sources found" in nothing.stderr
+
+
+def test_login_stores_and_terraform_state_are_never_indexed(tmp_path: Path) -> None:
+    """A project folder with a git credential store, npm and Docker logins, an htpasswd file,
+    OAuth client and service credentials and Terraform state had them all indexed (and served,
+    and sent to an answer model) as text or JSON."""
+    secrets = [".git-credentials", ".npmrc", ".dockercfg", ".htpasswd", "credentials.json",
+               "client_secret_1234.apps.json", "terraform.tfstate", "terraform.tfstate.backup"]
+    for name in secrets:
+        (tmp_path / name).write_text(f"token = zqsecret{len(name)}\n")
+    (tmp_path / "README.md").write_text("# Deploy\n\nRun terraform apply.\n")
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(secrets)} may hold secrets" in done.stdout, done.stdout
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert [row[0] for row in index_rows(db)["files"]] == ["README.md"]
+    assert b"zqsecret" not in db.read_bytes()
