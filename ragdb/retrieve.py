@@ -18,6 +18,7 @@ from ragdb.db import (
     Setting,
     generation,
     get_setting,
+    index_running,
     read_transaction,
     search_legs,
     search_rows,
@@ -395,6 +396,10 @@ class Searcher:
         self._mismatch = False
         with read_transaction(self.conn):  # one committed state for the whole search
             if index_is_empty(self.conn):
+                if index_running(self.conn):  # its first run: "run `ragdb index`" misleads
+                    raise MissingIndexError(
+                        "the index is empty: its first index run is in progress; search "
+                        "again when it has committed its files")
                 raise MissingIndexError("the index is empty: run `ragdb index` first")
             self._refresh()
             if mode is Mode.dense and not self._has_vectors:

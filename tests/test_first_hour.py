@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 from urllib.request import Request, urlopen
@@ -244,3 +245,40 @@ def test_login_stores_and_terraform_state_are_never_indexed(tmp_path: Path) -> N
     db = tmp_path / "data" / "processed" / "rag.db"
     assert [row[0] for row in index_rows(db)["files"]] == ["README.md"]
     assert b"zqsecret" not in db.read_bytes()
+
+
+HELD_FIRST_RUN = """
+import os, sys, time
+from ragdb import RagDB
+
+def hold(_n: int) -> None:
+    open(sys.argv[2] + ".started", "w").close()
+    while os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
+
+RagDB(sys.argv[1]).index(["data/raw"], vectors=False, progress=hold)
+"""
+
+
+def test_a_search_during_the_first_index_run_says_it_is_running(tmp_path: Path) -> None:
+    """While the first `ragdb index` of a project was still walking, a search said "the index
+    is empty: run `ragdb index` first": the user had, and it was running."""
+    write_corpus(tmp_path / "data" / "raw")
+    hold = tmp_path / "hold"
+    hold.touch()
+    run = subprocess.Popen([sys.executable, "-c", HELD_FIRST_RUN, "rag.db", str(hold)],
+                           cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "hold.started").exists():
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr
+            time.sleep(0.05)
+        line = one_line_error(run_cli("search", "LoRA", "--db", "rag.db", cwd=tmp_path))
+        assert "first index run is in progress" in line, line
+    finally:
+        hold.unlink()
+        assert run.wait(timeout=120) == 0
+    (tmp_path / "blank").mkdir()
+    assert run_cli("index", "blank", "--db", "blank.db", cwd=tmp_path).returncode == 0
+    line = one_line_error(run_cli("search", "LoRA", "--db", "blank.db", cwd=tmp_path))
+    assert line == "ragdb: the index is empty: run `ragdb index` first", line
