@@ -4,6 +4,7 @@ user's cache folder, never in the folder it runs from."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import cache
 from pathlib import Path
@@ -68,3 +69,17 @@ def models_dir() -> Path:
     if given:
         return Path(given).expanduser()
     return checkout_models_dir() or cache_dir() / "models"
+
+
+@cache
+def code_fingerprint() -> str:
+    """A digest of ragdb's own code (every module and SQL file, as installed): part of the
+    query cache's key, so that an upgraded ragdb never serves the results an older ranking
+    cached (the cache is otherwise valid until the next index run changes something). Read
+    once a process, when the cache is first used (about 1.5 MB)."""
+    digest = hashlib.sha256()
+    files = sorted(_PACKAGE.rglob("*.py")) + sorted(resource_dir("sql").rglob("*.sql"))
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -28,7 +28,7 @@ from ragdb.db import (
 from ragdb.embedder import Embedder, load_embedder
 from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.input_rules import check_k, check_text
-from ragdb.resources import sql
+from ragdb.resources import code_fingerprint, sql
 from ragdb.result_order import callee_first, question_identifiers
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
@@ -562,11 +562,14 @@ class Searcher:
         """Everything a search's result depends on besides the index generation (the cache
         row's own column): the question exactly as asked (identifier splitting is
         case-sensitive and the query vector sees every character), k, mode, filters, every
-        ranking parameter, for the dense leg which model made the vectors and which
-        commit of them this is (an index run commits them batch by batch), and when
-        reranking, the reranker (its weights' fingerprint) and its parameters."""
+        ranking parameter, ragdb's own code (resources.code_fingerprint: an upgrade that
+        ranks differently never reads an older version's entries), for the dense leg which
+        model made the vectors and which commit of them this is (an index run commits them
+        batch by batch), and when reranking, the reranker (its weights' fingerprint) and its
+        parameters."""
         key: list[Any] = [question, k, mode.value, asdict(self.params),
-                          [list(filters.paths), list(filters.langs), list(filters.excludes)]]
+                          [list(filters.paths), list(filters.langs), list(filters.excludes)],
+                          code_fingerprint()]
         if mode is not Mode.lexical:
             key += [self._made_by, self._vectors_version, self._has_vectors]
         if self.rerank is not None:  # the reranker's identity (ragdb.rerank.Reranking.key)

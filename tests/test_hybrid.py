@@ -129,6 +129,23 @@ def test_query_cache_is_used_and_invalidated(vector_project: Path, tmp_path: Pat
     assert scalar(conn, "SELECT count(*) FROM query_cache") == 0
 
 
+def test_another_version_of_ragdb_never_reads_this_ones_cache(
+        vector_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgrade may rank differently without an index run: its code fingerprint is in the
+    key, so it searches again (its own entry) rather than serving the older ranking."""
+    import ragdb.retrieve
+    db = tmp_path / "rag.db"
+    db.write_bytes((vector_project / "rag.db").read_bytes())
+    conn = connect(db)
+    question = "How do I load a LoRA adapter at run time?"
+    Searcher(conn).search(question, 3, Mode.lexical)
+    Searcher(conn).search(question, 3, Mode.lexical)
+    assert scalar(conn, "SELECT count(*) FROM query_cache") == 1
+    monkeypatch.setattr(ragdb.retrieve, "code_fingerprint", lambda: "an-upgraded-ragdb")
+    Searcher(conn).search(question, 3, Mode.lexical)
+    assert scalar(conn, "SELECT count(*) FROM query_cache") == 2
+
+
 def test_dense_on_an_index_without_vectors(project: Path) -> None:
     assert run_cli("index", "data/raw", "--no-vectors", "--db", "rag.db", cwd=project
                    ).returncode == 0
