@@ -273,3 +273,26 @@ def test_the_syntax_tree_names_definitions_in_every_language(
         "scale_weights")
     hits = Searcher(conn, use_cache=False).search(f"Where is {identifier}?", 2, "lexical")
     assert [Path(h.file_path).name for h in hits] == [f"b_owner.{name}", f"a_user.{name}"]
+
+
+def test_a_removed_files_text_is_gone_from_the_bytes_of_rag_db(tmp_path: Path) -> None:
+    """A file indexed by mistake (a key, a password) and then removed or ignored must not stay
+    readable in rag.db: not in its free pages (secure_delete), nor in the full-text index's
+    segments (merged after a run that deleted rows), nor in the write-ahead log."""
+    secret = "Hunter2PasswordXyzzy"
+    project = tmp_path / "proj"
+    write_corpus(project, {"src/app.py": "def main():\n    return 0\n",
+                           "src/notes.md": f"# Notes\n\nThe admin password is {secret}.\n"
+                           + "Some filler text about the deployment.\n" * 200})
+    done = run_cli("index", "src", "--no-vectors", "--db", "rag.db", cwd=project)
+    assert done.returncode == 0, done.stderr
+    found = run_cli("search", secret, "--db", "rag.db", cwd=project)
+    assert "notes.md" in found.stdout
+
+    (project / "src" / "notes.md").unlink()
+    done = run_cli("index", "src", "--no-vectors", "--db", "rag.db", cwd=project)
+    assert done.returncode == 0 and "1 removed" in done.stdout, done.stdout + done.stderr
+    stored = b"".join(p.read_bytes() for p in project.glob("rag.db*"))
+    for form in (secret, secret.lower(), "hunter2 password xyzzy", "xyzzy"):
+        assert form.encode() not in stored, form
+    assert "notes.md" not in run_cli("search", secret, "--db", "rag.db", cwd=project).stdout
