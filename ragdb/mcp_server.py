@@ -29,6 +29,7 @@ from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k
 from ragdb.mcp_symbols import add_symbol_tools
+from ragdb.resources import package_version
 from ragdb.retrieve import Filters, Hit, Mode
 from ragdb.schemas import FilterValue, describe
 
@@ -170,23 +171,12 @@ class _Server(MCPServer):
             raise type(exc)(" ".join(text.splitlines())) from cause
 
 
-def _version() -> str:
-    """ragdb's version for the handshake's serverInfo (the SDK's default is an empty string,
-    which a client shows as no version at all)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ragdb")
-    except PackageNotFoundError:  # run from a checkout that is not installed
-        return "unknown"
-
-
 def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
     """The MCP server for one rag.db (one RagDB, used by one tool call at a time)."""
     rag = RagDB(db, model=model, warn=lambda message: None)
     lock = threading.Lock()
     server = _Server("ragdb", instructions=INSTRUCTIONS, log_level="WARNING",
-                     version=_version())
+                     version=package_version())
 
     def call(fn: Any) -> Any:
         with lock:

@@ -83,3 +83,14 @@ def code_fingerprint() -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def package_version() -> str:
+    """ragdb's version as installed (`ragdb --version`, MCP's serverInfo); "unknown" when run
+    from a checkout that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ragdb")
+    except PackageNotFoundError:
+        return "unknown"

@@ -254,3 +254,11 @@ def test_python_dash_m_and_help() -> None:
     result = run_cli("--help", cwd=REPO)
     assert result.returncode == 0
     assert "search-dataset" in result.stdout
+
+
+def test_version_names_the_installed_ragdb() -> None:
+    from importlib.metadata import version
+
+    result = run_cli("--version", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ragdb {version('ragdb')}"

@@ -27,6 +27,7 @@ from ragdb.cli.symbols import (
 )
 from ragdb.db import location
 from ragdb.errors import RagdbError
+from ragdb.resources import package_version
 
 app = typer.Typer(
     help="Ask questions about a codebase: answers with the exact places they come from.",
@@ -36,6 +37,22 @@ app = typer.Typer(
     rich_markup_mode=None,
     suggest_commands=False,  # click suggests too: Typer's own made "Did you mean" say it twice
 )
+
+
+def _print_version(wanted: bool) -> None:
+    """`ragdb --version`: the installed version, then exit (before any command runs)."""
+    if wanted:
+        typer.echo(f"ragdb {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print ragdb's version and exit."),
+) -> None:
+    """Ask questions about a codebase: answers with the exact places they come from."""
+
 
 # Accurate in every phase: an index run commits its files and chunks in one transaction, then
 # its vectors batch by batch, so a stop while embedding keeps the rows and some vectors.
