@@ -213,7 +213,7 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
         return _result(result, "".join(f"warning: {w}\n\n" for w in result.warnings) + text)
 
     @server.tool()
-    def answer(query: str, k: KArg = 5, path: FilterArg = None, lang: FilterArg = None,
+    def answer(query: str, k: KArg = 10, path: FilterArg = None, lang: FilterArg = None,
                mode: str = "hybrid", style: str = "auto",
                exclude: FilterArg = None) -> Annotated[CallToolResult, AnswerResult]:
         """Answer a question from the k most relevant sources, citing them as [n]: whole

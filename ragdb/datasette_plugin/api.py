@@ -22,6 +22,7 @@ from ragdb.answering import answer_json
 from ragdb.datasette_plugin.service import (
     API_PREFIX,
     DEFAULT_DATASET_K,
+    DEFAULT_ANSWER_K,
     DEFAULT_K,
     MAX_DATASET_QUESTIONS,
     ApiError,
@@ -383,7 +384,7 @@ def _sse(event: str, data: Any) -> bytes:
 async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     params = await request_params(request, service.config.max_body_bytes)
     question = parse_question(params.get("q"))
-    k = parse_k(params.get("k"), DEFAULT_K)
+    k = parse_k(params.get("k"), DEFAULT_ANSWER_K)
     mode = parse_mode(params.get("mode"))
     stream = parse_flag(params.get("stream"))
     style = parse_style(params.get("style"))
@@ -483,7 +484,7 @@ async def ask_view(datasette: Any, request: Any) -> Any:
         template,
         {
             "q": request.args.get("q") or "",
-            "k": request.args.get("k") or str(DEFAULT_K),
+            "k": request.args.get("k") or str(DEFAULT_ANSWER_K),
             "max_k": MAX_K,
             "answer_url": datasette.urls.path(API_PREFIX + "answer"),
             "script_url": datasette.urls.path(API_PREFIX + "static/ask.js"),

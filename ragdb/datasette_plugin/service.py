@@ -49,6 +49,9 @@ from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 PLUGIN = "ragdb"
 API_PREFIX = "-/ragdb/"
 DEFAULT_K = 5
+#: An answer reads the top 10, at every door (the CLI, RagDB.answer, MCP): the blind readings
+#: measured answers at k 10 (benchmarks/README.md, "Which answer style?").
+DEFAULT_ANSWER_K = 10
 DEFAULT_DATASET_K = 10
 MAX_BODY_BYTES = 5 * 1024 * 1024
 #: Questions one `search-dataset` request may hold, and how many go to the search worker at
