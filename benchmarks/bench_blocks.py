@@ -72,7 +72,7 @@ OUT = BENCH_DIR / "blocks"
 #: whole sections against the default on repos4's docs questions and on the sample's docs
 #: questions whose answer they changed, and the answers MkDocs snippets changed (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
-            BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip")
+            BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
