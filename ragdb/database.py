@@ -48,7 +48,9 @@ from ragdb.embedder import Embedder
 from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
 from ragdb.generate.blocks import BlocksAnswerer
-from ragdb.generate.generator import NO_SOURCES_MESSAGE, Generator, time_limit_from_env
+from ragdb.generate.generator import (
+    NO_SOURCES_ASKED_MESSAGE, NO_SOURCES_MESSAGE, Generator, time_limit_from_env,
+)
 from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
@@ -561,6 +563,8 @@ class RagDB:
         search_ms = (time.perf_counter() - started) * 1000
         found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
                                  on_token=on_token, style=style)
+        if not k and found.text == NO_SOURCES_MESSAGE:  # not "the index has nothing"
+            found.text = NO_SOURCES_ASKED_MESSAGE
         if self.last_rerank is not None:
             found.timings.update(self.last_rerank)
         return found

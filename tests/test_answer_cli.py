@@ -38,10 +38,11 @@ def test_answer_is_blocks_of_the_sources_by_default(indexed: Path) -> None:
 
 
 def test_answer_with_no_source_or_k_zero_says_so(indexed: Path) -> None:
-    for args in (["zyzzyva quixotic", "--mode", "lexical"], ["lora", "--k", "0"]):
+    for args, said in ((["zyzzyva quixotic", "--mode", "lexical"], "No sources were found"),
+                       (["lora", "--k", "0"], "No sources were asked for (k = 0)")):
         result = run_cli("answer", *args, "--db", "rag.db", cwd=indexed)
         assert result.returncode == 0, result.stderr
-        assert "No sources were found" in result.stdout
+        assert said in result.stdout
 
 
 def test_unknown_style_is_one_line(indexed: Path) -> None:

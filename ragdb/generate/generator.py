@@ -39,6 +39,7 @@ from ragdb.generate.prompt import (
 NO_SOURCES_MESSAGE = (
     "No sources were found for this question in the index, so there is nothing to answer from."
 )
+NO_SOURCES_ASKED_MESSAGE = "No sources were asked for (k = 0), so there is nothing to answer from."
 EMPTY_ANSWER_MESSAGE = "The model gave no usable answer from these sources."
 
 
