@@ -122,9 +122,9 @@ def _heading_units(text: str, headings: list[tuple[int, int, str]]) -> list[_Uni
 
 def markdown_units(text: str, mdx: bool = False) -> list[_Unit]:
     headings = _markdown_headings(text, mdx)
-    # A `[start:x]` snippet marker just above a heading opens that heading's section.
-    headings = [(opened_at(text, start, headings[n - 1][0] + 1 if n else 0), level, title)
-                for n, (start, level, title) in enumerate(headings)]
+    if "8<" in text:  # a `[start:x]` snippet marker just above a heading opens its section
+        headings = [(opened_at(text, start, headings[n - 1][0] + 1 if n else 0), level, title)
+                    for n, (start, level, title) in enumerate(headings)]
     return _heading_units(text, headings)
 
 

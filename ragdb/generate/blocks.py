@@ -345,16 +345,25 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
             while end + 1 < len(runs) and lines[runs[end][1]].rstrip().endswith(":"):
                 end += 1  # "Key abstractions:" and the list it introduces
             a, b = runs[touched[0]][0], runs[end][1]
-    # Blank lines and snippet section markers (invisible on the rendered page) at the edges.
-    while a < b and (not lines[a].strip() or snippets.is_marker_heading(lines[a])):
-        a += 1
-    while b > a and (not lines[b].strip() or snippets.is_marker_heading(lines[b])):
-        b -= 1
+    a, b = _trimmed(lines, a, b)
     if b - a + 1 > limit:
         a, b = best_paragraphs(lines, a, b, terms, limit)
     label = heading_label(cand.located.context, lines, top)
     return Block(cand.number, source.file_path, a + 1, b + 1, lines[a:b + 1],
                  cand.located.language, False, label=label)
+
+
+def _trimmed(lines: list[str], a: int, b: int) -> tuple[int, int]:
+    """Lines a..b without the blank lines and snippet section markers (invisible on the
+    rendered page) at their edges; at least one line."""
+    def hidden(line: str) -> bool:
+        return not line.strip() or snippets.is_marker_heading(line)
+
+    while a < b and hidden(lines[a]):
+        a += 1
+    while b > a and hidden(lines[b]):
+        b -= 1
+    return a, b
 
 
 # -- the answer -----------------------------------------------------------------------------
@@ -408,10 +417,7 @@ class BlocksAnswerer:
         _, (path, _, language), lines, (a, b), title = max(found)
         heads = [p for p in block.label.strip("()").split(" › ") if p]
         heads += [title] if title and title not in heads else []
-        while not lines[a].strip():
-            a += 1
-        while not lines[b].strip():
-            b -= 1
+        a, b = _trimmed(lines, a, b)
         code = language not in PROSE_FILE_KINDS
         if b - a + 1 > limit:
             a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
