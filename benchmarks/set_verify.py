@@ -43,8 +43,9 @@ def read_text(path: Path) -> str:
 
 
 def check_package(here: Path, namespace: uuid.UUID, root: Path, name: str,
-                  anchors: dict[str, dict[str, str]], show: bool) -> list[str]:
-    """Every problem found in one package's two dataset files."""
+                  anchors: dict[str, dict[str, str]], show: bool, word: str = "") -> list[str]:
+    """Every problem found in one package's two dataset files; `word` is the name questions
+    use when it is not the folder's (a Debian source package named otherwise upstream)."""
     problems: list[str] = []
     folder = here.name
     answered = load(here / "AnsweredQuestions" / f"dataset_{name}.json")
@@ -64,7 +65,7 @@ def check_package(here: Path, namespace: uuid.UUID, root: Path, name: str,
         tag = f"{name}: {q['question'][:60]!r}"
         if q["question_id"] != str(uuid.uuid5(namespace, q["question"])):
             problems.append(f"{tag}: question_id is not uuid5(NAMESPACE, question)")
-        if not re.search(rf"\b{re.escape(name)}s?\b", q["question"], re.IGNORECASE):
+        if not re.search(rf"\b{re.escape(word or name)}s?\b", q["question"], re.IGNORECASE):
             problems.append(f"{tag}: the question does not name its package")
         if q.get("is_valid") is not True or not q.get("answer"):
             problems.append(f"{tag}: not valid or no answer")
@@ -106,8 +107,10 @@ def check_package(here: Path, namespace: uuid.UUID, root: Path, name: str,
     return problems
 
 
-def main(here: Path, packages: tuple[str, ...], namespace_url: str) -> int:
-    """Check one set (its folder, package names and question-id namespace); exit status."""
+def main(here: Path, packages: tuple[str, ...], namespace_url: str,
+         words: dict[str, str] | None = None) -> int:
+    """Check one set (its folder, package names and question-id namespace); exit status.
+    `words` maps a package folder to the name its questions use, where the two differ."""
     parser = argparse.ArgumentParser(description=f"Check the {here.name} question sets "
                                      "against the fetched corpora (no ragdb involved).")
     parser.add_argument("--root", type=Path, default=Path("."), help="project root (default: .)")
@@ -117,7 +120,8 @@ def main(here: Path, packages: tuple[str, ...], namespace_url: str) -> int:
     with open(here / "anchors.json", encoding="utf-8") as f:
         anchors: dict[str, dict[str, str]] = json.load(f)
     problems = [p for name in packages
-                for p in check_package(here, namespace, args.root, name, anchors, args.show)]
+                for p in check_package(here, namespace, args.root, name, anchors, args.show,
+                                       (words or {}).get(name, ""))]
     for p in problems:
         print(f"verify.py: {p}", file=sys.stderr)
     if not problems:
@@ -125,9 +129,10 @@ def main(here: Path, packages: tuple[str, ...], namespace_url: str) -> int:
     return 1 if problems else 0
 
 
-def run(here: Path, packages: tuple[str, ...], namespace_url: str) -> None:
+def run(here: Path, packages: tuple[str, ...], namespace_url: str,
+        words: dict[str, str] | None = None) -> None:
     """A set's verify.py: main, and `--show | head` (a reader that went away) is no error."""
     try:
-        sys.exit(main(here, packages, namespace_url))
+        sys.exit(main(here, packages, namespace_url, words))
     except BrokenPipeError:
         sys.exit(0)
