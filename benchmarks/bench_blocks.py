@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (BENCH_DIR, HELD_OUT, Asked, accept_sample, host_line,
+from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, Asked, accept_sample, host_line,
                                tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
@@ -72,7 +72,8 @@ OUT = BENCH_DIR / "blocks"
 #: whole sections against the default on repos4's docs questions and on the sample's docs
 #: questions whose answer they changed, and the answers MkDocs snippets changed (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
-            BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq")
+            BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
+            BENCH_DIR / "blocks5")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
@@ -82,10 +83,10 @@ SEED = 39
 
 
 def set_group(question_set: str) -> str:
-    """The set a question belongs to in reports: vllm, repos, repos2, repos3, repos4."""
+    """The set a question belongs to in reports: vllm, repos, repos2, repos3, repos4, repos5."""
     if question_set.startswith("vllm"):
         return "vllm"
-    for held in HELD_OUT:
+    for held in BY_NAME.values():
         if question_set in held.names:
             return held.name
     return "repos"
@@ -94,7 +95,8 @@ def set_group(question_set: str) -> str:
 def questions(sets: Sequence[str], kind: str, tuning: bool = False) -> list[Asked]:
     """The sample's questions (or the tuning ones) of `sets` and `kind`; a set whose index is
     not built is left out, said once."""
-    chosen = tuning_questions() if tuning else accept_sample(repos3=True, repos4=True)
+    chosen = (tuning_questions() if tuning
+              else accept_sample(repos3=True, repos4=True, repos5=REPOS5.name in sets))
     out: list[Asked] = []
     missing: set[Path] = set()
     for asked in chosen:
@@ -323,7 +325,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("answer", "cover", "report", "compare"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
-                        "repos3, repos4 [default: all whose index is built]")
+                        "repos3, repos4, repos5 [default: all whose index is built, repos5 "
+                        "only when named]")
     parser.add_argument("--variants", default=BLOCKS,
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))

@@ -16,12 +16,16 @@ with the defaults and reported in its own table: benchmarks/repos2 (fastify, cry
 greenlet; data/bench/repos2.db), benchmarks/repos3 (ent, starlette, yard; data/bench/repos3.db,
 written after repos2 had been read over many rounds) and benchmarks/repos4 (tornado, undici, lz4;
 data/bench/repos4.db, written for issues 39 and 40 and kept out of the reranker's training).
-Nothing is chosen on them.
+Nothing is chosen on them. `--sets` names held-out sets to build (if missing or without
+--no-build) and report on their own, without the repos and vLLM tables: `--sets repos5` is the
+only way to benchmarks/repos5 (flask, mercurius, Oniguruma; data/bench/repos5.db), so `--unseen`
+runs as it did before repos5 was written.
 
     uv run --frozen python -m benchmarks.bench_repos              # fetch, index, measure
     uv run --frozen python -m benchmarks.bench_repos --variants   # and each ranking rule off
     uv run --frozen python -m benchmarks.bench_repos --misses     # and every question not at 1
     uv run --frozen python -m benchmarks.bench_repos --unseen     # and the held-out repos2-4
+    uv run --frozen python -m benchmarks.bench_repos --sets repos5  # one held-out set alone
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.common import (BENCH_DIR, CORPUS, DIFFICULTIES, HELD_OUT, KINDS, REPOS, REPOS_DB,
-                               REPOS_ROOT, REPOS_SET, VLLM_DB, HeldOut, Question, cell,
+from benchmarks.common import (BENCH_DIR, BY_NAME, CORPUS, DIFFICULTIES, HELD_OUT, KINDS, REPOS,
+                               REPOS_DB, REPOS_ROOT, REPOS_SET, VLLM_DB, HeldOut, Question, cell,
                                ensure_corpus, first_rank, host_line, repo_questions,
                                vllm_questions)
 from ragdb import RagDB
@@ -153,6 +157,18 @@ def unseen_report(held: HeldOut, mode: Mode, show_misses: bool = False) -> None:
         misses(unseen, uranks, ufound)
 
 
+def held_alone(sets: Sequence[HeldOut], mode: Mode, no_build: bool, show_misses: bool) -> None:
+    """`--sets`: each named held-out set fetched, indexed into its own rag.db with the defaults
+    (kept with --no-build when it is there) and reported on its own."""
+    for held in sets:
+        if not (no_build and held.db.exists()):
+            fetch(held.folder / "fetch.sh", held.root)
+            seconds = build(held.db, [held.root])
+            print(f"unseen index ({held.root}, defaults, with vectors): {seconds:.1f} s")
+    for held in sets:
+        unseen_report(held, mode, show_misses)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-build", action="store_true",
@@ -165,9 +181,19 @@ def main() -> None:
     parser.add_argument("--unseen", action="store_true",
                         help="also the held-out sets of benchmarks/repos2, repos3 and repos4 "
                              "(three more codebases each, one rag.db per set)")
+    parser.add_argument("--sets", default="",
+                        help=f"comma-separated held-out sets ({', '.join(BY_NAME)}) to build "
+                             "and report alone, without the repos and vLLM tables")
     args = parser.parse_args()
+    named = [s for s in args.sets.split(",") if s]
+    unknown = [s for s in named if s not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"unknown set {unknown[0]!r} (known: {', '.join(BY_NAME)})")
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(host_line())
+    if named:
+        held_alone([BY_NAME[s] for s in named], Mode(args.mode), args.no_build, args.misses)
+        return
     if not args.no_build:
         fetch(REPOS_SET / "fetch.sh", REPOS_ROOT)
         seconds = build(REPOS_DB, [REPOS_ROOT / name for name in REPOS])

@@ -1,5 +1,6 @@
 """The benchmarks' question sets: the held-out repos3 and repos4 sets join bench_repos and the
-answer samples without changing what the earlier sets hold (real dataset files, no index needed)."""
+answer samples without changing what the earlier sets hold, and repos5 is reached only by name
+(real dataset files, no index needed)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from benchmarks import bench_accept
 from benchmarks import bench_blocks
-from benchmarks.common import HELD_OUT, REPOS3, REPOS4, accept_sample, repo_questions
+from benchmarks.common import (BY_NAME, HELD_OUT, REPOS3, REPOS4, REPOS5, accept_sample,
+                               evaluated_sets, repo_questions)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -44,6 +46,26 @@ def test_held_out_sets_have_their_shape_and_own_ids() -> None:
     assert [held.name for held in HELD_OUT] == ["repos2", "repos3", "repos4"]
 
 
+def test_repos5_has_the_shape_and_is_reached_only_by_name(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    questions = repo_questions(REPOS5.folder, REPOS5.names)
+    shape = collections.Counter((q.set_name, q.kind, q.difficulty) for q in questions)
+    assert shape == {(name, kind, diff): n for name in REPOS5.names for kind in ("docs", "code")
+                     for diff, n in (("identifier", 4), ("paraphrase", 3), ("conceptual", 3))}
+    earlier = {q.question_id for held in HELD_OUT
+               for q in repo_questions(held.folder, held.names)}
+    assert len({q.question_id for q in questions}) == 60
+    assert not {q.question_id for q in questions} & earlier
+    assert REPOS5 not in HELD_OUT and BY_NAME["repos5"] is REPOS5
+    assert {bench_blocks.set_group(name) for name in REPOS5.names} == {"repos5"}
+    # evaluated_sets lists repos5 only when it is named (its rag.db stood in by an empty file)
+    monkeypatch.setattr("benchmarks.common.REPOS5", REPOS5.__class__(
+        REPOS5.name, REPOS5.folder, REPOS5.root, REPOS5.names, tmp_path / "repos5.db"))
+    (tmp_path / "repos5.db").touch()
+    assert "repos5" not in [name for name, _, _ in evaluated_sets()]
+    assert [name for name, _, _ in evaluated_sets(["repos5"])] == ["repos5"]
+
+
 @needs_shared
 def test_accept_sample_appends_repos3_and_keeps_the_190() -> None:
     before = accept_sample()
@@ -73,6 +95,8 @@ def test_accept_sample_appends_repos4_after_repos3() -> None:
     assert {db for _, _, db in added} == {REPOS4.db}
     assert {q.set_name for q, _, _ in added} == set(REPOS4.names)
     assert accept_sample(repos4=True)[190:] == added  # without repos3 it follows the 190
+    with_repos5 = accept_sample(repos3=True, repos4=True, repos5=True)
+    assert with_repos5[:310] == both and len(with_repos5) == 370  # repos5 only when asked
     assert {bench_blocks.set_group(name) for name in REPOS4.names} == {"repos4"}
     assert bench_blocks.set_group("click") == "repos"
 
