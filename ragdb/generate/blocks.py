@@ -42,7 +42,8 @@ from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import GeneratedAnswer, no_sources
 from ragdb.generate.prompt import PromptSource
-from ragdb.tokenize import split_identifier
+from ragdb.generate.support import FRAME
+from ragdb.tokenize import STOPWORDS, analyse_terms, split_identifier
 from ragdb.generate.cuts import (
     DOCS_SECTION_LINES,
     WHOLE_SECTION_LINES,
@@ -385,15 +386,71 @@ def _lines_of(cand: _Candidate) -> tuple[list[str], int, int]:
     return text.split("\n"), first, last
 
 
+_WORD = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
+
+
+def question_words(question: str) -> list[tuple[str, list[str]]]:
+    """The words of the question that name what it asks about, once each in order: each with
+    its terms (analyse_terms, stemmed as question_terms: an identifier's parts, then the
+    parts joined); not stopwords, nor the words that only frame a question ("function",
+    "default", "option": support.FRAME), nor single letters."""
+    out: dict[str, list[str]] = {}
+    for token in _WORD.findall(question):
+        low = token.lower()
+        if low in STOPWORDS or low in FRAME or (len(token) < 2 and not token.isdigit()):
+            continue
+        terms = [_stem(t) for t in analyse_terms(token)]
+        if terms and low not in out:
+            out[low] = terms
+    return [(token, terms) for token, terms in out.items()]
+
+
+#: Where a question's clauses part: a question mark, semicolon or colon followed by more,
+#: and "and" / "or" / "but" before a question word ("..., and what happens when nothing
+#: matches?"). Not a comma alone: "When a flag is set, which value wins?" asks one thing.
+_CLAUSE = re.compile(
+    r"[?;]\s+|:\s+|,?\s+(?:and|or|but)\s+(?=(?:what|how|which|when|why|where|who|whose|"
+    r"whether|does|do|did|is|are|was|were|can|could|should|will|would|in what|if)\b)", re.I)
+
+
+def question_parts(question: str) -> list[list[tuple[str, list[str]]]]:
+    """The question's clauses (_CLAUSE), each as its question_words, the clauses without
+    one left out: two or more for a question that asks two things."""
+    parts = [question_words(part) for part in _CLAUSE.split(question)]
+    return [part for part in parts if part]
+
+
+def holds(terms: frozenset[str], word: list[str]) -> bool:
+    """Whether a block's terms hold a question word: its joined form, or all its parts."""
+    return word[-1] in terms or (len(word) > 1 and all(t in terms for t in word[:-1]))
+
+
+def block_terms(block: Block) -> frozenset[str]:
+    """The terms a block shows: its path, label, signature lines and lines (identifiers
+    split and joined, stemmed as question_terms)."""
+    text = "\n".join([block.path, block.label] + [line for _, line in block.heads]
+                     + block.lines)
+    return frozenset(_stem(t) for t in analyse_terms(text))
+
+
+def overlaps(block: Block, other: Block) -> bool:
+    """Whether two blocks show a line in common."""
+    return (block.path == other.path and block.start_line <= other.end_line
+            and other.start_line <= block.end_line)
+
+
 class BlocksAnswerer:
     """The Generator's interface without a language model: the answer is whole blocks of the
     sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate, include: Include | None = None) -> None:
+    def __init__(self, locate: Locate, include: Include | None = None,
+                 halves: float = 0.0) -> None:
         self.locate = locate
         self.include = include
+        #: The `halves` variant's share (bench_blocks; 0, off, in ragdb's doors): see halves.
+        self.halves = halves
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -428,6 +485,57 @@ class BlocksAnswerer:
         return Block(block.number, path, a + 1, b + 1, lines[a:b + 1], language, code,
                      label=label, rule=f"; {by}")
 
+    def block(self, cand: _Candidate, terms: frozenset[str], limit: int) -> Block:
+        """A candidate's block within `limit` lines: its definition, or its docs section (what
+        a page of includes includes)."""
+        lines, first, last = _lines_of(cand)
+        if cand.code:
+            return code_block(cand, lines, first, last, terms, limit)
+        return self.included(docs_block(cand, lines, first, last, terms, limit), terms, limit)
+
+    def other_half(self, question: str, candidates: Sequence[_Candidate],
+                   chosen: Sequence[tuple[_Candidate, str]], first: Block,
+                   terms: frozenset[str]) -> tuple[_Candidate, Block] | None:
+        """The second block for the part of a two-part question the first block leaves out
+        (the `halves` variant; question_parts): the words of each clause of which the first
+        block lacks at least `self.halves`, sought in each other candidate's block
+        (SECOND_LINES; the margin's choice first, then by rank; none overlapping the first
+        block); the one holding most of them, when it holds at least `self.halves` of them
+        and more than the margin's choice does; else None (the margin's choice stands)."""
+        parts = question_parts(question)
+        if len(parts) < 2:  # one clause: what a first block lacks of it is mostly words
+            return None     # that do not decide ("conditions must be met"; tuning questions)
+        shown = block_terms(first)
+        missing: dict[str, list[str]] = {}
+        for part in parts:
+            lacking = [(token, word) for token, word in part if not holds(shown, word)]
+            if len(lacking) >= self.halves * len(part):
+                missing.update(lacking)
+        if not missing:
+            return None
+        margin = chosen[1][0] if len(chosen) > 1 else None
+        others = [c for c in candidates if c is not chosen[0][0] and c is not margin]
+        best: tuple[_Candidate, Block, list[str]] | None = None
+        held_by_margin = 0
+        for cand in ([margin] if margin is not None else []) + others:
+            block = self.block(cand, terms, SECOND_LINES)
+            if overlaps(block, first):
+                continue
+            theirs = block_terms(block)
+            held = [token for token, word in missing.items() if holds(theirs, word)]
+            if cand is margin:
+                held_by_margin = len(held)
+            if best is None or len(held) > len(best[2]):
+                best = (cand, block, held)
+        if best is None or best[0] is margin or len(best[2]) <= held_by_margin \
+                or len(best[2]) < self.halves * len(missing):
+            return None
+        cand, block, held = best
+        block.rule = (f"rank {cand.number}: holds {len(held)} of the {len(missing)} words of "
+                      f"the part of the question the first block lacks ({', '.join(held)})"
+                      + block.rule)
+        return cand, block
+
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
         """The blocks that answer, in order, and the notes the reader is given (a stale file, a
@@ -449,13 +557,14 @@ class BlocksAnswerer:
         terms = question_terms(question)
         blocks: list[Block] = []
         for slot, (cand, rule) in enumerate(chosen):
-            lines, first, last = _lines_of(cand)
-            limit = MAX_LINES if slot == 0 else SECOND_LINES
-            block = (code_block(cand, lines, first, last, terms, limit) if cand.code else
-                     self.included(docs_block(cand, lines, first, last, terms, limit), terms,
-                                   limit))
+            block = self.block(cand, terms, MAX_LINES if slot == 0 else SECOND_LINES)
             block.rule = rule + block.rule
             blocks.append(block)
+        if self.halves and blocks:
+            other = self.other_half(question, candidates, chosen, blocks[0], terms)
+            if other is not None:
+                chosen, blocks = [chosen[0], (other[0], other[1].rule)], [blocks[0], other[1]]
+        for cand, _ in chosen:
             if cand.located.text is None:
                 notes.append(f"`{cand.source.file_path}` {cand.located.why or 'was not found'}"
                              ": its lines are shown as indexed.")

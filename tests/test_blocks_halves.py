@@ -1,0 +1,122 @@
+"""The `halves` variant of the blocks answer (issue 39, benchmarks/bench_blocks.py): a
+two-part question whose second part the first block leaves out gets, as its second block, the
+candidate that holds that part's words, in place of the margin's choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragdb import RagDB
+from ragdb.generate.blocks import (BlocksAnswerer, Located, block_terms, holds,
+                                   question_parts, question_words)
+from ragdb.generate.prompt import PromptSource
+from ragdb.retrieve import Mode
+from tests.conftest import run_cli, write_corpus
+
+ROUTER = (
+    "import re\n\n\n"
+    "def match_route(routes, path):\n"
+    '    """Pick the first route whose pattern matches the whole path."""\n'
+    "    for route in routes:\n"
+    "        if route.pattern.fullmatch(path):\n"
+    "            return route\n"
+    "    return None\n"
+)
+CHANGELOG = "# Changelog\n\nVersion 2 renamed the route table and its pattern syntax.\n"
+STATUS = (
+    "def method_not_allowed(request):\n"
+    '    """Answer 405 when the request\'s method is not among its route\'s methods."""\n'
+    "    allowed = ', '.join(request.route.methods)\n"
+    "    return Response(status=405, headers={'Allow': allowed})\n"
+)
+FILES = {"src/router.py": ROUTER, "docs/changelog.md": CHANGELOG, "src/status.py": STATUS}
+TWO_PART = ("How does match_route pick a route for a path, and which status answers a request "
+            "when its method is not allowed?")
+
+
+def _sources(scores: dict[str, float]) -> list[PromptSource]:
+    """Each file whole as one retrieved source, in the order and with the scores given."""
+    return [PromptSource(path, 0, len(FILES[path]), 1, FILES[path].count("\n"), FILES[path],
+                         score=score) for path, score in scores.items()]
+
+
+def _answerer(halves: float) -> BlocksAnswerer:
+    """The blocks answerer over whole files, read as given (no files here)."""
+    return BlocksAnswerer(lambda source: Located(
+        text=source.text, language="markdown" if source.file_path.endswith(".md") else "python"),
+        halves=halves)
+
+
+RANKED = {"src/router.py": 1.0, "docs/changelog.md": 0.95, "src/status.py": 0.5}
+
+
+def test_a_question_parts_at_and_before_a_question_word_not_at_a_comma() -> None:
+    parts = question_parts(TWO_PART)  # ("allowed" only frames, as support.FRAME says)
+    assert [[token for token, _ in part] for part in parts] == [
+        ["match_route", "pick", "route", "path"], ["status", "answers", "request"]]
+    # A clause that sets the scene asks one thing; "default" and "option" only frame it.
+    assert len(question_parts("When a flag is set twice, which value wins?")) == 1
+    assert [t for t, _ in question_words("What is the default option of mlp_bias?")] == [
+        "mlp_bias"]
+
+
+def test_an_identifier_is_held_whole_or_by_all_its_parts() -> None:
+    (_, word), = question_words("create_from_handle")
+    assert holds(frozenset({"createfromhandle"}), word)
+    assert holds(frozenset({"create", "from", "handle"}), word)
+    assert not holds(frozenset({"create", "handle"}), word)
+
+
+def test_the_second_part_is_shown_in_place_of_the_margins_choice() -> None:
+    before, _ = _answerer(0.0).build(TWO_PART, _sources(RANKED))
+    assert [b.path for b in before] == ["src/router.py", "docs/changelog.md"]  # the margin's
+    after, notes = _answerer(0.5).build(TWO_PART, _sources(RANKED))
+    assert [b.path for b in after] == ["src/router.py", "src/status.py"] and not notes
+    assert after[0].lines == before[0].lines  # the first block is the default's
+    assert after[1].number == 3 and "holds 3 of the 3 words" in after[1].rule
+    assert "(status, answers, request)" in after[1].rule
+    for block in after:  # verbatim, at its lines
+        lines = FILES[block.path].split("\n")
+        assert block.lines == lines[block.start_line - 1:block.end_line]
+    assert "405" in block_terms(after[1]) and "405" not in block_terms(after[0])
+
+
+def test_one_clause_or_a_first_block_that_holds_both_parts_changes_nothing() -> None:
+    one = "How does match_route pick a route for a path?"
+    assert ([b.path for b in _answerer(0.5).build(one, _sources(RANKED))[0]]
+            == [b.path for b in _answerer(0.0).build(one, _sources(RANKED))[0]])
+    # The second part already in the first block: the margin's choice stands.
+    both = "How does match_route pick a route for a path, and what does it return for none?"
+    assert [b.path for b in _answerer(0.5).build(both, _sources(RANKED))[0]] == [
+        "src/router.py", "docs/changelog.md"]
+
+
+def test_a_block_that_holds_fewer_than_half_of_the_missing_words_is_not_shown() -> None:
+    # status.py holds 1 (status) of the 5 words of the second part: not at 0.5; at 0.1, yes.
+    question = ("How does match_route pick a route for a path, and which status goes with "
+                "a teapot refusing coffee brewing?")
+    assert [b.path for b in _answerer(0.5).build(question, _sources(RANKED))[0]] == [
+        "src/router.py", "docs/changelog.md"]
+    assert [b.path for b in _answerer(0.1).build(question, _sources(RANKED))[0]] == [
+        "src/router.py", "src/status.py"]
+
+
+def test_the_bench_variant_answers_from_a_real_index_verbatim(tmp_path: Path) -> None:
+    """bench_blocks' `halves` answers from a real index; its blocks are the files' lines."""
+    from benchmarks.bench_blocks import BLOCKS, HALVES, answer_with
+
+    write_corpus(tmp_path / "proj", FILES)
+    done = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with RagDB(tmp_path / "rag.db", use_cache=False) as rag:
+        hits = rag.search(TWO_PART, 5, Mode.lexical)
+        found = answer_with(rag, HALVES, TWO_PART, hits, 5)
+        default = answer_with(rag, BLOCKS, TWO_PART, hits, 5)
+    assert found.shown is not None and default.shown is not None
+    assert found.shown["blocks"][0] == default.shown["blocks"][0]
+    paths = [b["file_path"] for b in found.shown["blocks"]]
+    assert "proj/src/status.py" in paths
+    for block in found.shown["blocks"]:
+        lines = (tmp_path / block["file_path"]).read_text().split("\n")
+        assert "\n".join(lines[block["start_line"] - 1:block["end_line"]]).strip() \
+            in found.text
