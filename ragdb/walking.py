@@ -324,7 +324,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
                 continue  # rag.db, its -wal and lock: never its own input
             verdict = options.verdict(name, full[len(str(base)) + 1:] if use_paths else "")
             if verdict == INCLUDED:
-                scan.included.add(out / name)
+                pass  # scan.included once a link's target passes its own rules, below
             elif verdict == IGNORE_RULES and out / name in named:
                 continue  # skipped as a rules file already (a FIFO, a link out of the root)
             elif verdict:
@@ -340,10 +340,15 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
                     continue
                 if str(target) in own:
                     continue
-                why = "" if verdict == INCLUDED else options.link_verdict(target, top, False)
+                # Judged by its target even where an --include names the link: `--include
+                # '*.txt'` must not let in `notes.txt -> id_rsa` (an --include naming the
+                # target does, in link_verdict).
+                why = options.link_verdict(target, top, False)
                 if why:
                     scan.left_out.append((out / name, why))
                     continue
+            if verdict == INCLUDED:
+                scan.included.add(out / name)
             scan.files.append(out / name)
 
 

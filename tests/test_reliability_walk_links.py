@@ -84,6 +84,28 @@ def test_an_include_naming_the_target_lets_the_link_in(tmp_path: Path) -> None:
     assert paths == ["proj/.env", "proj/a.md", "proj/settings.txt"]
 
 
+def test_an_include_naming_only_the_link_does_not_let_a_credential_in(tmp_path: Path) -> None:
+    """`--exclude '*' --include '*.py' --include '*.txt'` (the docs' way to pick file types):
+    `notes.txt -> keys/deploy.pem` and `config.txt -> a.txt -> .env` were indexed, the private
+    key and the .env in rag.db, because an --include naming the link skipped the target's
+    rule. An --include lets a credential in only where it names the credential itself."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {"a.md": DOC_A, ".env": f"API_KEY={SECRET}\n",
+                        "keys/deploy.pem": f"-----BEGIN RSA PRIVATE KEY-----\n{SECRET}\n",
+                        "plain.txt": "nothing to hide\n"})
+    (proj / "notes.txt").symlink_to("keys/deploy.pem")
+    (proj / "b.txt").symlink_to(".env")
+    (proj / "config.txt").symlink_to("b.txt")
+    db = tmp_path / "rag.db"
+    done = index(tmp_path, "proj", "--exclude", "*", "--include", "*.txt", db=db)
+    assert done.returncode == 0, done.stderr
+    assert "3 may hold secrets" in done.stdout, done.stdout
+    paths = [path for path, _sha, _size in index_rows(db)["files"]]
+    assert paths == ["proj/plain.txt"]
+    assert SECRET not in searched(tmp_path, db, SECRET)
+    assert SECRET.encode() not in db.read_bytes()
+
+
 # -- 3. one folder under two names -------------------------------------------------------------
 
 def test_a_folder_given_again_through_a_symlink_is_indexed_once(tmp_path: Path) -> None:
