@@ -251,7 +251,15 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
     Depth first with a stack of its own (os.walk recurses, and a tree about 990 folders deep
     ended the run in a RecursionError)."""
     if not root.is_dir():
-        scan.files.append(root)  # named by the user: read as given
+        # Named by the user: read as given, but a link by what it leads to, as in a walk
+        # (`ragdb index notes.txt` with notes.txt -> ~/.ssh/id_rsa names no key).
+        target = link_target(root) if root.is_symlink() else None
+        why = "" if target is None else options.link_verdict(
+            target, Path(os.path.abspath(root.parent)).resolve(), False)
+        if why:
+            scan.skipped.append((root, why))
+        else:
+            scan.files.append(root)
         return
     base = Path(os.path.abspath(root))
     top = root.resolve()

@@ -282,3 +282,27 @@ def test_a_search_during_the_first_index_run_says_it_is_running(tmp_path: Path) 
     assert run_cli("index", "blank", "--db", "blank.db", cwd=tmp_path).returncode == 0
     line = one_line_error(run_cli("search", "LoRA", "--db", "blank.db", cwd=tmp_path))
     assert line == "ragdb: the index is empty: run `ragdb index` first", line
+
+
+def test_a_file_root_that_links_to_a_credential_is_not_indexed(tmp_path: Path) -> None:
+    """`ragdb index README.md notes.txt` where notes.txt -> ~/.ssh/id_rsa (outside the
+    project, no --follow-symlinks) or -> .env: a file given as a root was read as given, so
+    the key and the .env were in rag.db, though the same links in a walked folder are left out.
+    A file root is judged by its target as a walked link is; one named as itself still is read."""
+    secret = "supersecretvalue123"
+    home = tmp_path / "home"
+    write_corpus(home, {".ssh/id_rsa": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n"})
+    proj = tmp_path / "proj"
+    write_corpus(proj, {"README.md": "# Project\n\nHow to run it.\n", ".env": f"KEY={secret}\n"})
+    (proj / "notes.txt").symlink_to(home / ".ssh" / "id_rsa")
+    (proj / "settings.txt").symlink_to(".env")
+    done = run_cli("index", "README.md", "notes.txt", "settings.txt", "--no-vectors", cwd=proj)
+    assert done.returncode == 0, done.stderr
+    assert "2 may hold secrets" in done.stdout, done.stdout
+    assert "skipped notes.txt: may hold secrets" in done.stderr, done.stderr
+    db = proj / "data" / "processed" / "rag.db"
+    assert [path for path, _sha, _size in index_rows(db)["files"]] == ["README.md"]
+    assert secret.encode() not in db.read_bytes()
+    again = run_cli("index", "--no-vectors", cwd=proj)  # the recorded roots, again
+    assert again.returncode == 0, again.stderr
+    assert [path for path, _sha, _size in index_rows(db)["files"]] == ["README.md"]
