@@ -85,7 +85,7 @@ class _Gate:
             if cut <= 0:
                 return
         text = check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited,
-                            question=self.question).text
+                            question=self.question, in_block_order=True).text
         self.push(text)
 
     def push(self, text: str) -> None:
@@ -169,7 +169,7 @@ class CheckedAnswerer:
         draft survived the check."""
         written = draft.written
         checked = check_answer(renumber_citations(written.text, draft.mapping), draft.given,
-                               question=question, writer=self.model)
+                               question=question, writer=self.model, in_block_order=True)
         report = checked.report
         report.stopped_at_time_limit = written.stopped_at_time_limit
         started = started if started is not None else time.perf_counter() - (
