@@ -172,12 +172,30 @@ class Filters:
         return bool(self.paths or self.langs or self.excludes)
 
     def as_sql(self) -> dict[str, Any]:
+        paths, excludes = _folder_globs(self.paths), _folder_globs(self.excludes)
         return {
             "filtered": int(self.active),
-            "paths": json.dumps(list(self.paths)) if self.paths else None,
+            "paths": json.dumps(paths) if paths else None,
             "langs": json.dumps(list(self.langs)) if self.langs else None,
-            "excludes": json.dumps(list(self.excludes)) if self.excludes else None,
+            "excludes": json.dumps(excludes) if excludes else None,
         }
+
+
+def _folder_globs(globs: Sequence[str]) -> list[str]:
+    """The GLOBs a path filter is matched with: a folder named as `index --exclude` names one
+    (`docs/`), or a plain name without wildcards (`docs`, `./src`), also holds the files under
+    it; `--path docs/` found nothing, silently."""
+    out: list[str] = []
+    for glob in globs:
+        while glob.startswith("./"):
+            glob = glob[2:]
+        if glob.endswith("/"):
+            glob = glob.rstrip("/") + "/*"
+        elif glob and not any(c in glob for c in "*?["):
+            out.append(glob + "/*")
+        if glob and glob != "/*":
+            out.append(glob)
+    return sorted(set(out))
 
 
 NO_FILTERS = Filters()

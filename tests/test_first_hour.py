@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.request import Request, urlopen
 
 from ragdb import RagDB
+from ragdb.retrieve import Filters
 from tests.conftest import (
     REPO, free_port, index_rows, one_line_error, run_cli, wait_until_serving, write_corpus,
 )
@@ -32,6 +33,7 @@ def test_index_without_paths_in_a_new_project_says_what_to_index(tmp_path: Path)
 STOP_BEFORE_FIRST_BATCH = """
 import os, signal, sys
 from ragdb import RagDB
+from ragdb.retrieve import Filters
 
 def on_embedded(done: int, total: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)  # the embedder is recorded, no vector is yet
@@ -250,6 +252,7 @@ def test_login_stores_and_terraform_state_are_never_indexed(tmp_path: Path) -> N
 HELD_FIRST_RUN = """
 import os, sys, time
 from ragdb import RagDB
+from ragdb.retrieve import Filters
 
 def hold(_n: int) -> None:
     open(sys.argv[2] + ".started", "w").close()
@@ -306,3 +309,31 @@ def test_a_file_root_that_links_to_a_credential_is_not_indexed(tmp_path: Path) -
     again = run_cli("index", "--no-vectors", cwd=proj)  # the recorded roots, again
     assert again.returncode == 0, again.stderr
     assert [path for path, _sha, _size in index_rows(db)["files"]] == ["README.md"]
+
+
+def test_a_path_filter_naming_a_folder_keeps_the_files_under_it(tmp_path: Path) -> None:
+    """`ragdb search ... --path docs/` (or `--path docs`, or `./docs/`) found nothing and said
+    only 'no sources found', though `ragdb index --exclude 'docs/'` names a folder that way:
+    a glob ending in '/', or a name with no wildcard, holds the files under that folder."""
+    write_corpus(tmp_path)
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+
+    def found(*filters: str, question: str = "vLLM adapters server") -> list[str]:
+        done = run_cli("search", question, "--mode", "lexical", "--k", "10",
+                       "--json", *filters, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return sorted({hit["file_path"] for hit in json.loads(done.stdout)})
+
+    docs = ["docs/features/lora.md", "docs/usage/quickstart.md"]
+    assert found("--path", "docs/*") == docs
+    for spelled in ("docs/", "docs", "./docs/", "features/", "usage"):
+        expected = docs if spelled.strip("./") == "docs" else [
+            path for path in docs if f"/{spelled.strip('/')}/" in path]
+        assert found("--path", spelled) == expected, spelled
+    assert found("--exclude", "docs/") == found("--exclude", "docs/*")
+    assert not any(path.startswith("docs/") for path in found("--exclude", "docs"))
+    assert found("--path", "notes.txt", question="scheduler") == ["notes.txt"]  # as before
+    rag = RagDB(tmp_path / "data" / "processed" / "rag.db")
+    listing = rag.outline("pkg", filters=Filters.of("pkg/"))  # the symbol queries, too
+    rag.close()
+    assert listing.total and {place.path for place in listing.places} == {"pkg/layers.py"}
