@@ -649,7 +649,26 @@ class RagDB:
 
     def outline(self, path: str, **options: Any) -> "Listing":
         """A file's definitions in reading order (or every file's under a folder)."""
-        return self._navigate("outline", path, **options)
+        return self._navigate("outline", self._as_stored(path), **options)
+
+    def _as_stored(self, path: str) -> str:
+        """A path as the shell spells it (absolute, or relative to the current folder: `ragdb
+        outline "$PWD/src/app.py"`, `../src`) as the index stores it, where it names a file
+        or folder on disk under the folder the index was built from; else as given (a stored
+        path, or its tail)."""
+        if not isinstance(path, str) or not isinstance(self.path, Path) or not path.strip():
+            return path
+        try:
+            on_disk = os.path.realpath(path.strip())
+            top = get_setting(self.conn, Setting.BASE_DIR)
+            if not top or not os.path.exists(on_disk):
+                return path
+            stored = os.path.relpath(on_disk, os.path.realpath(top))
+        except (OSError, ValueError):
+            return path
+        if stored == os.curdir or stored.split(os.sep)[0] == os.pardir:
+            return path
+        return stored.replace(os.sep, "/")
 
     def repo_map(self, tokens: int = 1024, filters: Filters = NO_FILTERS) -> Any:
         """The most referenced definitions with their signatures within `tokens` (PageRank

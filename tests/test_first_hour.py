@@ -337,3 +337,23 @@ def test_a_path_filter_naming_a_folder_keeps_the_files_under_it(tmp_path: Path) 
     listing = rag.outline("pkg", filters=Filters.of("pkg/"))  # the symbol queries, too
     rag.close()
     assert listing.total and {place.path for place in listing.places} == {"pkg/layers.py"}
+
+
+def test_outline_takes_a_path_as_the_shell_spells_it(tmp_path: Path) -> None:
+    """`ragdb outline "$PWD/pkg/layers.py"` (a tab-completed absolute path, as coding agents
+    pass them too) and `ragdb outline ../pkg/layers.py` from a subfolder said 'no definitions
+    in ...' though the file is indexed: a path naming a file or folder on disk under the
+    folder the index was built from is read as its stored path."""
+    write_corpus(tmp_path)
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    plain = run_cli("outline", "pkg/layers.py", cwd=tmp_path)
+    assert plain.returncode == 0 and "class layers.Gemma2DecoderLayer" in plain.stdout
+    absolute = run_cli("outline", str(tmp_path / "pkg" / "layers.py"), cwd=tmp_path)
+    assert absolute.returncode == 0 and absolute.stdout == plain.stdout, absolute.stderr
+    below = run_cli("outline", "../pkg/layers.py", cwd=tmp_path / "docs")
+    assert below.returncode == 0 and below.stdout == plain.stdout, below.stderr
+    folder = run_cli("outline", str(tmp_path / "pkg"), cwd=tmp_path / "docs")
+    assert folder.returncode == 0 and folder.stdout == plain.stdout, folder.stderr
+    elsewhere = run_cli("outline", "/etc/passwd", cwd=tmp_path)
+    assert elsewhere.returncode == 0 and not elsewhere.stdout
+    assert "no definitions in /etc/passwd" in elsewhere.stderr
