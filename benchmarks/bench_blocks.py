@@ -7,8 +7,9 @@ section, subsections included, where it fits) won against the blocks of the time
 the default's docs cut (cuts.WHOLE_SECTION_LINES); the cut it replaced last lived in commit
 57231af. Their saved answers and verdicts (READINGS) stay what `report` reads, and `answer` now
 answers with `blocks` (the default, no model), `halves` (the default, with the second block
-for the clause of a two-part question the first leaves out: HALVES) and `writer` (the offline
-writer narrating over the default blocks).
+for the clause of a two-part question the first leaves out: HALVES), `leads` (the default,
+with a docs block cut from a longer passage starting with what it points back at: LEADS) and
+`writer` (the offline writer narrating over the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -27,7 +28,7 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check of the default blocks (or `--variant halves`), no reader: the
+`cover` is a mechanical check of the default blocks (or `--variant halves|leads`), no reader: the
 share of answers whose shown lines overlap the reference span, and the share of the
 reference's lines shown (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
@@ -39,7 +40,7 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant halves] \
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant halves|leads] \
         [--halves-share X]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
@@ -76,10 +77,10 @@ OUT = BENCH_DIR / "blocks"
 #: (OUT), the default and `two` on repos4, the writer against the default on repos4, and
 #: whole sections against the default on repos4's docs questions and on the sample's docs
 #: questions whose answer they changed, the answers MkDocs snippets changed (`compare`), and
-#: the sample answers `halves` changed (`compare`).
+#: the sample answers `halves` and `leads` changed (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
             BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
-            BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2")
+            BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2")
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The default, but for a question of two or more clauses the second block is the candidate
@@ -91,9 +92,15 @@ BLOCKS = "blocks"
 #: none changes at 0.25 to 0.67): 0.5 is "half", fixed before the sample was answered.
 HALVES = "halves"
 HALVES_SHARE = 0.5
+#: The default, but a docs block cut from a longer section or included passage starts with
+#: what its first paragraph needs above it: the command or list a paragraph opening "This
+#: command..." describes, the paragraph ending in ':' that introduces a first fenced block or
+#: list (cuts.with_lead; issue 39: readers met a section cut so that it starts after the
+#: command it describes). No setting.
+LEADS = "leads"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, HALVES, WRITER)
+ALL_VARIANTS = (BLOCKS, HALVES, LEADS, WRITER)
 SEED = 39
 
 
@@ -177,13 +184,16 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
 
 def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int,
                 halves_share: float = HALVES_SHARE) -> Answer:
-    """`variant`'s answer from the hits: RagDB's own for blocks and the writer; for halves,
-    the blocks answerer with BlocksAnswerer.other_half on (no door of ragdb makes it)."""
-    if variant != HALVES:
+    """`variant`'s answer from the hits: RagDB's own for blocks and the writer; for halves and
+    leads, the blocks answerer with BlocksAnswerer.other_half or cuts.with_lead on (no door
+    of ragdb makes them)."""
+    if variant not in (HALVES, LEADS):
         return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
                                style="generate" if variant == WRITER else "extractive")
     files = SourceFiles(rag.conn)
-    answerer = BlocksAnswerer(files, files.included, halves=halves_share)
+    answerer = BlocksAnswerer(files, files.included,
+                              halves=halves_share if variant == HALVES else 0.0,
+                              leads=variant == LEADS)
     result = answerer.answer(question, [prompt_source(h) for h in hits])
     return Answer(question, k, Mode.hybrid, hits, result.text, list(result.cited), result.model,
                   list(result.sources), {"total_s": round(result.total_s, 3)},
@@ -270,7 +280,7 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
 
 def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS,
           halves_share: float = HALVES_SHARE) -> None:
-    """Per set and kind: the share of `variant`'s answers (blocks or halves) whose shown
+    """Per set and kind: the share of `variant`'s answers (blocks, halves, leads) whose shown
     lines overlap the reference span, the share of the reference's lines shown (mean: a
     passage cut before the part that answers overlaps, but shows little of it), and the lines
     shown (median)."""
@@ -359,7 +369,7 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, HALVES),
+    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, HALVES, LEADS),
                         help="cover: the answers measured")
     parser.add_argument("--halves-share", type=float, default=HALVES_SHARE,
                         help="cover, halves: the share of the missing words a second block "

@@ -120,3 +120,56 @@ def test_the_bench_variant_answers_from_a_real_index_verbatim(tmp_path: Path) ->
         lines = (tmp_path / block["file_path"]).read_text().split("\n")
         assert "\n".join(lines[block["start_line"] - 1:block["end_line"]]).strip() \
             in found.text
+
+
+# -- the `leads` variant: a cut docs block starts with what its first paragraph points at ---
+
+PAGE = [
+    "## Build from source",            # 0
+    "",
+    "Other matters come first.",       # 2
+    "",
+    "Run the build:",                  # 4
+    "",
+    "```bash",                         # 6
+    "python setup.py develop",
+    "```",                             # 8
+    "",
+    "This command will do the following:",  # 10
+    "",
+    "1. Compile the kernels.",         # 12
+    "2. Install the package.",
+    "",
+    "Closing words.",                  # 15
+]
+
+
+def test_a_block_that_points_back_starts_with_the_command_and_its_introduction() -> None:
+    from ragdb.generate.cuts import with_lead
+
+    # "This command ..." points back at the fence; "Run the build:" introduces the fence.
+    assert with_lead(PAGE, 2, 10, 13, 60) == (4, 13)
+    # Within 10 lines the end is cut back to whole paragraphs, never before the first one's.
+    assert with_lead(PAGE, 2, 10, 15, 10) == (4, 13)
+    assert with_lead(PAGE, 2, 10, 13, 5) == (10, 13)  # it would leave out the list: unchanged
+    # A block that starts at the passage, or with a paragraph that points at nothing, stays.
+    assert with_lead(PAGE, 2, 2, 13, 60) == (2, 13)
+    assert with_lead(PAGE, 2, 15, 15, 60) == (15, 15)
+
+
+def test_the_leads_variant_is_verbatim_and_off_by_default() -> None:
+    text = "\n".join(["# Install", ""] + [f"Filler paragraph {i} about packaging.\n"
+                                          for i in range(40)] + PAGE[4:]) + "\n"
+    source = PromptSource("docs/install.md", text.index("This command"), len(text),
+                          text[:text.index("This command")].count("\n") + 1,
+                          text.count("\n"), text, score=1.0)
+
+    def answerer(leads: bool) -> BlocksAnswerer:
+        return BlocksAnswerer(lambda s: Located(text=s.text, language="markdown"), leads=leads)
+
+    question = "What does the build command do?"
+    (default,), _ = answerer(False).build(question, [source])
+    (lead,), _ = answerer(True).build(question, [source])
+    assert default.lines[0] == "This command will do the following:"
+    assert lead.lines[0] == "Run the build:" and "python setup.py develop" in lead.lines
+    assert lead.lines == text.split("\n")[lead.start_line - 1:lead.end_line]

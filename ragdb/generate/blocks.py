@@ -59,6 +59,7 @@ from ragdb.generate.cuts import (
     region,
     signature_lines,
     whole_section,
+    with_lead,
     without_lead_in,
     _stem,
 )
@@ -313,13 +314,14 @@ def callers_line(about: Definition | None) -> str:
 # -- docs blocks ----------------------------------------------------------------------------
 
 def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int) -> Block:
+               terms: frozenset[str], limit: int, leads: bool = False) -> Block:
     """The docs passage of lines first..last, in the section of the chunk's best-matching line
     (a chunk may begin at the end of the section before): the largest section holding that
     line, subsections included, that fits in WHOLE_SECTION_LINES and `limit`, whole; else its
     own body when it is short, else the paragraphs, lists and tables the chunk touches, whole,
     and what a paragraph ending in ':' introduces. Past `limit` lines, the paragraphs around
-    the one that matches best."""
+    the one that matches best. `leads` (the `leads` variant, bench_blocks; off in ragdb): a
+    block cut from its section starts with what its first paragraph needs (cuts.with_lead)."""
     source = cand.source
     heads = headings(lines)
     score, neg = max((line_score(lines[i], terms), -i) for i in range(first, last + 1))
@@ -349,6 +351,8 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
     a, b = _trimmed(lines, a, b)
     if b - a + 1 > limit:
         a, b = best_paragraphs(lines, a, b, terms, limit)
+    if leads:
+        a, b = with_lead(lines, body_lo, a, b, limit)
     label = heading_label(cand.located.context, lines, top)
     return Block(cand.number, source.file_path, a + 1, b + 1, lines[a:b + 1],
                  cand.located.language, False, label=label)
@@ -446,11 +450,13 @@ class BlocksAnswerer:
     model = BLOCKS_NAME
 
     def __init__(self, locate: Locate, include: Include | None = None,
-                 halves: float = 0.0) -> None:
+                 halves: float = 0.0, leads: bool = False) -> None:
         self.locate = locate
         self.include = include
         #: The `halves` variant's share (bench_blocks; 0, off, in ragdb's doors): see halves.
         self.halves = halves
+        #: The `leads` variant (bench_blocks; off in ragdb's doors): see cuts.with_lead.
+        self.leads = leads
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -476,8 +482,11 @@ class BlocksAnswerer:
         heads += [title] if title and title not in heads else []
         a, b = _trimmed(lines, a, b)
         code = language not in PROSE_FILE_KINDS
+        lo = a
         if b - a + 1 > limit:
             a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
+            if self.leads and not code:
+                a, b = with_lead(lines, lo, a, b, limit)
         # The page that includes it is named, so that [n] (the page, as retrieved) and the
         # file shown read as one source.
         by = f"included by `{block.path}:{block.start_line}-{block.end_line}`"
@@ -491,7 +500,8 @@ class BlocksAnswerer:
         lines, first, last = _lines_of(cand)
         if cand.code:
             return code_block(cand, lines, first, last, terms, limit)
-        return self.included(docs_block(cand, lines, first, last, terms, limit), terms, limit)
+        return self.included(docs_block(cand, lines, first, last, terms, limit, self.leads),
+                             terms, limit)
 
     def other_half(self, question: str, candidates: Sequence[_Candidate],
                    chosen: Sequence[tuple[_Candidate, str]], first: Block,

@@ -291,6 +291,41 @@ def best_paragraphs(lines: list[str], a: int, b: int, terms: frozenset[str], lim
     return runs[lo][0], runs[hi][1]
 
 
+#: A paragraph that opens by pointing back at what is above it ("This command will do the
+#: following:", "These steps...", "It then...").
+_POINTS_BACK = re.compile(r"\s*(?:this|these|that|those|it|its|they|such|the above|above)\b",
+                          re.I)
+
+
+def with_lead(lines: list[str], lo: int, a: int, b: int, limit: int) -> tuple[int, int]:
+    """A docs block cut from a longer passage (lines a..b of the passage from `lo`) with what
+    its first paragraph needs above it: the paragraph (a command, a list) a first paragraph
+    pointing back at it describes, and the paragraph ending in ':' that introduces a first
+    fenced block or list; two paragraphs back at most, the end cut back to whole paragraphs
+    to stay within `limit`. Unchanged when that would leave out the first paragraph."""
+    runs = paragraphs(lines, lo, b)
+    idx = next((i for i, run in enumerate(runs) if run[0] == a), None)
+    if idx is None:
+        return a, b
+    i = idx
+    while i > 0 and idx - i < 2:
+        head = lines[runs[i][0]]
+        introduced = ((_FENCE.match(head) or ITEM.match(head))
+                      and lines[runs[i - 1][1]].rstrip().endswith(":"))
+        if not (_POINTS_BACK.match(head) or introduced):
+            break
+        i -= 1
+    if i == idx:
+        return a, b
+    start, end = runs[i][0], b
+    if end - start + 1 > limit:
+        fits = [run[1] for run in runs[i:] if run[1] - start + 1 <= limit]
+        if not fits or max(fits) < runs[idx][1]:
+            return a, b
+        end = max(fits)
+    return start, end
+
+
 def heading_label(context: str, lines: list[str], top: int) -> str:
     """`(Parent › Heading)`: the last two levels of the heading path, the section shown last
     (the index's context names the headings over the chunk's first line, which may lie in
