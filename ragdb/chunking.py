@@ -10,8 +10,11 @@ walk and the index run ask: a file's kind, its cap, the chunker version, and its
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
-from ragdb.chunk_packing import _LINE_SEPS, _NONWS, _PARA, _PROSE_SEPS, Chunk, _chunk_units
+from ragdb.chunk_packing import (
+    _LINE_SEPS, _NONWS, _PARA, _PROSE_SEPS, Chunk, _chunk_units, _Unit,
+)
 from ragdb.prose_chunking import (
     asciidoc_units, markdown_units, org_units, paragraph_units, rdoc_units, rst_units,
 )
@@ -50,7 +53,9 @@ PROSE_CAP_SHARE = 0.5
 #    left out of signatures; AsciiDoc, Org and RDoc cut along their headings; then Elixir,
 #    Haskell, OCaml, Zig and Dart along their syntax tree.
 # 6: MkDocs' snippet section markers (`# --8<-- [start:name]`) are not Markdown headings.
-CHUNKER_VERSION = "6"
+# 7: a file saved with a UTF-8 byte order mark: its first heading is read past the mark, and
+#    its Python parses (it was cut as text).
+CHUNKER_VERSION = "7"
 
 
 def chunk_cap(kind: str, max_chunk_size: int) -> int:
@@ -71,11 +76,24 @@ def chunk_text(text: str, kind: str, max_chunk_size: int = 2000, mdx: bool = Fal
     if kind == "python":
         return chunk_python(text, max_chunk_size)
     if kind == "markdown":
-        return _chunk_units(text, markdown_units(text, mdx), max_chunk_size, _PROSE_SEPS,
-                            _PARA + 1)
+        return _chunk_units(text, _past_bom(lambda t: markdown_units(t, mdx), text),
+                            max_chunk_size, _PROSE_SEPS, _PARA + 1)
     if kind in _HEADING_UNITS:
-        return _chunk_units(text, _HEADING_UNITS[kind](text), max_chunk_size, _PROSE_SEPS,
-                            _PARA + 1)
+        return _chunk_units(text, _past_bom(_HEADING_UNITS[kind], text), max_chunk_size,
+                            _PROSE_SEPS, _PARA + 1)
     if kind == "text":
         return _chunk_units(text, paragraph_units(text), max_chunk_size, _LINE_SEPS, _PARA + 1)
     raise ValueError(f"unknown file kind {kind!r}")
+
+
+def _past_bom(units: Callable[[str], list[_Unit]], text: str) -> list[_Unit]:
+    """The headings of a text saved with a byte order mark (Windows editors write one), read
+    past it: `\ufeff# Title` is a heading. Offsets stay the text's own, the BOM in the first
+    unit."""
+    if not text.startswith("\ufeff"):
+        return units(text)
+    found = [(first + 1, last + 1, strength, context, kind)
+             for first, last, strength, context, kind in units(text[1:])]
+    if found:
+        found[0] = (0, *found[0][1:])
+    return found

@@ -70,7 +70,9 @@ def parse_python(text: str) -> ast.Module | None:
     run's symbols (ragdb.python_symbols) read the tree the chunker just parsed, not a second
     parse of the same text (the cache compares the very string object first)."""
     if text.startswith("\ufeff"):
-        source = " " + text[1:]  # same offsets; the parser rejects a BOM in a str
+        # Same offsets; the parser rejects a BOM in a str, and a space there is an unexpected
+        # indent: a form feed at a line's start is not indentation to it.
+        source = "\x0c" + text[1:]
     else:
         source = text
     try:

@@ -357,3 +357,35 @@ def test_outline_takes_a_path_as_the_shell_spells_it(tmp_path: Path) -> None:
     elsewhere = run_cli("outline", "/etc/passwd", cwd=tmp_path)
     assert elsewhere.returncode == 0 and not elsewhere.stdout
     assert "no definitions in /etc/passwd" in elsewhere.stderr
+
+
+def test_a_file_saved_with_a_utf8_bom_is_read_as_its_language(tmp_path: Path) -> None:
+    """Editors on Windows save UTF-8 with a byte order mark: such a Python file was a 'parse
+    fallback' (cut as text, `ragdb definition` found none of its functions) and a Markdown
+    file's first heading was not a heading. Offsets stay those of the file's text, BOM
+    included."""
+    bom = "\ufeff"
+    body = "".join(f"def step_{i}(x):\n    return x + {i}\n\n\n" for i in range(60))
+    files = {
+        "small.py": bom + "def bom_small(x):\n    return x\n",
+        "large.py": bom + "import os\n\n\ndef bom_large():\n    return os.sep\n\n\n" + body,
+        "guide.md": bom + "# Byte order guide\n\nHow the mark is read.\n\n## Second\n\nMore.\n",
+        "web.js": bom + "export function bomScript(a) {\n  return a + 1;\n}\n",
+    }
+    write_corpus(tmp_path, files)
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "parse fallback" not in done.stdout + done.stderr, done.stderr
+    for name, path in (("bom_small", "small.py:1"), ("bom_large", "large.py:4"),
+                       ("step_59", "large.py:"), ("bomScript", "web.js:1")):
+        found = run_cli("definition", name, cwd=tmp_path)
+        assert found.returncode == 0 and found.stdout.startswith(path), (name, found.stderr)
+    rag = RagDB(tmp_path / "data" / "processed" / "rag.db")
+    rows = rag.conn.execute(
+        "SELECT c.first_char, c.last_char, c.text, c.context FROM chunks c"
+        " JOIN files f ON f.id = c.file_id WHERE f.path = 'guide.md' ORDER BY c.first_char"
+    ).fetchall()
+    rag.close()
+    text = files["guide.md"]
+    assert rows and all(text[first:last] == chunk for first, last, chunk, _ in rows)
+    assert any("Byte order guide" in str(context) for *_, context in rows), rows
