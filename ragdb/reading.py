@@ -57,6 +57,10 @@ def read_regular(path: Path) -> tuple[bytes | None, str]:
     return raw, ""
 
 
+#: The byte order marks of UTF-32 and UTF-16, little- and big-endian.
+_WIDE_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff", b"\xff\xfe", b"\xfe\xff")
+
+
 def read_text(path: Path) -> tuple[str | None, bytes, str]:
     """(text, raw bytes, reason it was skipped or ''): a regular file (read_regular) that is
     neither binary nor other than UTF-8."""
@@ -64,7 +68,9 @@ def read_text(path: Path) -> tuple[str | None, bytes, str]:
     if raw is None:
         return None, b"", reason
     if b"\x00" in raw[:8192]:
-        return None, raw, "binary"
+        # UTF-16 and UTF-32 text (PowerShell, Visual Studio) holds NULs too: by its byte order
+        # mark it is text in another encoding, not binary.
+        return None, raw, "not UTF-8" if raw.startswith(_WIDE_BOMS) else "binary"
     try:
         return raw.decode("utf-8"), raw, ""
     except UnicodeDecodeError:

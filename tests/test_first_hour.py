@@ -389,3 +389,17 @@ def test_a_file_saved_with_a_utf8_bom_is_read_as_its_language(tmp_path: Path) ->
     text = files["guide.md"]
     assert rows and all(text[first:last] == chunk for first, last, chunk, _ in rows)
     assert any("Byte order guide" in str(context) for *_, context in rows), rows
+
+
+def test_a_utf16_text_file_is_skipped_as_not_utf8_not_as_binary(tmp_path: Path) -> None:
+    """A UTF-16 file with its byte order mark (PowerShell and Visual Studio write them) was
+    skipped as 'binary' (its NUL bytes): it is text in another encoding, so 'not UTF-8'."""
+    write_corpus(tmp_path, {"a.md": "# A\n\nText.\n"})
+    (tmp_path / "build.ps1").write_bytes("Write-Host 'hello'\r\n".encode("utf-16"))
+    (tmp_path / "notes.txt").write_bytes(b"\xfe\xff" + "wide notes\n".encode("utf-16-be"))
+    (tmp_path / "blob.py").write_bytes(b"\x00\x01\x02\xff\xfe" * 10)
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 binary, 2 not UTF-8" in done.stdout, done.stdout
+    assert "skipped build.ps1: not UTF-8" in done.stderr, done.stderr
+    assert "skipped blob.py: binary" in done.stderr, done.stderr
