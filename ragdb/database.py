@@ -56,7 +56,9 @@ from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
 from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted
 from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
-from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
+from ragdb.input_rules import (
+    MAX_K, check_dataset_questions, check_k, check_path, check_question,
+)
 from ragdb.rerank import RerankParams, Reranking, reranking_spec
 from ragdb.resources import models_dir, sql
 from ragdb.retrieve import (
@@ -241,7 +243,7 @@ class RagDB:
                 max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
                 embedder=embedder, progress=progress, on_files=on_files,
                 on_embedded=on_embedded, wait=wait, on_wait=on_wait)
-        paths = distinct_roots([Path(r) for r in roots])
+        paths = distinct_roots([Path(check_path(r)) for r in roots])
         if max_chunk_size is not None and not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
             raise RagdbError(
                 f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
@@ -310,6 +312,7 @@ class RagDB:
         Files another recorded root also holds stay. Returns the number of files removed.
         Refused while an index run is in progress (it would write vectors of removed chunks).
         """
+        root = check_path(root)
         conn = self.conn
         known = {r.path for r in self.roots()}
         path = str(root) if str(root) in known else stored_path(Path(root))

@@ -4,6 +4,7 @@ text are refused with one clear line, the same way wherever they come in."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragdb.errors import RagdbError
@@ -12,6 +13,15 @@ if TYPE_CHECKING:
     from ragdb.schemas import UnansweredQuestion
 
 MAX_K = 100
+
+
+def check_path(path: Path | str) -> Path | str:
+    """A file or folder as given, refused when empty: Path("") is ".", so `ragdb index
+    "$DIR"` or `ragdb roots --remove "$DIR"` with DIR unset read the current folder (and
+    removed it)."""
+    if not str(path).strip():
+        raise RagdbError("the path is empty: name a file or folder ('.' for the current one)")
+    return path
 
 
 def check_k(k: object, *, low: int = 1, high: int = MAX_K) -> int:

@@ -403,3 +403,22 @@ def test_a_utf16_text_file_is_skipped_as_not_utf8_not_as_binary(tmp_path: Path) 
     assert "1 binary, 2 not UTF-8" in done.stdout, done.stdout
     assert "skipped build.ps1: not UTF-8" in done.stderr, done.stderr
     assert "skipped blob.py: binary" in done.stderr, done.stderr
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path: Path) -> None:
+    """`ragdb roots --remove "$DIR"` with DIR unset removed the root '.', every file of the
+    index ('removed : 13 files'), and `ragdb index "$DIR"` indexed the current folder (a home
+    folder, from a script run there): an empty path is refused in one line, nothing changed."""
+    write_corpus(tmp_path)
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    db = tmp_path / "data" / "processed" / "rag.db"
+    before = index_rows(db)
+    line = one_line_error(run_cli("roots", "--remove", "", cwd=tmp_path))
+    assert "empty" in line, line
+    line = one_line_error(run_cli("index", "", "--no-vectors", cwd=tmp_path))
+    assert "empty" in line, line
+    other = tmp_path / "other.db"
+    one_line_error(run_cli("index", " ", "--no-vectors", "--db", str(other), cwd=tmp_path))
+    assert index_rows(db) == before and not other.exists()
+    with RagDB(db) as rag:
+        assert [root.path for root in rag.roots()] == ["."]

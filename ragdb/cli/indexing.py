@@ -18,6 +18,7 @@ from ragdb.cli.shared import DbOption, Progress, err, from_project_folder, one_l
 from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
 from ragdb.indexing import MAX_CHUNK_SIZE
+from ragdb.input_rules import check_path
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +28,7 @@ MAX_SKIPPED_SHOWN = 20
 
 
 def index(
-    paths: list[Path] = typer.Argument(
+    paths: list[str] = typer.Argument(
         None, help="Files or folders to index [default: the roots rag.db records, else data/raw]."
     ),
     db: Optional[str] = DbOption,
@@ -92,7 +93,8 @@ def index(
     where = location(db)
     if found_in_parent(db, where):
         err(f"indexing into {one_line(str(where))}, the index of a parent folder")
-    where, given = from_project_folder(where, paths or [])
+    # Text, not Path: typer makes "" (an unset $DIR) the current folder before it is seen.
+    where, given = from_project_folder(where, [Path(check_path(p)) for p in paths or []])
     rag = open_rag(where)
     roots: list[Path] = given
     walk_given = bool(include) or bool(exclude) or no_ignore or hidden or follow_symlinks
