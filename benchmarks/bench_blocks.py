@@ -80,7 +80,8 @@ OUT = BENCH_DIR / "blocks"
 #: the sample answers `halves` and `leads` changed (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
             BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
-            BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2")
+            BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2",
+            BENCH_DIR / "blocks3wq")  # the writer with the order rule against the default, repos3
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The default, but for a question of two or more clauses the second block is the candidate
