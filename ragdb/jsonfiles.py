@@ -54,6 +54,18 @@ def check_writable(path: Path) -> None:
         raise RagdbError(f"cannot write {path}: it is a folder")
 
 
+def check_not_input(out: Path, given: Path, option: str) -> None:
+    """Fail in one line when an output file is the command's own input (`--save_directory .`
+    beside the dataset: the file is named after its input), which it would overwrite."""
+    try:
+        same = out.exists() and os.path.samefile(out, given)
+    except OSError:
+        same = False
+    if same:
+        raise RagdbError(f"{option} {out.parent} would write {out.name} over the input file "
+                         f"{given} itself; choose another folder")
+
+
 def write_json_atomic(path: Path, model: BaseModel) -> None:
     """Write then rename, so an interrupted run never leaves half a JSON file.
 

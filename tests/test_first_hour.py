@@ -422,3 +422,31 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path: Path)
     assert index_rows(db) == before and not other.exists()
     with RagDB(db) as rag:
         assert [root.path for root in rag.roots()] == ["."]
+
+
+def test_a_dataset_command_never_writes_over_its_own_input(tmp_path: Path) -> None:
+    """`ragdb search_dataset --dataset_path questions.json --save_directory .` wrote its
+    results over questions.json, the user's questions (and their reference sources) gone;
+    answer_dataset did the same to its results file. Refused in one line, nothing written."""
+    write_corpus(tmp_path)
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"rag_questions": [
+        {"question_id": "q1", "question": "How do I load a LoRA adapter?",
+         "sources": [{"file_path": "docs/features/lora.md", "first_character_index": 0,
+                      "last_character_index": 40}]}]}), encoding="utf-8")
+    before = questions.read_bytes()
+    for folder in (".", str(tmp_path), "./"):
+        line = one_line_error(run_cli("search_dataset", "--dataset_path", "questions.json",
+                                      "--save_directory", folder, cwd=tmp_path))
+        assert "questions.json" in line and "input" in line, line
+        assert questions.read_bytes() == before
+    done = run_cli("search_dataset", "--dataset_path", "questions.json", "--save_directory",
+                   "results", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "results" / "questions.json"
+    searched = results.read_bytes()
+    line = one_line_error(run_cli("answer_dataset", "--student_search_results_path",
+                                  str(results), "--save_directory", "results", cwd=tmp_path))
+    assert "input" in line, line
+    assert results.read_bytes() == searched

@@ -30,7 +30,7 @@ from ragdb.cli.shared import (
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
 from ragdb.input_rules import check_k
-from ragdb.jsonfiles import check_writable, load_json, write_json_atomic
+from ragdb.jsonfiles import check_not_input, check_writable, load_json, write_json_atomic
 from ragdb.retrieve import Mode
 
 
@@ -60,12 +60,13 @@ def search_dataset_command(
     check_k(k, high=evaluation.MAX_K)
     filters = Filters.of(path, lang, exclude)
     dataset = load_json(dataset_path, RagDataset, "dataset")
+    out = save_directory / dataset_path.name
+    check_not_input(out, dataset_path, "--save_directory")
+    check_writable(out)
     rag = open_rag(db, rerank=rerank, reranker=reranker)
     started = time.perf_counter()
     results = rag.search_dataset(dataset, k, mode, filters)
     mode_warning(rag, mode)
-    out = save_directory / dataset_path.name
-    check_writable(out)
     write_json_atomic(out, results)
     reranked = (f" (reranking {rag.last_rerank['rerank_ms'] / 1000:.2f} s)"
                 if rag.last_rerank is not None else "")
@@ -123,6 +124,7 @@ def answer_dataset_command(
     rag = open_rag(db, model)
     rag.conn  # a missing or foreign index fails before any answer
     out = save_directory / student_search_results_path.name
+    check_not_input(out, student_search_results_path, "--save_directory")
     check_writable(out)
     started = time.perf_counter()
     with Progress(sys.stderr.isatty(), "answering") as bar:
