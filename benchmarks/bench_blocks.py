@@ -5,11 +5,12 @@ in commit 90ac313), and so were the block variants that lost (rank1, code, two,
 blocks-chunkdocs; they last lived in commit 4efa58b). `sections` (a docs block its whole
 section, subsections included, where it fits) won against the blocks of the time and became
 the default's docs cut (cuts.WHOLE_SECTION_LINES); the cut it replaced last lived in commit
-57231af. Their saved answers and verdicts (READINGS) stay what `report` reads, and `answer` now
-answers with `blocks` (the default, no model), `halves` (the default, with the second block
-for the clause of a two-part question the first leaves out: HALVES), `leads` (the default,
-with a docs block cut from a longer passage starting with what it points back at: LEADS) and
-`writer` (the offline writer narrating over the default blocks).
+57231af. `halves` (a second block for the clause of a two-part question the first leaves out)
+and `leads` (a docs block cut from a longer passage started with what it points back at) won
+too and are in the default (blocks.HALVES_SHARE, cuts.with_lead); as variants they last lived
+in commit 6fee578. Their saved answers and verdicts (READINGS) stay what `report` reads, and
+`answer` now answers with `blocks` (the default, no model) and `writer` (the offline writer
+narrating over the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -28,7 +29,7 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check of the default blocks (or `--variant halves|leads`), no reader: the
+`cover` is a mechanical check of the default blocks, no reader: the
 share of answers whose shown lines overlap the reference span, and the share of the
 reference's lines shown (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
@@ -40,8 +41,7 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant halves|leads] \
-        [--halves-share X]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
         --out FOLDER
@@ -67,10 +67,7 @@ from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, Asked, accept_sample,
                                tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
-from ragdb.generate.blocks import BlocksAnswerer
-from ragdb.generate.prompt import prompt_source
 from ragdb.retrieve import Hit, Mode
-from ragdb.source_files import SourceFiles
 
 OUT = BENCH_DIR / "blocks"
 #: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
@@ -84,24 +81,9 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks3wq")  # the writer with the order rule against the default, repos3
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
-#: The default, but for a question of two or more clauses the second block is the candidate
-#: holding the words of the clauses the first block leaves out (at least HALVES_SHARE of them,
-#: where it lacks at least that share of a clause's), in place of the margin's choice
-#: (BlocksAnswerer.other_half). Issue 39: where retrieval found the material, the strict
-#: readers' commonest miss was a two-part question answered by half, the other half in the
-#: top 10 but not shown. The 65 tuning questions cannot set the share (3 have two clauses,
-#: none changes at 0.25 to 0.67): 0.5 is "half", fixed before the sample was answered.
-HALVES = "halves"
-HALVES_SHARE = 0.5
-#: The default, but a docs block cut from a longer section or included passage starts with
-#: what its first paragraph needs above it: the command or list a paragraph opening "This
-#: command..." describes, the paragraph ending in ':' that introduces a first fenced block or
-#: list (cuts.with_lead; issue 39: readers met a section cut so that it starts after the
-#: command it describes). No setting.
-LEADS = "leads"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, HALVES, LEADS, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -183,22 +165,10 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
     print(f"wrote {out}/answers_*.json, {out}/blind/, {out}/key.json")
 
 
-def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int,
-                halves_share: float = HALVES_SHARE) -> Answer:
-    """`variant`'s answer from the hits: RagDB's own for blocks and the writer; for halves and
-    leads, the blocks answerer with BlocksAnswerer.other_half or cuts.with_lead on (no door
-    of ragdb makes them)."""
-    if variant not in (HALVES, LEADS):
-        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
-                               style="generate" if variant == WRITER else "extractive")
-    files = SourceFiles(rag.conn)
-    answerer = BlocksAnswerer(files, files.included,
-                              halves=halves_share if variant == HALVES else 0.0,
-                              leads=variant == LEADS)
-    result = answerer.answer(question, [prompt_source(h) for h in hits])
-    return Answer(question, k, Mode.hybrid, hits, result.text, list(result.cited), result.model,
-                  list(result.sources), {"total_s": round(result.total_s, 3)},
-                  style="extractive", shown=result.shown)
+def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int) -> Answer:
+    """`variant`'s answer from the hits, as RagDB makes it: the blocks or the writer."""
+    return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                           style="generate" if variant == WRITER else "extractive")
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -279,9 +249,8 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
     return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
 
 
-def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS,
-          halves_share: float = HALVES_SHARE) -> None:
-    """Per set and kind: the share of `variant`'s answers (blocks, halves, leads) whose shown
+def cover(sets: Sequence[str], kind: str, k: int, tuning: bool) -> None:
+    """Per set and kind: the share of the default answers whose shown
     lines overlap the reference span, the share of the reference's lines shown (mean: a
     passage cut before the part that answers overlaps, but shows little of it), and the lines
     shown (median)."""
@@ -291,7 +260,7 @@ def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = B
         rag = rags.setdefault(db, RagDB(db, use_cache=False))
         hits = rag.search(question.question, k, Mode.hybrid)
         reference = _reference_lines(question)
-        found = answer_with(rag, variant, question.question, hits, k, halves_share)
+        found = answer_with(rag, BLOCKS, question.question, hits, k)
         shown = _shown_lines(found)
         hit = any(p == rp and a <= rb and ra <= b
                   for p, a, b in shown for rp, ra, rb in reference)
@@ -370,11 +339,6 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, HALVES, LEADS),
-                        help="cover: the answers measured")
-    parser.add_argument("--halves-share", type=float, default=HALVES_SHARE,
-                        help="cover, halves: the share of the missing words a second block "
-                        "must hold")
     parser.add_argument("--before", type=Path, help="compare: the saved answers before")
     parser.add_argument("--after", type=Path, help="compare: the saved answers after")
     args = parser.parse_args()
@@ -390,7 +354,7 @@ def main() -> None:
             raise SystemExit("compare needs --before and --after (two answers_*.json files)")
         compare(args.before, args.after, args.out)
     elif args.action == "cover":
-        cover(sets, args.kind, args.k, args.tuning, args.variant, args.halves_share)
+        cover(sets, args.kind, args.k, args.tuning)
     else:
         report(args.out)
 

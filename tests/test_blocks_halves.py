@@ -1,13 +1,16 @@
-"""The `halves` variant of the blocks answer (issue 39, benchmarks/bench_blocks.py): a
+"""Two rules of the blocks answer read blind and kept (issue 39, benchmarks/README.md): a
 two-part question whose second part the first block leaves out gets, as its second block, the
-candidate that holds that part's words, in place of the margin's choice."""
+candidate that holds that part's words, in place of the margin's choice (`halves`); a docs
+block cut from a longer passage starts with what its first paragraph points back at
+(`leads`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ragdb import RagDB
-from ragdb.generate.blocks import (BlocksAnswerer, Located, block_terms, holds,
+from ragdb.generate import blocks as blocks_module
+from ragdb.generate.blocks import (Block, BlocksAnswerer, Located, block_terms, holds,
                                    question_parts, question_words)
 from ragdb.generate.prompt import PromptSource
 from ragdb.retrieve import Mode
@@ -40,11 +43,22 @@ def _sources(scores: dict[str, float]) -> list[PromptSource]:
                          score=score) for path, score in scores.items()]
 
 
-def _answerer(halves: float) -> BlocksAnswerer:
+def _answerer() -> BlocksAnswerer:
     """The blocks answerer over whole files, read as given (no files here)."""
     return BlocksAnswerer(lambda source: Located(
-        text=source.text, language="markdown" if source.file_path.endswith(".md") else "python"),
-        halves=halves)
+        text=source.text, language="markdown" if source.file_path.endswith(".md") else "python"))
+
+
+def _build(question: str, share: float = blocks_module.HALVES_SHARE
+           ) -> tuple[list[Block], list[str]]:
+    """The blocks for `question` over RANKED with HALVES_SHARE at `share` (above 1: the rule
+    can never act, the margin's choice as before it)."""
+    kept = blocks_module.HALVES_SHARE
+    blocks_module.HALVES_SHARE = share
+    try:
+        return _answerer().build(question, _sources(RANKED))
+    finally:
+        blocks_module.HALVES_SHARE = kept
 
 
 RANKED = {"src/router.py": 1.0, "docs/changelog.md": 0.95, "src/status.py": 0.5}
@@ -68,9 +82,9 @@ def test_an_identifier_is_held_whole_or_by_all_its_parts() -> None:
 
 
 def test_the_second_part_is_shown_in_place_of_the_margins_choice() -> None:
-    before, _ = _answerer(0.0).build(TWO_PART, _sources(RANKED))
+    before, _ = _build(TWO_PART, 2.0)
     assert [b.path for b in before] == ["src/router.py", "docs/changelog.md"]  # the margin's
-    after, notes = _answerer(0.5).build(TWO_PART, _sources(RANKED))
+    after, notes = _build(TWO_PART)
     assert [b.path for b in after] == ["src/router.py", "src/status.py"] and not notes
     assert after[0].lines == before[0].lines  # the first block is the default's
     assert after[1].number == 3 and "holds 3 of the 3 words" in after[1].rule
@@ -83,11 +97,10 @@ def test_the_second_part_is_shown_in_place_of_the_margins_choice() -> None:
 
 def test_one_clause_or_a_first_block_that_holds_both_parts_changes_nothing() -> None:
     one = "How does match_route pick a route for a path?"
-    assert ([b.path for b in _answerer(0.5).build(one, _sources(RANKED))[0]]
-            == [b.path for b in _answerer(0.0).build(one, _sources(RANKED))[0]])
+    assert [b.path for b in _build(one)[0]] == [b.path for b in _build(one, 2.0)[0]]
     # The second part already in the first block: the margin's choice stands.
     both = "How does match_route pick a route for a path, and what does it return for none?"
-    assert [b.path for b in _answerer(0.5).build(both, _sources(RANKED))[0]] == [
+    assert [b.path for b in _build(both)[0]] == [
         "src/router.py", "docs/changelog.md"]
 
 
@@ -95,25 +108,19 @@ def test_a_block_that_holds_fewer_than_half_of_the_missing_words_is_not_shown() 
     # status.py holds 1 (status) of the 5 words of the second part: not at 0.5; at 0.1, yes.
     question = ("How does match_route pick a route for a path, and which status goes with "
                 "a teapot refusing coffee brewing?")
-    assert [b.path for b in _answerer(0.5).build(question, _sources(RANKED))[0]] == [
-        "src/router.py", "docs/changelog.md"]
-    assert [b.path for b in _answerer(0.1).build(question, _sources(RANKED))[0]] == [
-        "src/router.py", "src/status.py"]
+    assert [b.path for b in _build(question)[0]] == ["src/router.py", "docs/changelog.md"]
+    assert [b.path for b in _build(question, 0.1)[0]] == ["src/router.py", "src/status.py"]
 
 
-def test_the_bench_variant_answers_from_a_real_index_verbatim(tmp_path: Path) -> None:
-    """bench_blocks' `halves` answers from a real index; its blocks are the files' lines."""
-    from benchmarks.bench_blocks import BLOCKS, HALVES, answer_with
-
+def test_the_answer_shows_the_other_half_from_a_real_index_verbatim(tmp_path: Path) -> None:
+    """The answer's second block is the other half's, from a real index, the files' lines."""
     write_corpus(tmp_path / "proj", FILES)
     done = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     with RagDB(tmp_path / "rag.db", use_cache=False) as rag:
         hits = rag.search(TWO_PART, 5, Mode.lexical)
-        found = answer_with(rag, HALVES, TWO_PART, hits, 5)
-        default = answer_with(rag, BLOCKS, TWO_PART, hits, 5)
-    assert found.shown is not None and default.shown is not None
-    assert found.shown["blocks"][0] == default.shown["blocks"][0]
+        found = rag.answer_from(TWO_PART, hits, k=5, mode=Mode.lexical, style="extractive")
+    assert found.shown is not None
     paths = [b["file_path"] for b in found.shown["blocks"]]
     assert "proj/src/status.py" in paths
     for block in found.shown["blocks"]:
@@ -122,7 +129,7 @@ def test_the_bench_variant_answers_from_a_real_index_verbatim(tmp_path: Path) ->
             in found.text
 
 
-# -- the `leads` variant: a cut docs block starts with what its first paragraph points at ---
+# -- `leads`: a cut docs block starts with what its first paragraph points at ---
 
 PAGE = [
     "## Build from source",            # 0
@@ -157,19 +164,14 @@ def test_a_block_that_points_back_starts_with_the_command_and_its_introduction()
     assert with_lead(PAGE, 2, 15, 15, 60) == (15, 15)
 
 
-def test_the_leads_variant_is_verbatim_and_off_by_default() -> None:
+def test_a_cut_docs_block_starts_with_its_command_verbatim() -> None:
     text = "\n".join(["# Install", ""] + [f"Filler paragraph {i} about packaging.\n"
                                           for i in range(40)] + PAGE[4:]) + "\n"
     source = PromptSource("docs/install.md", text.index("This command"), len(text),
                           text[:text.index("This command")].count("\n") + 1,
                           text.count("\n"), text, score=1.0)
 
-    def answerer(leads: bool) -> BlocksAnswerer:
-        return BlocksAnswerer(lambda s: Located(text=s.text, language="markdown"), leads=leads)
-
-    question = "What does the build command do?"
-    (default,), _ = answerer(False).build(question, [source])
-    (lead,), _ = answerer(True).build(question, [source])
-    assert default.lines[0] == "This command will do the following:"
+    answerer = BlocksAnswerer(lambda s: Located(text=s.text, language="markdown"))
+    (lead,), _ = answerer.build("What does the build command do?", [source])
     assert lead.lines[0] == "Run the build:" and "python setup.py develop" in lead.lines
     assert lead.lines == text.split("\n")[lead.start_line - 1:lead.end_line]

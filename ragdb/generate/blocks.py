@@ -76,6 +76,13 @@ CODE_WITHIN = 5
 #: A second block joins when the best source of another file scores at least this share of
 #: the top score (weighted RRF: a share this close is a ranking that could go either way).
 MARGIN = 0.9
+#: For a question of two or more clauses (question_parts), a second block is chosen for the
+#: clause the first block leaves out when it lacks at least this share of that clause's words
+#: and another candidate holds at least this share of them (BlocksAnswerer.other_half). Fixed
+#: before the held-out run (no tuning question changes at 0.25-0.67); on the sample's 310
+#: questions it changed 19 answers, read blind by two readers: better 3, worse 1, each
+#: (benchmarks/README.md, "Two-part questions").
+HALVES_SHARE = 0.5
 #: The ranking says the question is about the docs when this many of the top CODE_WITHIN
 #: are docs pages. On the 65 tuning questions (common.tuning_questions), code first whenever
 #: code ranked in the top 5 put the reference span in the first block for 38% of the docs
@@ -314,14 +321,14 @@ def callers_line(about: Definition | None) -> str:
 # -- docs blocks ----------------------------------------------------------------------------
 
 def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int, leads: bool = False) -> Block:
+               terms: frozenset[str], limit: int) -> Block:
     """The docs passage of lines first..last, in the section of the chunk's best-matching line
     (a chunk may begin at the end of the section before): the largest section holding that
     line, subsections included, that fits in WHOLE_SECTION_LINES and `limit`, whole; else its
     own body when it is short, else the paragraphs, lists and tables the chunk touches, whole,
     and what a paragraph ending in ':' introduces. Past `limit` lines, the paragraphs around
-    the one that matches best. `leads` (the `leads` variant, bench_blocks; off in ragdb): a
-    block cut from its section starts with what its first paragraph needs (cuts.with_lead)."""
+    the one that matches best, started with what their first paragraph needs
+    (cuts.with_lead: the command that "This command will..." describes)."""
     source = cand.source
     heads = headings(lines)
     score, neg = max((line_score(lines[i], terms), -i) for i in range(first, last + 1))
@@ -351,8 +358,7 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
     a, b = _trimmed(lines, a, b)
     if b - a + 1 > limit:
         a, b = best_paragraphs(lines, a, b, terms, limit)
-    if leads:
-        a, b = with_lead(lines, body_lo, a, b, limit)
+    a, b = with_lead(lines, body_lo, a, b, limit)
     label = heading_label(cand.located.context, lines, top)
     return Block(cand.number, source.file_path, a + 1, b + 1, lines[a:b + 1],
                  cand.located.language, False, label=label)
@@ -449,14 +455,9 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate, include: Include | None = None,
-                 halves: float = 0.0, leads: bool = False) -> None:
+    def __init__(self, locate: Locate, include: Include | None = None) -> None:
         self.locate = locate
         self.include = include
-        #: The `halves` variant's share (bench_blocks; 0, off, in ragdb's doors): see halves.
-        self.halves = halves
-        #: The `leads` variant (bench_blocks; off in ragdb's doors): see cuts.with_lead.
-        self.leads = leads
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -485,7 +486,7 @@ class BlocksAnswerer:
         lo = a
         if b - a + 1 > limit:
             a, b = (region if code else best_paragraphs)(lines, a, b, terms, limit)
-            if self.leads and not code:
+            if not code:
                 a, b = with_lead(lines, lo, a, b, limit)
         # The page that includes it is named, so that [n] (the page, as retrieved) and the
         # file shown read as one source.
@@ -500,17 +501,16 @@ class BlocksAnswerer:
         lines, first, last = _lines_of(cand)
         if cand.code:
             return code_block(cand, lines, first, last, terms, limit)
-        return self.included(docs_block(cand, lines, first, last, terms, limit, self.leads),
-                             terms, limit)
+        return self.included(docs_block(cand, lines, first, last, terms, limit), terms, limit)
 
     def other_half(self, question: str, candidates: Sequence[_Candidate],
                    chosen: Sequence[tuple[_Candidate, str]], first: Block,
                    terms: frozenset[str]) -> tuple[_Candidate, Block] | None:
         """The second block for the part of a two-part question the first block leaves out
-        (the `halves` variant; question_parts): the words of each clause of which the first
-        block lacks at least `self.halves`, sought in each other candidate's block
+        (question_parts): the words of each clause of which the first
+        block lacks at least `HALVES_SHARE`, sought in each other candidate's block
         (SECOND_LINES; the margin's choice first, then by rank; none overlapping the first
-        block); the one holding most of them, when it holds at least `self.halves` of them
+        block); the one holding most of them, when it holds at least `HALVES_SHARE` of them
         and more than the margin's choice does; else None (the margin's choice stands)."""
         parts = question_parts(question)
         if len(parts) < 2:  # one clause: what a first block lacks of it is mostly words
@@ -519,7 +519,7 @@ class BlocksAnswerer:
         missing: dict[str, list[str]] = {}
         for part in parts:
             lacking = [(token, word) for token, word in part if not holds(shown, word)]
-            if len(lacking) >= self.halves * len(part):
+            if len(lacking) >= HALVES_SHARE * len(part):
                 missing.update(lacking)
         if not missing:
             return None
@@ -538,7 +538,7 @@ class BlocksAnswerer:
             if best is None or len(held) > len(best[2]):
                 best = (cand, block, held)
         if best is None or best[0] is margin or len(best[2]) <= held_by_margin \
-                or len(best[2]) < self.halves * len(missing):
+                or len(best[2]) < HALVES_SHARE * len(missing):
             return None
         cand, block, held = best
         block.rule = (f"rank {cand.number}: holds {len(held)} of the {len(missing)} words of "
@@ -570,7 +570,7 @@ class BlocksAnswerer:
             block = self.block(cand, terms, MAX_LINES if slot == 0 else SECOND_LINES)
             block.rule = rule + block.rule
             blocks.append(block)
-        if self.halves and blocks:
+        if blocks:
             other = self.other_half(question, candidates, chosen, blocks[0], terms)
             if other is not None:
                 chosen, blocks = [chosen[0], (other[0], other[1].rule)], [blocks[0], other[1]]
