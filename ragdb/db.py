@@ -352,6 +352,14 @@ def is_disk_full(conn: apsw.Connection) -> bool:
         shutil.disk_usage(Path(conn.filename or ".").parent).free < 1024 * 1024)
 
 
+def needs_immutable(path: Path) -> bool:
+    """Whether a read-only reader must open rag.db as immutable: ragdb may not write it or its
+    folder, and no readable -shm is there (nor can one be made), so nobody writes it here."""
+    shm = path.with_name(path.name + "-shm")
+    return (path.exists() and not writable(path)
+            and not (shm.exists() and os.access(shm, os.R_OK)))
+
+
 def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
     """A read-only connection for an index in a folder ragdb may not write (searching a
     shared or mounted index).
@@ -363,7 +371,7 @@ def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     uri = "file:" + quote(str(path.resolve()))
     shm = path.with_name(path.name + "-shm")
-    if immutable or not (shm.exists() and os.access(shm, os.R_OK)):
+    if immutable or not (shm.exists() and os.access(shm, os.R_OK)):  # needs_immutable
         uri += "?immutable=1"
     return apsw.Connection(uri, flags=flags)
 

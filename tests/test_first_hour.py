@@ -13,6 +13,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 from ragdb import RagDB
@@ -450,3 +451,47 @@ def test_a_dataset_command_never_writes_over_its_own_input(tmp_path: Path) -> No
                                   str(results), "--save_directory", "results", cwd=tmp_path))
     assert "input" in line, line
     assert results.read_bytes() == searched
+
+
+def test_serve_reads_a_read_only_index(tmp_path: Path) -> None:
+    """A shared index (rag.db and its folder read-only, no -shm beside it): `ragdb search`
+    read it, but `ragdb serve` ended at startup in a traceback ('unable to open database
+    file': Datasette opened the WAL file mode=ro and needed a -shm it could not create).
+    It serves the index, and an index run through it is one JSON line."""
+    from tests.test_reliability_index import NO_DAC, needs_setpriv
+
+    needs_setpriv()
+    write_corpus(tmp_path / "proj")
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path / "proj").returncode == 0
+    folder = tmp_path / "proj" / "data" / "processed"
+    (folder / "rag.db").chmod(0o444)
+    folder.chmod(0o555)
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [*NO_DAC, sys.executable, "-m", "ragdb", "serve", "--port", str(port)],
+                cwd=tmp_path / "proj", stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        try:
+            wait_until_serving(process, base, log_path, 60, 0.2)
+            with urlopen(f"{base}/-/ragdb/search?q=LoRA+adapter&k=1&mode=lexical",
+                         timeout=60) as reply:
+                assert json.load(reply)["sources"][0]["file_path"] == "docs/features/lora.md"
+            with urlopen(f"{base}/rag/files.json?_shape=array", timeout=60) as reply:
+                assert len(json.load(reply)) == 4
+            try:
+                urlopen(Request(f"{base}/-/ragdb/index", method="POST"), timeout=60)
+                raise AssertionError("an index run into a read-only index succeeded")
+            except HTTPError as refused:
+                assert "read-only" in json.load(refused)["error"]
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+    finally:
+        folder.chmod(0o755)
+    log_text = log_path.read_text(errors="replace")
+    assert "Traceback" not in log_text, log_text
+    assert {p.name for p in folder.iterdir()} == {"rag.db"}

@@ -16,7 +16,7 @@ from typing import Any
 
 from ragdb.datasette_plugin.service import PLUGIN, PluginConfig, service_for
 from ragdb import worker
-from ragdb.db import Location, forbid_in_this_process, location, shown
+from ragdb.db import Location, forbid_in_this_process, location, needs_immutable, shown
 from ragdb.errors import MissingIndexError, RagdbError
 
 
@@ -47,6 +47,10 @@ def make_datasette(db_path: Location, *, corpus_roots: list[Path] | None = None,
     PluginConfig.from_metadata(config)  # fail now on a bad value
     metadata = {"title": "ragdb", "plugins": {PLUGIN: config}}
     files = [str(db_path)] if isinstance(db_path, Path) else []
+    if isinstance(db_path, Path) and needs_immutable(db_path):
+        # Datasette opens a file mode=ro, which a WAL database cannot be without its -shm:
+        # read it as ragdb's own read-only connections do (db._open_read_only).
+        return Datasette(immutables=files, metadata=metadata)
     return Datasette(files=files, metadata=metadata)
 
 
