@@ -84,14 +84,14 @@ def _check_allowed(path: Path) -> None:
                          "runs in its worker processes")
 
 
-def default_db_path() -> Path | str:
+def default_db_path(env: bool = True) -> Path | str:
     """The index a command without --db uses, found the way git finds its repository:
     `RAGDB_DB`; else the nearest of the current folder and its parents that holds
     data/processed/rag.db (commands work from any subfolder of an indexed project; a parent's
     is named by its absolute path); else data/processed/rag.db here, where `ragdb index`
     creates it. Only that layout is looked for: an index under another name is named by
-    --db or RAGDB_DB."""
-    given = os.environ.get("RAGDB_DB")
+    --db or RAGDB_DB. `env` False: the project's own, whatever RAGDB_DB says."""
+    given = os.environ.get("RAGDB_DB") if env else None
     if given:
         return given
     try:

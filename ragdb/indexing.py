@@ -330,10 +330,11 @@ def ragdb_files(conn: Connection) -> frozenset[str]:
     root of `.` holds data/processed/rag.db, its -wal and its lock): the database with its
     sidecars and index lock, the models folder, ragdb's cache folder and the folders results
     are saved in (`ragdb answer`'s beside rag.db, the dataset commands' defaults). The index
-    a command here uses without --db is ragdb's too: a run into another --db never reads it,
-    nor the answers saved beside it."""
+    a command here uses without --db is ragdb's too, and the project's data/processed/rag.db
+    when RAGDB_DB names another: a run into another index never reads it, nor the answers
+    saved beside it."""
     paths = [models_dir(), cache_dir(), *RESULT_DIRS]
-    databases = [str(default_db_path())]
+    databases = [str(default_db_path()), str(default_db_path(env=False))]
     if not isinstance(conn, PostgresConnection) and conn.filename:
         databases.append(conn.filename)
     for database in databases:

@@ -495,3 +495,22 @@ def test_serve_reads_a_read_only_index(tmp_path: Path) -> None:
     log_text = log_path.read_text(errors="replace")
     assert "Traceback" not in log_text, log_text
     assert {p.name for p in folder.iterdir()} == {"rag.db"}
+
+
+def test_an_index_named_by_ragdb_db_never_reads_the_project_index_or_its_answers(
+        tmp_path: Path) -> None:
+    """As with --db (test above), but the other index named by RAGDB_DB, as a shell profile
+    or CI job sets it: the project's data/processed/rag.db was counted as a binary file and
+    the answers saved beside it were indexed as the project's JSON."""
+    write_corpus(tmp_path / "src")
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    answered = run_cli("answer", "How do I load a LoRA adapter?", "--k", "1", cwd=tmp_path)
+    assert answered.returncode == 0, answered.stderr
+    assert list((tmp_path / "data" / "processed" / "outputs" / "answers").glob("*.json"))
+    other = tmp_path.parent / f"{tmp_path.name}-env.db"
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path, env={"RAGDB_DB": str(other)})
+    assert done.returncode == 0, done.stderr
+    assert "0 skipped" in done.stdout, done.stdout
+    with closing(sqlite3.connect(other)) as conn:
+        paths = sorted(str(row[0]) for row in conn.execute("SELECT path FROM files"))
+    assert not [path for path in paths if path.startswith("data/")], paths
