@@ -291,6 +291,9 @@ def connect(path: Path | str, *, create: bool = False,
             raise RagdbError(f"cannot create {path}: {path.parent} is not a folder") from None
     elif path.is_dir():
         raise RagdbError(f"{path} is a directory, not a ragdb database")
+    elif not path.is_file():  # SQLite would wait for ever on a FIFO
+        raise RagdbError(f"{path} is not a regular file (a FIFO or a device), not a ragdb "
+                         "database")
     else:
         state = check_is_ragdb(path, into_existing=into_existing)
         if state.is_blank and not create:

@@ -514,3 +514,19 @@ def test_an_index_named_by_ragdb_db_never_reads_the_project_index_or_its_answers
     with closing(sqlite3.connect(other)) as conn:
         paths = sorted(str(row[0]) for row in conn.execute("SELECT path FROM files"))
     assert not [path for path in paths if path.startswith("data/")], paths
+
+
+def test_a_db_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """`--db` naming a FIFO (a named pipe, `--db <(...)`) hung `ragdb search`, `index` and
+    `serve` for ever, SQLite blocked opening it; /dev/null was 'database error: disk I/O
+    error'. Each is refused in one line: rag.db must be a regular file."""
+    write_corpus(tmp_path)
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    for db in (str(fifo), "/dev/null"):
+        for args in (("search", "LoRA"), ("index", "."), ("answer", "LoRA"), ("roots",)):
+            line = one_line_error(run_cli(*args, "--db", db, cwd=tmp_path, timeout=60))
+            assert "not a regular file" in line, (args, line)
+    line = one_line_error(run_cli("serve", "--db", str(fifo), "--port", str(free_port()),
+                                  cwd=tmp_path, timeout=60))
+    assert "not a regular file" in line, line
