@@ -356,6 +356,7 @@ def callers(conn: Connection, name: str, filters: Filters = Filters(),
     ids = sorted(set(known_as(conn, [str(r[4]) for r in defs]).values()))
     params = _params(filters, kinds, limit, offset)
     params["ids"] = json.dumps(ids)
+    params["home"] = None  # the callers of every definition of the name
     rows = [tuple(r) for r in conn.execute(sql("symbol_callers"), params)] if ids else []
     total = int(rows[0][-1]) if rows else (_count(conn, "symbol_callers", params) if ids else 0)
     places = [Place(str(p), int(line), str(kind), str(q), str(lang), calls=int(n))
@@ -371,15 +372,18 @@ def callers(conn: Connection, name: str, filters: Filters = Filters(),
     return listing
 
 
-def callers_of(conn: Connection, qualified: str, limit: int) -> tuple[list[Place], int]:
+def callers_of(conn: Connection, qualified: str, limit: int,
+               home: str | None = None) -> tuple[list[Place], int]:
     """The first `limit` definitions that call one definition (by its qualified name, through
     the imports that re-export it), and how many there are: the line an answer's code block
-    ends with (generate/blocks)."""
+    ends with (generate/blocks). `home`: the file of the one definition meant; a file that
+    defines the same name itself calls its own (C's static functions), and is left out."""
     ids = sorted(set(known_as(conn, [qualified]).values()))
     if not ids:
         return [], 0
     params = _params(Filters(), (), limit, 0)
     params["ids"] = json.dumps(ids)
+    params["home"] = home
     rows = [tuple(r) for r in conn.execute(sql("symbol_callers"), params)]
     places = [Place(str(p), int(line), str(kind), str(q), str(lang), calls=int(n))
               for p, line, kind, q, lang, n, _t in rows]

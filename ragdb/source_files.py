@@ -74,12 +74,15 @@ class SourceFiles:
         rows = self.conn.execute(sql("block_definition"), {
             "path": source.file_path, "first": source.first, "last": source.last,
             "limit": BLOCK_DEFINITIONS}).fetchall()
-        for name, qualified, first_char, last_char in rows:
+        for name, qualified, first_char, last_char, start_line in rows:
             first, last = int(str(first_char)), int(str(last_char))
-            places, total = callers_of(self.conn, str(qualified), BLOCK_CALLERS)
+            places, total = callers_of(self.conn, str(qualified), BLOCK_CALLERS,
+                                       home=source.file_path)
+            line = text.count("\n", 0, first)
             found.append(Definition(
-                str(name), text.count("\n", 0, first), text.count("\n", 0, max(first, last - 1)),
-                tuple(f"{p.path}:{p.line}" for p in places), total))
+                str(name), line, text.count("\n", 0, max(first, last - 1)),
+                tuple(f"{p.path}:{p.line}" for p in places), total,
+                start=max(line, int(str(start_line)) - 1)))
         return replace(located, definitions=tuple(found)) if found else located
 
     def _file(self, path: str, sha256: str) -> tuple[str | None, str]:

@@ -69,6 +69,7 @@ _TS_DEFS = _JS_DEFS.replace("(field_definition property: (_) @name) @field\n", "
 (interface_body (method_signature name: (_) @name) @method)
 (abstract_method_signature name: (_) @name) @method
 (ambient_declaration (function_signature name: (_) @name) @function)
+(export_statement (function_signature name: (_) @name) @function)
 (interface_declaration name: (_) @name) @interface
 (type_alias_declaration name: (_) @name) @type
 (enum_declaration name: (_) @name) @enum
@@ -346,8 +347,13 @@ def _call_name(head: ts.Node) -> ts.Node | None:
     return name
 
 
-def _block_end(brace: ts.Node) -> ts.Node:
-    """The `}` that closes a loose `{` among its siblings (or the last of them)."""
+def _block_end(brace: ts.Node, root: ts.Node, data: bytes) -> ts.Node:
+    """The `}` that closes a loose `{` (a function's body error recovery left as tokens):
+    the one its siblings' braces match, or the first `}` token that starts a line after it
+    (C closes a function's body so), whichever comes first. Where `#ifdef`s open a brace in
+    one branch and close it in the other, or computed gotos (`&&label`) break the parse, the
+    closing `}` lies inside a node recovery made of what follows, not among the siblings:
+    counting siblings alone ran to the file's end and took every later function in."""
     depth, last = 0, brace
     node: ts.Node | None = brace
     while node is not None:
@@ -356,7 +362,27 @@ def _block_end(brace: ts.Node) -> ts.Node:
         if depth == 0:
             break
         node = node.next_sibling
+    at = data.find(b"\n}", brace.end_byte, last.start_byte)
+    while at >= 0:  # a `}` at a line's start before it: the body's end, if it is a token
+        close = root.descendant_for_byte_range(at + 1, at + 2)
+        if close is not None and close.type == "}":
+            return close
+        at = data.find(b"\n}", at + 2, last.start_byte)  # in a comment, a string, a macro
     return last
+
+
+#: TypeScript declaration files: their function signatures are the definitions (the
+#: implementation is compiled JavaScript elsewhere).
+_DECLARATION_FILE = re.compile(r"\.d\.[cm]?tsx?$")
+
+
+def _declares(signature: ts.Node, rel: str) -> bool:
+    """Whether a TypeScript function signature is a definition: in a declaration file
+    (`export function nanoid(size?: number): string` in index.d.ts) or `declare`d; in a .ts
+    file an overload's signature is not (its implementation is)."""
+    parent = signature.parent
+    return bool(_DECLARATION_FILE.search(rel)) or (
+        parent is not None and parent.type == "ambient_declaration")
 
 
 class _Def:
@@ -413,6 +439,8 @@ class _File:
             qualifier = ""
             if node.start_byte in taken and kind == "variable":
                 continue
+            if node.type == "function_signature" and not _declares(node, self.rel):
+                continue  # an overload signature: the implementation is the definition
             if self.grammar in ("c", "cpp") and kind not in ("macro", "constant", "type") and \
                     self.in_function(node):
                 continue  # a local type, or a macro used as a loop (`foreach(x) {...}`)
@@ -520,7 +548,7 @@ class _File:
                 if not child.is_named:
                     if child.type != "{" or parent.type != "ERROR":
                         continue
-                    body = _block_end(child)  # a body the parser left as loose tokens
+                    body = _block_end(child, self.tree.root_node, self.data)  # loose tokens
                 else:
                     if in_error or child.type in _PREPROC_BLOCKS or child.type == "ERROR":
                         # what the parser could not read holds more functions, blocks too

@@ -1,7 +1,10 @@
 -- The definitions that call one of :ids (symbol_names ids, a JSON array), one row each with
 -- its first call and the number of calls (n); of the kinds in :kinds, in the files the
 -- filters allow; a page of them with the count of all (total). Calls at a file's top level
--- (outside any definition) count as the file's.
+-- (outside any definition) count as the file's. :home (a path, or NULL: the name's every
+-- definition) asks for the callers of the definition in that file alone: a call in another
+-- file that defines the same qualified name itself (C's `static int exec()` in three files,
+-- each calling its own) calls that file's definition, not this one.
 WITH calls AS (
     SELECT r.file_id, r.enclosing_id, min(r.first_char) AS at, min(r.line) AS line,
            count(*) AS n
@@ -10,6 +13,9 @@ WITH calls AS (
     LEFT JOIN symbol_defs AS e ON e.id = r.enclosing_id
     WHERE r.target_id IN (SELECT value FROM json_each(:ids))
       AND r.kind IN (SELECT id FROM symbol_kinds WHERE name IN ('call', 'decorator', 'macro'))
+      AND (:home IS NULL OR f.path = :home OR NOT EXISTS (
+              SELECT 1 FROM symbol_defs AS d
+              WHERE d.file_id = r.file_id AND d.qualified_id = r.target_id))
       AND (:kinds IS NULL OR e.kind IN (SELECT k.id FROM symbol_kinds AS k
                                         WHERE k.name IN (SELECT value FROM json_each(:kinds))))
       AND (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
