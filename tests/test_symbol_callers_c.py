@@ -172,8 +172,11 @@ def test_a_block_that_does_not_show_a_definitions_start_names_no_callers() -> No
     blocks, _notes = BlocksAnswerer(located).build("What does step_150 run?", [source])
     block = blocks[0]
     assert block.start_line > 6 and not block.heads and block.callers == ""
-    # Shown from its start, or under its signature line, it names them.
+    # Shown from its name's line, or under it, it names them; under the line above (C's
+    # `static int` over a GNU-style name), it does not.
     assert about.shown_in(4, 10, []) and about.shown_in(20, 30, [4])
+    gnu = Definition("exec", 143, 244, ("regset.c:346",), 1, start=144)
+    assert not gnu.shown_in(208, 237, [143]) and gnu.shown_in(208, 237, [143, 144])
     assert not about.shown_in(20, 30, [1]) and not about.shown_in(0, 3, [])
 
 

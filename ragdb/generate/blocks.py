@@ -124,11 +124,11 @@ class Definition:
 
     def shown_in(self, first: int, last: int, heads: Sequence[int]) -> bool:
         """Whether a block of lines first..last (0-based), headed by the signature lines
-        `heads`, shows where this definition starts: only then may it name its callers (a
-        block that merely overlaps a definition is not about it)."""
+        `heads`, shows the line of this definition's name: only then may it name its callers
+        (a block that merely overlaps a definition, or heads it with `static int` alone, the
+        line above a GNU-style C name, does not say whose callers they are)."""
         start = self.start if self.start >= self.first else self.first
-        return any(first <= line <= last or line in heads
-                   for line in range(self.first, start + 1))
+        return first <= start <= last or start in heads
 
 
 Locate = Callable[[PromptSource], Located]
