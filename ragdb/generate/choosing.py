@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragdb.generate.blocks import Block
+from ragdb.generate.models import first_line
 
 #: Candidates shown to the model: the top N sources (blocks.CODE_WITHIN, the window today's
 #: rule chooses in).
@@ -171,7 +172,7 @@ class ModelChooser:
                                          choice_pattern(len(shown)))
         except Exception as exc:  # noqa: BLE001 - any model failure: today's choice stands
             choice.seconds = time.perf_counter() - started
-            choice.why = f"the model failed: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+            choice.why = f"the model failed: {first_line(exc)}"
             return choice
         choice.seconds = time.perf_counter() - started
         picked = parse_choice(choice.reply, len(shown))
