@@ -530,3 +530,37 @@ def test_a_db_that_is_a_fifo_or_a_device_is_refused_not_waited_on(tmp_path: Path
     line = one_line_error(run_cli("serve", "--db", str(fifo), "--port", str(free_port()),
                                   cwd=tmp_path, timeout=60))
     assert "not a regular file" in line, line
+
+
+def test_a_typescript_declaration_file_defines_its_functions(tmp_path: Path) -> None:
+    """An npm package's API is its .d.ts file: `export function nanoid(size?: number):
+    string` (nanoid), `export default function mitt(...)` (mitt) were not definitions, so
+    `ragdb definition nanoid` named only the compiled JavaScript and `ragdb outline
+    index.d.ts` left them out. In a .ts file an overload signature is still not one: its
+    implementation is."""
+    write_corpus(tmp_path, {
+        "pkg/index.d.ts": (
+            "/** Generate secure URL-friendly unique ID. */\n"
+            "export function nanoid<Type extends string>(size?: number): Type\n\n"
+            "export default function mitt(all?: Map<string, unknown>): Emitter\n\n"
+            "export interface Emitter {\n  emit(type: string): void\n}\n\n"
+            "declare module 'extra' {\n  export function extraHelper(): void\n}\n"),
+        "src/over.ts": (
+            "export function parse(text: string): number;\n"
+            "export function parse(text: number): number;\n"
+            "export function parse(text: any): number {\n  return Number(text);\n}\n"),
+    })
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for name, line in (("nanoid", "pkg/index.d.ts:2:"), ("mitt", "pkg/index.d.ts:4:"),
+                       ("extraHelper", "pkg/index.d.ts:11:")):
+        found = run_cli("definition", name, cwd=tmp_path)
+        assert found.returncode == 0 and found.stdout.startswith(line), (name, found)
+        assert " function " in found.stdout, found.stdout
+    outline = run_cli("outline", "pkg/index.d.ts", cwd=tmp_path)
+    assert "function pkg.nanoid" in outline.stdout or "nanoid" in outline.stdout
+    parse = run_cli("definition", "parse", cwd=tmp_path)
+    assert parse.stdout.splitlines() == [
+        line for line in parse.stdout.splitlines() if line.startswith("src/over.ts:3:")], \
+        parse.stdout
+    assert parse.stdout.strip(), parse.stderr
