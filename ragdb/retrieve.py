@@ -418,6 +418,13 @@ class Searcher:
                     raise MissingIndexError(
                         "the index is empty: its first index run is in progress; search "
                         "again when it has committed its files")
+                roots = [str(row[0]) for row in self.conn.execute(sql("index_roots_known"))]
+                if roots:  # "run `ragdb index`" misleads a user who just did
+                    shown = ", ".join(roots[:5]) + (" ..." if len(roots) > 5 else "")
+                    raise MissingIndexError(
+                        f"the index is empty: its roots ({shown}) hold no file it indexes; "
+                        "`ragdb index --verbose` names what it skips, --no-ignore and "
+                        "--hidden walk what the ignore rules and hidden folders leave out")
                 raise MissingIndexError("the index is empty: run `ragdb index` first")
             self._refresh()
             if mode is Mode.dense and not self._has_vectors:

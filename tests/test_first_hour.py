@@ -285,7 +285,7 @@ def test_a_search_during_the_first_index_run_says_it_is_running(tmp_path: Path) 
     (tmp_path / "blank").mkdir()
     assert run_cli("index", "blank", "--db", "blank.db", cwd=tmp_path).returncode == 0
     line = one_line_error(run_cli("search", "LoRA", "--db", "blank.db", cwd=tmp_path))
-    assert line == "ragdb: the index is empty: run `ragdb index` first", line
+    assert "in progress" not in line and "roots (blank) hold no file" in line, line
 
 
 def test_a_file_root_that_links_to_a_credential_is_not_indexed(tmp_path: Path) -> None:
@@ -564,3 +564,15 @@ def test_a_typescript_declaration_file_defines_its_functions(tmp_path: Path) -> 
         line for line in parse.stdout.splitlines() if line.startswith("src/over.ts:3:")], \
         parse.stdout
     assert parse.stdout.strip(), parse.stderr
+
+
+def test_search_after_a_run_that_found_no_file_says_so(tmp_path: Path) -> None:
+    """`ragdb index .` under a .gitignore of `*` reported '0 files', then `ragdb search`
+    said 'the index is empty: run `ragdb index` first', which the user had just done. It
+    names the recorded roots that hold no indexed file and how to see why."""
+    write_corpus(tmp_path, {".gitignore": "*\n", "a.py": "def f():\n    return 1\n"})
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("0 files"), done.stdout
+    line = one_line_error(run_cli("search", "f", cwd=tmp_path))
+    assert "run `ragdb index` first" not in line, line
+    assert "no file" in line and "--no-ignore" in line, line
