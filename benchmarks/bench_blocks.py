@@ -79,6 +79,7 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
             BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2",
             BENCH_DIR / "blocks3wq",  # the writer with the order rule against the default, repos3
+            BENCH_DIR / "blocks3w_wordq",  # ... and with the word-level check alone
             BENCH_DIR / "blocks5c")  # repos5: the default before and after halves and leads
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
