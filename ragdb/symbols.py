@@ -23,7 +23,8 @@ from typing import Callable
 
 #: Bumped when extraction changes: the next index run re-reads the symbols of every file
 #: whose rows were made by another version (files.symbols_version), without re-chunking it.
-SYMBOLS_VERSION = 8  # 7: a C body left as loose tokens ends at its own `}`; 8: .d.ts functions
+SYMBOLS_VERSION = 9  # 7: a C body left as loose tokens ends at its own `}`; 8: .d.ts functions;
+#: 9: no C definitions inside such a body (`CASE_OP(X) {` read as a function)
 
 #: Languages with an extractor (files.kind). Other files have no symbols.
 SYMBOL_LANGUAGES = frozenset({

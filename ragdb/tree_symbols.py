@@ -385,6 +385,12 @@ def _declares(signature: ts.Node, rel: str) -> bool:
         parent is not None and parent.type == "ambient_declaration")
 
 
+def _within(spans: list[tuple[int, int]], at: int) -> bool:
+    """Whether a byte lies inside one of the sorted, disjoint spans (start, end)."""
+    k = bisect_right(spans, (at, 1 << 62)) - 1
+    return k >= 0 and spans[k][0] <= at < spans[k][1]
+
+
 class _Def:
     __slots__ = ("name", "qualifier", "kind", "node", "name_node", "index", "qualified",
                  "parent", "start_byte")
@@ -429,9 +435,12 @@ class _File:
         found: dict[tuple[int, int], _Def] = {}
         namespaces: set[str] = set()
         taken: set[int] = set()  # K&R heads and parameter declarations: not variables
+        bodies: list[tuple[int, int]] = []  # where the functions read from loose tokens lie
         if self.language == "c":
             for d in self.old_style_functions(taken):
                 found[(d.name_node.start_byte, d.name_node.end_byte)] = d
+                bodies.append((d.name_node.end_byte, d.node.end_byte))
+            bodies.sort()
         cursor = ts.QueryCursor(_query(self.grammar, "defs"))
         for _pattern, captures in cursor.matches(self.tree.root_node):
             kind = next(k for k in captures if k not in ("name", "decl", "recv"))
@@ -442,8 +451,9 @@ class _File:
             if node.type == "function_signature" and not _declares(node, self.rel):
                 continue  # an overload signature: the implementation is the definition
             if self.grammar in ("c", "cpp") and kind not in ("macro", "constant", "type") and \
-                    self.in_function(node):
-                continue  # a local type, or a macro used as a loop (`foreach(x) {...}`)
+                    (self.in_function(node) or _within(bodies, node.start_byte)):
+                continue  # a local type, or a macro used as a loop (`foreach(x) {...}`, and
+                # `CASE_OP(X) {` in a body the parser could not read: not a function)
             if "decl" in captures:
                 name_node, is_function = _declarator(captures["decl"][0])
                 if name_node is None:

@@ -24,7 +24,8 @@ from ragdb.symbols import extract
 from tests.conftest import run_cli, write_corpus
 
 #: A bytecode loop as Oniguruma's match_at writes it: a brace opened in one `#ifdef` branch
-#: and closed in another, labels taken by address; then two plain functions.
+#: and closed in another, labels taken by address, `CASE_OP(X) {` (which the parser reads as
+#: a function `X` inside it); then two plain functions.
 OPS_C = """\
 #include <stdio.h>
 
@@ -52,6 +53,21 @@ interp(regex_t* reg, int n, void* region)
 #endif
   }
   goto *FinishCode[0].opaddr;
+
+    CASE_OP(WORD_BOUNDARY)
+      {
+        UChar c;
+
+        c = best;
+        best = c + 1;
+      }
+      JUMP_OUT;
+
+    CASE_OP(BEGIN_LINE)
+      if (n > 2) {
+        INC_OP;
+        JUMP_OUT;
+      }
  L_FINISH:
   return best;
 }
@@ -107,10 +123,11 @@ def test_a_body_broken_by_ifdefs_ends_at_its_own_brace() -> None:
     found = extract(OPS_C, "c", Path("ops.c"), "ops.c")
     assert found is not None
     functions = {s.name: s for s in found.symbols if s.kind == "function"}
+    assert sorted(functions) == ["interp", "scan_forward", "scan_twice"]  # no WORD_BOUNDARY
     lines = OPS_C.splitlines()
-    assert (functions["interp"].start_line, functions["interp"].end_line) == (5, 29)
-    assert lines[28] == "}"
-    for name, start, end in [("scan_forward", 32, 36), ("scan_twice", 39, 42)]:
+    assert (functions["interp"].start_line, functions["interp"].end_line) == (5, 44)
+    assert lines[43] == "}"
+    for name, start, end in [("scan_forward", 47, 51), ("scan_twice", 54, 57)]:
         assert (functions[name].start_line, functions[name].end_line) == (start, end)
         assert functions[name].parent == -1, name  # its own definition, not interp's
 
@@ -119,7 +136,7 @@ def test_the_index_holds_each_function_at_its_own_lines(indexed: Path) -> None:
     got = rows(indexed / "rag.db",
                "SELECT name, start_line, end_line, parent_id IS NULL FROM symbols "
                "WHERE qualified IN ('interp', 'scan_forward', 'scan_twice') ORDER BY start_line")
-    assert got == [("interp", 5, 29, 1), ("scan_forward", 32, 36, 1), ("scan_twice", 39, 42, 1)]
+    assert got == [("interp", 5, 44, 1), ("scan_forward", 47, 51, 1), ("scan_twice", 54, 57, 1)]
 
 
 def test_a_file_that_defines_the_name_calls_its_own(indexed: Path) -> None:
@@ -144,9 +161,9 @@ def test_the_block_line_names_the_shown_functions_callers(indexed: Path) -> None
         assert answer.shown is not None
         block = answer.shown["blocks"][0]
         assert block["file_path"] == "src/ops.c"
-        # scan_twice's call: scan_forward's caller, not interp's (scan_forward, line 35,
+        # scan_twice's call: scan_forward's caller, not interp's (scan_forward, line 50,
         # when interp ran to the file's end and held it)
-        assert block["callers"] == "Called from `src/ops.c:41`."
+        assert block["callers"] == "Called from `src/ops.c:56`."
         answer = rag.answer("How does the regset harness run one regset pattern in exec?",
                             k=5, mode="lexical")
         assert answer.shown is not None
