@@ -43,6 +43,7 @@ from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
 from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
 from ragdb.walking import (
+    SECRETS,
     WalkOptions,
     below_root,
     distinct_roots,
@@ -53,6 +54,7 @@ from ragdb.walking import (
     relative,
     scan_also,
     scan_roots,
+    secret_by_content,
     under,
 )
 
@@ -78,7 +80,8 @@ class IndexStats:
     full_rebuild: bool = False
     skipped: dict[str, int] = field(default_factory=dict)
     #: (stored path, reason) of every file or folder skipped, in walk order, but those left
-    #: out by name alone (EXCLUDED, BINARY, IGNORE_RULES, SECRETS): they are only counted.
+    #: out by name alone (EXCLUDED, BINARY, IGNORE_RULES, SECRETS): they are only counted
+    #: (a key file known by its content, a SECRETS too, is named).
     skipped_paths: list[tuple[str, str]] = field(default_factory=list)
     parse_fallbacks: int = 0  # source files whose tree was mostly errors: cut as text
     #: Stored paths of those files.
@@ -210,12 +213,18 @@ def index_paths(
             text, raw, reason = read_text(path)
             digest = hashlib.sha256(raw).hexdigest() if text is not None else ""
             old = known.get(rel)
-            if (text is not None and (old is None or old[1] != digest)
-                    and path not in scan.included):
-                # Machine-written files crowd out the code people ask about. Judged by name and
-                # content (new or changed files only): vendored folders were left out by the walk.
-                reason = (is_generated_or_minified(path.name, text)
-                          or ("generated" if is_build_metadata(rel) else ""))
+            if text is not None and path not in scan.included:
+                if old is None or old[1] != digest:
+                    # Machine-written files crowd out the code people ask about. Judged by name
+                    # and content (new or changed files only): vendored folders were left out
+                    # by the walk.
+                    reason = (is_generated_or_minified(path.name, text)
+                              or ("generated" if is_build_metadata(rel) else ""))
+                # A key file with no telling name (deploy_key, key.txt, a service account's
+                # JSON), judged on every run: one indexed before this rule loses its rows.
+                # Reached through a walk, a root, a symlink or --watch alike, as all read here.
+                if not reason and secret_by_content(path, text):
+                    reason = SECRETS
                 if reason:
                     text = None
             if text is None:

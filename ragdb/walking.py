@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ragdb.chunking import file_kind
+from ragdb.chunking import HEADING_KINDS, file_kind
 from ragdb.errors import RagdbError
-from ragdb.file_types import is_vendored_dir, language_for
+from ragdb.file_types import SYNTAX_LANGUAGES, is_vendored_dir, language_for
 from ragdb.ignore_rules import Rules, ancestor_rules, folder_rules, ignored
 from ragdb.reading import inside, link_target
 
@@ -53,6 +53,22 @@ _SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
                       r"|keystore|jks|env)|\.git-credentials|\.npmrc|\.dockercfg|\.htpasswd"
                       r"|credentials\.json|client_secret[\w.-]*\.json|.+\.tfstate(?:\.backup)?")
+#: A private key with its base64 body (PEM: PKCS#1/#8, EC, DSA, OpenSSH, encrypted PKCS#8;
+#: an armored PGP secret key), as a key file or a JSON credential's "private_key" string holds
+#: it (lines broken by `\n` escapes there): its optional headers (Proc-Type, DEK-Info,
+#: Version) and the first base64 line. A placeholder (`-----BEGIN PRIVATE KEY-----\n...`)
+#: holds no key.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:(?:RSA|EC|DSA|OPENSSH|ENCRYPTED) )?PRIVATE KEY-----|-----BEGIN PGP PRIVATE"
+    r" KEY BLOCK-----")
+_KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+){0,4}"
+                       r"[A-Za-z0-9+/=]{40,}")
+#: Kinds where a key block is a sample, kept: code in a language ragdb parses (a test key in a
+#: string of the `cryptography` package) and docs pages (an example in its docs). Any other
+#: file holding one (no extension, .txt, .json, YAML, .env-like, INI, TOML, XML, ...) is a key
+#: file or a credential, and a secret whatever its name.
+_SAMPLE_KINDS = SYNTAX_LANGUAGES | HEADING_KINDS | {"python"}
+
 #: A file whose first line names one of these interpreters is in that language.
 _SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
                       r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")
@@ -79,6 +95,26 @@ def file_language(name: str, text: str) -> str:
             interpreter = m.group(1)
             return "python" if interpreter.startswith("python") else _SHEBANG_LANGUAGES[interpreter]
     return "text"
+
+
+def holds_private_key(text: str) -> bool:
+    """Whether text holds a private key block with its body (_PRIVATE_KEY, _KEY_BODY)."""
+    if "PRIVATE KEY" not in text:  # most files: one substring test
+        return False
+    return any(_KEY_BODY.match(text, m.end()) for m in _PRIVATE_KEY.finditer(text))
+
+
+def secret_by_content(path: Path, text: str) -> bool:
+    """Whether a file whose name tells nothing (`deploy_key`, `key.txt`, a service account's
+    `project-1234.json`) is a secret by what it holds: a private key block in a file that is
+    not code or a docs page (_SAMPLE_KINDS), where a key is a sample. A symlink is judged by
+    its target's name too (`notes.md -> deploy_key` is the key file)."""
+    if not holds_private_key(text):
+        return False
+    names = [path.name]
+    if os.path.islink(path):
+        names.append(os.path.basename(os.path.realpath(path)))
+    return any(file_language(name, text) not in _SAMPLE_KINDS for name in names)
 
 
 #: Reasons a file is left out by its name alone (counted, not named one by one).

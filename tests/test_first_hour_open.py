@@ -1,0 +1,161 @@
+"""Defects the first-hour walkthrough left open, each on real things: the CLI as a subprocess,
+a real rag.db (SQLite, sqlite-vec), the watcher on a thread."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ragdb import RagDB
+from ragdb.database import IndexResult
+from tests.conftest import index_rows, run_cli
+
+# A key body no real key is: base64 of repeated bytes, 64 characters a line, as PEM writes it.
+_BODY = base64.b64encode(b"zqkeymaterial" * 30).decode()
+_LINES = "\n".join(_BODY[i:i + 64] for i in range(0, len(_BODY), 64))
+MARK = _BODY[:40]
+
+
+def _pem(kind: str) -> str:
+    return f"-----BEGIN {kind}-----\n{_LINES}\n-----END {kind}-----\n"
+
+
+SERVICE_ACCOUNT = json.dumps({
+    "type": "service_account", "project_id": "demo-1234", "private_key_id": "abc123",
+    "private_key": _pem("PRIVATE KEY"), "client_email": "bot@demo-1234.iam.gserviceaccount.com",
+}, indent=2)
+
+#: Files with no telling name that hold a key: each a secret by its content.
+KEY_FILES = {
+    "deploy_key": _pem("OPENSSH PRIVATE KEY"),
+    "key.txt": _pem("OPENSSH PRIVATE KEY"),  # id_ed25519, renamed
+    "certs/server": _pem("RSA PRIVATE KEY"),  # a PEM key without .pem
+    "ec_key": _pem("EC PRIVATE KEY"),
+    "old/dsa": _pem("DSA PRIVATE KEY"),
+    "enc.conf": ("-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + _LINES
+                 + "\n-----END ENCRYPTED PRIVATE KEY-----\n"),
+    "legacy.txt": ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: "
+                   "AES-128-CBC,0123456789ABCDEF\n\n" + _LINES
+                   + "\n-----END RSA PRIVATE KEY-----\n"),
+    "signing.asc": ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\n" + _LINES
+                    + "\n-----END PGP PRIVATE KEY BLOCK-----\n"),
+    "deploy/project-1234.json": SERVICE_ACCOUNT,
+    "config/app.yaml": "tls:\n  key: |\n    " + _pem("PRIVATE KEY").replace("\n", "\n    "),
+}
+
+#: Files that merely carry a key as a sample (a library about cryptography) or a placeholder:
+#: kept.
+KEPT_FILES = {
+    "src/fixtures.py": f'RSA_KEY = b"""{_pem("RSA PRIVATE KEY")}"""\n\n\ndef load():\n'
+                       "    return RSA_KEY\n",
+    "docs/serialization.rst": "Serialization\n=============\n\n.. code-block:: none\n\n    "
+                              + _pem("PRIVATE KEY").replace("\n", "\n    "),
+    "docs/keys.md": "# Keys\n\n```\n" + _pem("EC PRIVATE KEY") + "```\n",
+    "placeholder.json": json.dumps({"private_key": "-----BEGIN PRIVATE KEY-----\n...\n"}),
+    "README.md": "# Deploy\n\nThe deploy key lives outside the repository.\n",
+}
+
+
+def _indexed(db: Path) -> list[str]:
+    return [path for path, _sha, _size in index_rows(db)["files"]]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+def test_a_key_file_known_only_by_its_content_is_never_indexed(tmp_path: Path) -> None:
+    """`deploy_key`, `key.txt` (an id_ed25519 renamed), a service account's JSON and a PEM key
+    without .pem were indexed as text or JSON (and served by every door): a data, config or
+    unknown file holding a private key block is skipped as a secret and named; code and docs
+    that carry one as a sample are kept."""
+    _write(tmp_path, {**KEY_FILES, **KEPT_FILES})
+    done = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(KEY_FILES)} may hold secrets" in done.stdout, done.stdout
+    for rel in KEY_FILES:
+        assert f"skipped {rel}: may hold secrets" in done.stderr, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert _indexed(db) == sorted(KEPT_FILES)
+    assert run_cli("index", ".", "--no-vectors", "--verbose", cwd=tmp_path).stderr.count(
+        "may hold secrets") == len(KEY_FILES)
+    # the kept samples hold MARK; the key files' rows are not there
+    rag = RagDB(db)
+    leaked = [row[0] for row in rag.conn.execute(
+        "SELECT f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.text LIKE :m",
+        {"m": f"%{MARK}%"})]
+    rag.close()
+    assert set(leaked) <= set(KEPT_FILES), leaked
+
+
+def test_a_key_file_reached_as_a_root_a_link_or_indexed_before_is_skipped(
+        tmp_path: Path) -> None:
+    """Every way a file reaches the index: a file given as a root, a symlink with a harmless
+    name (notes.md -> deploy_key), and a key indexed by an earlier ragdb (its rows go)."""
+    secret = {"deploy_key": _pem("OPENSSH PRIVATE KEY")}
+    _write(tmp_path, {**secret, "README.md": "# Project\n\nHow to run it.\n"})
+    (tmp_path / "notes.md").symlink_to("deploy_key")
+    (tmp_path / "creds.txt").symlink_to("deploy_key")
+    done = run_cli("index", "README.md", "deploy_key", "notes.md", "creds.txt", "--no-vectors",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "3 may hold secrets" in done.stdout, done.stdout
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert _indexed(db) == ["README.md"]
+    assert MARK.encode() not in db.read_bytes()
+    # A key indexed before the rule (an --include named it, then no longer does): its rows go.
+    with_it = run_cli("index", ".", "--include", "deploy_key", "--no-vectors", cwd=tmp_path)
+    assert with_it.returncode == 0, with_it.stderr
+    assert "deploy_key" in _indexed(db)
+    again = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "deploy_key" not in _indexed(db) and "notes.md" not in _indexed(db)
+
+
+def test_a_key_file_written_while_watched_is_not_indexed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ragdb index --watch`: a key saved under a watched root is skipped as a walk skips it."""
+    from ragdb.watch import watch_roots
+
+    _write(tmp_path / "repo", {"README.md": "# Project\n\nHow to run it.\n"})
+    monkeypatch.chdir(tmp_path)
+    rag = RagDB(tmp_path / "rag.db")
+    rag.index(["repo"], vectors=False)
+    stop = threading.Event()
+    reports: "queue.Queue[str]" = queue.Queue()
+
+    def report(result: IndexResult) -> str:
+        reports.put(str(result.stats))
+        return ""
+
+    watcher = threading.Thread(target=watch_roots, args=(
+        RagDB(tmp_path / "rag.db"), [Path("repo")], {"vectors": False}, report),
+        kwargs={"stop": stop, "debounce_ms": 100}, daemon=True)
+    watcher.start()
+    try:
+        time.sleep(1.0)
+        _write(tmp_path / "repo", {"deploy_key": _pem("OPENSSH PRIVATE KEY"),
+                                   "notes.md": "# Notes\n\nWatched.\n"})
+        deadline = time.monotonic() + 30
+        while True:
+            stats = reports.get(timeout=30)
+            if "notes.md" in {str(r[0]).rsplit("/", 1)[-1] for r in rag.conn.execute(
+                    "SELECT path FROM files")} or time.monotonic() > deadline:
+                break
+    finally:
+        stop.set()
+        watcher.join(timeout=20)
+    paths = sorted(str(r[0]) for r in rag.conn.execute("SELECT path FROM files"))
+    rag.close()
+    assert paths == ["repo/README.md", "repo/notes.md"], (paths, stats)
+    assert os.path.exists(tmp_path / "repo" / "deploy_key")
+    assert MARK.encode() not in (tmp_path / "rag.db").read_bytes()
