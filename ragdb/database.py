@@ -88,6 +88,7 @@ from ragdb.walking import (
     WalkOptions,
     check_roots,
     distinct_roots,
+    stored_glob,
     stored_path,
 )
 
@@ -416,7 +417,7 @@ class RagDB:
         check_k(k)
         mode = _mode(mode)
         check_question(question)
-        self._check_langs(filters)
+        filters = self._checked_filters(filters)
         found: list[Hit] = self._search_with_rerank(
             lambda: self.searcher.search(question, k, mode, filters, remember=remember))
         return found
@@ -430,10 +431,21 @@ class RagDB:
         mode = _mode(mode)
         for number, question in enumerate(questions, 1):
             check_question(question, what=f"question {number}", empty_ok=True)
-        self._check_langs(filters)
+        filters = self._checked_filters(filters)
         found: list[list[Hit]] = self._search_with_rerank(
             lambda: self.searcher.search_many(questions, k, mode, filters))
         return found
+
+    def _checked_filters(self, filters: Filters) -> Filters:
+        """Filters as every door hands them to the search: languages checked, and absolute
+        path and exclude globs (`/home/me/proj/src/*.py`, how a coding agent names files over
+        MCP) as the index stores paths (`src/*.py`), as outline reads a file's path."""
+        self._check_langs(filters)
+        if not any(g.startswith("/") for g in filters.paths + filters.excludes):
+            return filters
+        top = get_setting(self.conn, Setting.BASE_DIR) or ""
+        return Filters.of([stored_glob(g, top) for g in filters.paths], list(filters.langs),
+                          [stored_glob(g, top) for g in filters.excludes])
 
     def _check_langs(self, filters: Filters) -> None:
         """A language filter the index holds no file of (a typo, `pyhton`) is refused in one
@@ -553,7 +565,7 @@ class RagDB:
             raise RagdbError("the question is empty: nothing to answer")
         self.conn  # a missing or foreign database is refused even when k = 0 retrieves nothing
         if k:
-            self._check_langs(filters)
+            filters = self._checked_filters(filters)
         started = time.perf_counter()
         if k:
             found = self._uses_answer(question, k, mode, filters, started)
@@ -678,7 +690,7 @@ class RagDB:
         over the reference graph): (text, entries)."""
         from ragdb.repo_map import repo_map
 
-        self._check_langs(filters)
+        filters = self._checked_filters(filters)
         with read_transaction(self.conn):
             return repo_map(self.conn, tokens, filters)
 
@@ -692,7 +704,7 @@ class RagDB:
         default = navigate.MAX_LIMIT if what == "outline" else navigate.DEFAULT_LIMIT
         page = navigate.check_page(default if limit is None else limit, offset)
         checked = navigate.check_kinds(kinds, known)
-        self._check_langs(filters)
+        filters = self._checked_filters(filters)
         with read_transaction(self.conn):
             listing: navigate.Listing = getattr(navigate, what)(
                 self.conn, name, filters, checked, *page)

@@ -408,6 +408,28 @@ def stored_path(path: Path) -> str:
     return relative(path)
 
 
+def stored_glob(glob: str, top: str) -> str:
+    """A path filter as a coding agent passes it (`/home/me/proj/src/*.py`, absolute) in the
+    form the index stores paths (`src/*.py`): its folders before the first wildcard, through
+    their real path, relative to `top` (the folder the index was built from); a trailing `/`
+    kept. A glob that is not absolute, or lies outside `top`, is as given."""
+    if not glob.startswith("/") or not top:
+        return glob
+    trailing = "/" if glob.endswith("/") else ""
+    parts = glob.rstrip("/").split("/")
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")),
+                 len(parts))
+    try:
+        rel = os.path.relpath(os.path.realpath("/".join(parts[:fixed]) or "/"),
+                              os.path.realpath(top))
+    except (OSError, ValueError):
+        return glob
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return glob
+    pieces = ([] if rel == os.curdir else [rel.replace(os.sep, "/")]) + parts[fixed:]
+    return "/".join(pieces) + trailing if pieces else "*"
+
+
 def real_root(root: Path) -> str:
     """What a root is, whatever its spelling: a folder's real path (through symlinks), a
     file's name in its folder's real path (a symlinked file is a file of its own, as in a walk)."""

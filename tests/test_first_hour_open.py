@@ -15,7 +15,7 @@ import pytest
 
 from ragdb import RagDB
 from ragdb.database import IndexResult
-from tests.conftest import index_rows, run_cli
+from tests.conftest import index_rows, run_cli, write_corpus
 
 # A key body no real key is: base64 of repeated bytes, 64 characters a line, as PEM writes it.
 _BODY = base64.b64encode(b"zqkeymaterial" * 30).decode()
@@ -159,3 +159,48 @@ def test_a_key_file_written_while_watched_is_not_indexed(
     assert paths == ["repo/README.md", "repo/notes.md"], (paths, stats)
     assert os.path.exists(tmp_path / "repo" / "deploy_key")
     assert MARK.encode() not in (tmp_path / "rag.db").read_bytes()
+
+
+@pytest.mark.asyncio
+async def test_absolute_path_and_exclude_globs_read_as_stored_paths_at_every_door(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A coding agent passes files by absolute path (`--path /home/me/proj/docs/*`, over MCP
+    too): no stored path starts with `/`, so such a filter found nothing ('no sources found')
+    and such an exclude left everything in. Mapped, under the folder the index was built from,
+    as `ragdb outline` maps a file's path; a glob outside it stays as given."""
+    from ragdb.datasette_plugin.serve import make_datasette
+    from tests.test_mcp import _session_run
+
+    write_corpus(tmp_path)
+    assert run_cli("index", ".", "--no-vectors", "--db", "rag.db", cwd=tmp_path).returncode == 0
+    top = os.path.realpath(tmp_path)
+
+    def found(*filters: str) -> list[str]:
+        done = run_cli("search", "vLLM adapters server scheduler", "--mode", "lexical", "--k",
+                       "20", "--json", "--db", "rag.db", *filters, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return sorted({hit["file_path"] for hit in json.loads(done.stdout)})
+
+    docs = found("--path", "docs/*")
+    assert docs and all(path.startswith("docs/") for path in docs)
+    for spelled in (f"{top}/docs/*", f"{top}/docs/", f"{top}/docs", f"{tmp_path}/docs/*"):
+        assert found("--path", spelled) == docs, spelled
+        assert found("--exclude", spelled) == found("--exclude", "docs/"), spelled
+    assert found("--path", f"{top}/*.txt") == found("--path", "*.txt")
+    assert found("--path", "/elsewhere/docs/*") == []  # outside the project: as given
+    # HTTP, through the server's worker
+    monkeypatch.chdir(tmp_path)
+    ds = make_datasette(Path("rag.db"))
+    await ds.invoke_startup()
+    response = await ds.client.post("/-/ragdb/search", json={
+        "q": "vLLM adapters server scheduler", "k": 20, "mode": "lexical",
+        "path": [f"{top}/docs/*"]})
+    assert response.status_code == 200, response.text
+    assert sorted({s["file_path"] for s in response.json()["sources"]}) == docs
+    # MCP, as an agent calls it
+    _tools, searched = await _session_run(tmp_path, [("search", {
+        "query": "vLLM adapters server scheduler", "k": 20, "mode": "lexical",
+        "exclude": f"{top}/docs/"})])
+    assert not searched.is_error, searched.content
+    paths = {s["file_path"] for s in searched.structured_content["sources"]}
+    assert paths and not any(path.startswith("docs/") for path in paths), paths
