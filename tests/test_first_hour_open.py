@@ -204,3 +204,15 @@ async def test_absolute_path_and_exclude_globs_read_as_stored_paths_at_every_doo
     assert not searched.is_error, searched.content
     paths = {s["file_path"] for s in searched.structured_content["sources"]}
     assert paths and not any(path.startswith("docs/") for path in paths), paths
+
+
+def test_help_says_what_each_argument_is(tmp_path: Path) -> None:
+    """`ragdb index --help` listed `[PATHS]...` with no text (Typer sets an argument's help,
+    click 8.2+ then sets it back to None): every argument's help is shown, once."""
+    shown = run_cli("index", "--help", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "Files or folders to index" in shown.stdout, shown.stdout
+    assert shown.stdout.count("[PATHS]...  ") == 1, shown.stdout
+    for command, text in (("search", "What to look for."), ("outline", "A file (its stored")):
+        said = run_cli(command, "--help", cwd=tmp_path).stdout
+        assert text in said and "Positional arguments" not in said, said

@@ -24,6 +24,38 @@ from ragdb.retrieve import Mode
 if TYPE_CHECKING:  # pragma: no cover
     from ragdb.database import RagDB
 
+
+def _keep_argument_help() -> None:
+    """Arguments' help shows in --help again (`ragdb index --help` said nothing of PATHS):
+    click 8.2+ takes `help` for an Argument and sets it (None unless given) after Typer's
+    TyperArgument has set its own, as Typer does not pass it on. Each TyperArgument gets its
+    help back once click's init is done; Typer lists arguments under "Arguments" itself, so
+    click's own "Positional arguments" section, which would say the same again, is left out.
+    A no-op where Typer and click agree."""
+    from typer.core import TyperArgument, TyperCommand
+
+    init = TyperArgument.__init__
+    if getattr(init, "_ragdb_keeps_help", False):
+        return
+
+    def keeping_help(self: TyperArgument, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if kwargs.get("help") and not self.help:
+            self.help = kwargs["help"]
+
+    def listed_by_typer(self: click.Command, ctx: click.Context,
+                        formatter: click.HelpFormatter) -> None:
+        """Typer's format_options lists the arguments."""
+
+    keeping_help._ragdb_keeps_help = True  # type: ignore[attr-defined]
+    TyperArgument.__init__ = keeping_help  # type: ignore[method-assign]
+    if hasattr(click.Command, "format_arguments"):
+        setattr(TyperCommand, "format_arguments", listed_by_typer)
+
+
+_keep_argument_help()
+
+
 DbOption = typer.Option(
     None, "--db", help="rag.db to use, or a PostgreSQL database as postgresql://user@host/db "
     "[default: $RAGDB_DB, else data/processed/rag.db in the nearest of the current folder and "
