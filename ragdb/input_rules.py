@@ -15,6 +15,20 @@ if TYPE_CHECKING:
 MAX_K = 100
 
 
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str) -> str:
+    """A path (or a name) as every door shows it: on one line, each character that is not
+    printable (a newline or an escape sequence in a file name) escaped as JSON and Python
+    escape it (`\\n`, `\\u001b`), so output can neither break a line nor drive a terminal. The
+    stored path is untouched; the question page's ask.js (oneLine) escapes the same way."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _NAMED_ESCAPES.get(c) or (
+        f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}") for c in text)
+
+
 def check_path(path: Path | str) -> Path | str:
     """A file or folder as given, refused when empty: Path("") is ".", so `ragdb index
     "$DIR"` or `ragdb roots --remove "$DIR"` with DIR unset read the current folder (and

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from ragdb.db import Connection
 from ragdb.errors import RagdbError
-from ragdb.input_rules import check_text
+from ragdb.input_rules import check_text, one_line
 from ragdb.resources import sql
 from ragdb.retrieve import Filters
 from ragdb.symbols import KINDS
@@ -102,7 +102,7 @@ class Listing:
 
 
 def _one_line(text: str) -> str:
-    return text if text.isprintable() else json.dumps(text)[1:-1]
+    return one_line(text)
 
 
 # -- input -------------------------------------------------------------------------------------

@@ -216,3 +216,40 @@ def test_help_says_what_each_argument_is(tmp_path: Path) -> None:
     for command, text in (("search", "What to look for."), ("outline", "A file (its stored")):
         said = run_cli(command, "--help", cwd=tmp_path).stdout
         assert text in said and "Positional arguments" not in said, said
+
+
+@pytest.mark.asyncio
+async def test_a_file_name_with_control_characters_is_shown_escaped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file named `notes<newline>fake.md` (or with a terminal escape) showed raw in an
+    answer's block heading (the heading broke over two lines, a fake second path on the
+    second) and on the Datasette pages: shown escaped (`notes\\nfake.md`), stored as it is."""
+    name, evil = "notes\nfake.md", "gnu\x1b[31m.md"
+    (tmp_path / name).write_text("# Zebra tariffs\n\nThe zebra tariff applies on Mondays.\n")
+    (tmp_path / evil).write_text("# Gnu tariffs\n\nThe gnu tariff applies on Fridays.\n")
+    assert run_cli("index", ".", "--no-vectors", "--db", "rag.db", cwd=tmp_path).returncode == 0
+    rag = RagDB(tmp_path / "rag.db")
+    stored = sorted(str(row[0]) for row in rag.conn.execute("SELECT path FROM files"))
+    rag.close()
+    assert stored == sorted([name, evil])  # never changed
+    for question, raw, shown in (("zebra tariff", name, "notes\\nfake.md"),
+                                 ("gnu tariff", evil, "gnu\\u001b[31m.md")):
+        for command in ("answer", "search"):
+            done = run_cli(command, question, "--mode", "lexical", "--k", "1", "--db",
+                           "rag.db", cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+            assert raw not in done.stdout and f"{shown}:" in done.stdout, done.stdout
+            assert "\x1b" not in done.stdout
+        answered = run_cli("answer", question, "--mode", "lexical", "--k", "1", "--json",
+                           "--db", "rag.db", cwd=tmp_path)
+        body = json.loads(answered.stdout)
+        assert body["sources"][0]["file_path"] == raw  # the API carries the stored path
+        assert f"`{shown}:" in body["answer"]
+    from ragdb.datasette_plugin.serve import make_datasette
+
+    monkeypatch.chdir(tmp_path)
+    ds = make_datasette(Path("rag.db"))
+    await ds.invoke_startup()
+    page = (await ds.client.get("/rag/files")).text
+    assert "notes\\nfake.md" in page and "notes\nfake.md" not in page
+    assert "\x1b" not in page

@@ -6,7 +6,6 @@ same in every command's --help, and every message goes to stderr as `ragdb: ...`
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ import typer
 
 from ragdb.db import Location, built_from, location
 from ragdb.generate.style import Style
+from ragdb import input_rules
 from ragdb.input_rules import MAX_K
 from ragdb.retrieve import Mode
 
@@ -166,9 +166,7 @@ def mode_warning(rag: "RagDB", mode: Mode) -> None:
 
 def one_line(path: str) -> str:
     """A path on one line: control characters (a newline in a file name) escaped."""
-    if path.isprintable():
-        return path
-    return json.dumps(path)[1:-1]
+    return input_rules.one_line(path)
 
 
 StyleOption = typer.Option(

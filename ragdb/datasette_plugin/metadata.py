@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from markupsafe import Markup
 
 from ragdb.resources import resource_dir, sql
-from ragdb.input_rules import MAX_QUESTION_CHARS
+from ragdb.input_rules import MAX_QUESTION_CHARS, one_line
 from ragdb.tokenize import fts_query, query_terms
 
 
@@ -153,7 +153,7 @@ def code_html(text: str) -> Markup:
 def path_html(path: str) -> Markup:
     """A path that may wrap after each `/` (escaped): a long path otherwise sets the width of
     its column, and the chunk text beside it ran off the page."""
-    return Markup("/<wbr>").join(path.split("/"))
+    return Markup("/<wbr>").join(one_line(path).split("/"))
 
 
 def _row_value(row: Any, name: str) -> Any:

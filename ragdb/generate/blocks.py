@@ -43,6 +43,7 @@ from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import GeneratedAnswer, no_sources
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.support import FRAME
+from ragdb.input_rules import one_line
 from ragdb.tokenize import STOPWORDS, analyse_terms, split_identifier
 from ragdb.generate.cuts import (
     DOCS_SECTION_LINES,
@@ -156,7 +157,7 @@ class Block:
     def markdown(self) -> str:
         """The block as the answer shows it: `[n] `path:start-end`` and its text (and the
         line naming its callers)."""
-        title = f"[{self.number}] `{self.path}:{self.start_line}-{self.end_line}`"
+        title = f"[{self.number}] `{one_line(self.path)}:{self.start_line}-{self.end_line}`"
         if self.label:
             title += self.label if self.label.startswith(",") else f" {self.label}"
         return f"{title}:\n{self.body()}" + (f"\n{self.callers}" if self.callers else "")
@@ -500,7 +501,7 @@ class BlocksAnswerer:
                 a, b = with_lead(lines, lo, a, b, limit)
         # The page that includes it is named, so that [n] (the page, as retrieved) and the
         # file shown read as one source.
-        by = f"included by `{block.path}:{block.start_line}-{block.end_line}`"
+        by = f"included by `{one_line(block.path)}:{block.start_line}-{block.end_line}`"
         label = f"({' › '.join(heads[-2:])}; {by})" if heads else f"({by})"
         return Block(block.number, path, a + 1, b + 1, lines[a:b + 1], language, code,
                      label=label, rule=f"; {by}")
@@ -561,7 +562,7 @@ class BlocksAnswerer:
             located = self.locate(source)
             if located.stale:
                 if not any(source.file_path in note for note in notes):
-                    notes.append(f"`{source.file_path}` "
+                    notes.append(f"`{one_line(source.file_path)}` "
                                  f"{located.why or 'changed since it was indexed'}"
                                  "; not shown (`ragdb index` updates the index).")
                 continue
@@ -581,7 +582,8 @@ class BlocksAnswerer:
                 chosen, blocks = [chosen[0], (other[0], other[1].rule)], [blocks[0], other[1]]
         for cand, _ in chosen:
             if cand.located.text is None:
-                notes.append(f"`{cand.source.file_path}` {cand.located.why or 'was not found'}"
+                notes.append(f"`{one_line(cand.source.file_path)}` "
+                             f"{cand.located.why or 'was not found'}"
                              ": its lines are shown as indexed.")
         return blocks, notes
 

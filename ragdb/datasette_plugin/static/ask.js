@@ -25,8 +25,26 @@
     statusLine.className = isError ? "ragdb-status ragdb-error" : "ragdb-status";
   }
 
+  // A path on one line, as ragdb shows it everywhere (input_rules.one_line): a character that
+  // is not printable (a newline, an escape in a file name) escaped as \n, \u001b. The path
+  // itself (file_path, what links and the API carry) is untouched.
+  var NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"};
+  var UNPRINTABLE = /[\p{C}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu;
+
+  function oneLine(text) {
+    return String(text).replace(UNPRINTABLE, function (c) {
+      if (NAMED_ESCAPES[c]) {
+        return NAMED_ESCAPES[c];
+      }
+      var code = c.codePointAt(0);
+      var hex = code.toString(16);
+      return code < 0x10000 ? "\\u" + ("0000" + hex).slice(-4)
+                            : "\\U" + ("00000000" + hex).slice(-8);
+    });
+  }
+
   function sourceLabel(source) {
-    return source.file_path + ":" + source.start_line + "-" + source.end_line;
+    return oneLine(source.file_path) + ":" + source.start_line + "-" + source.end_line;
   }
 
   // The answer as Markdown, built as DOM nodes (never innerHTML): fenced code in monospace
@@ -47,7 +65,7 @@
   function sourceAt(path, start, end) {
     for (var i = 0; i < sources.length; i++) {
       var s = sources[i];
-      if (s.file_path === path && s.start_line <= end && start <= s.end_line) {
+      if (oneLine(s.file_path) === path && s.start_line <= end && start <= s.end_line) {
         return s;
       }
     }
