@@ -78,6 +78,7 @@ OUT = BENCH_DIR / "blocks"
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
             BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
             BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2",
+            BENCH_DIR / "blocks3w",  # repos3: the answers blocks3wq and blocks3w_wordq compare
             BENCH_DIR / "blocks3wq",  # the writer with the order rule against the default, repos3
             BENCH_DIR / "blocks3w_wordq",  # ... and with the word-level check alone
             BENCH_DIR / "blocks5c")  # repos5: the default before and after halves and leads
