@@ -41,7 +41,9 @@ from ragdb.symbol_rows import SymbolRows
 from ragdb.symbols import SYMBOLS_VERSION
 from ragdb.syntax_chunking import chunk_source
 from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_names
-from ragdb.vectors import VectorStats, sync_vectors, vector_count, vectors_pending
+from ragdb.vectors import (
+    VectorReuse, VectorStats, sync_vectors, vector_count, vectors_pending,
+)
 from ragdb.walking import (
     SECRETS,
     WalkOptions,
@@ -89,6 +91,9 @@ class IndexStats:
     #: Unchanged files whose symbols were read again (made by another version of the
     #: extraction, or before rag.db had symbols), their chunks kept.
     symbols_refreshed: int = 0
+    #: Chunks of edited files that kept their vectors (the same text as before: not embedded
+    #: again; vectors.VectorReuse).
+    vectors_reused: int = 0
     #: Files indexed or unchanged, by language (files.kind).
     languages: dict[str, int] = field(default_factory=dict)
     #: Stored paths in skipped_paths that an earlier run over the same root, with the same
@@ -207,6 +212,7 @@ def index_paths(
         seen: set[str] = set()
         fts = _FullText(conn)
         symbol_rows = SymbolRows(conn)
+        reuse = VectorReuse(conn, enabled=not isinstance(conn, PostgresConnection))
         for path in files:
             rel = relative(path)
             seen.add(rel)
@@ -245,12 +251,14 @@ def index_paths(
                             stats.parse_fallbacks += 1
                             stats.fallback_paths.append(rel)
                 else:
+                    reusable = reuse.before(rel) if old is not None else {}
                     if old is not None:
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
                     written, fell_back = _write_file(
                         conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind,
                         below_root(rel, [*mine, *others]), symbol_rows,
                     )
+                    reuse.after(rel, reusable)
                     stats.chunks_written += written
                     if fell_back:
                         stats.parse_fallbacks += 1
@@ -287,6 +295,7 @@ def index_paths(
             full_text_done(conn)
             conn.execute(sql("index_common_terms"))
             bump_generation(conn)
+        stats.vectors_reused = reuse.reused
         stats.chunks_total = int(scalar(conn, "SELECT count(*) FROM chunks"))
         stats.seconds = time.perf_counter() - started
         conn.execute(

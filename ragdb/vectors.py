@@ -22,6 +22,7 @@ from ragdb.db import (
     Setting,
     bump_vectors_version,
     get_setting,
+    scalar,
     set_setting,
     write_transaction,
 )
@@ -494,6 +495,57 @@ def _embed_batch(conn: Connection, embedder: Embedder, chunk_ids: list[int],
 
 #: vector_id = chunk_id * WINDOWS_PER_CHUNK + window number (migrations/002_vectors.sql).
 WINDOWS_PER_CHUNK = 1000
+
+
+#: What a chunk's vectors are made of, besides its file's path: the file's kind, the chunk's
+#: kind, context and text (embedding_text, code_summary and the policy's windows read no more).
+_ChunkKey = tuple[str, str, str, str]
+
+
+class VectorReuse:
+    """An edited file's chunks that are the same as before keep their vectors: editing one
+    line of a long docs page re-embedded every chunk of it. The old vectors are copied to the
+    new chunk ids in the index run's transaction (the same path, kind, context and text give
+    the same embedding text); the rest are embedded by sync_vectors as before. They are the
+    recorded embedder's and policy's: a run with another one resets them all there.
+    `enabled` False (PostgreSQL) or an index without vectors: nothing is read."""
+
+    def __init__(self, conn: Connection, enabled: bool = True) -> None:
+        self.conn = conn
+        self.enabled = enabled and has_vectors(conn)
+        self.reused = 0  # chunks whose vectors were kept
+
+    def before(self, path: str) -> dict[_ChunkKey, int]:
+        """The file's chunks as indexed, by what their vectors are made of: their ids."""
+        if not self.enabled:
+            return {}
+        return {(str(k), str(ck), str(ctx), str(text)): int(cid) for cid, k, ck, ctx, text
+                in self.conn.execute(sql("vectors_reuse_chunks"), {"path": path})}
+
+    def after(self, path: str, old: dict[_ChunkKey, int]) -> None:
+        """Copy the vectors of each old chunk to the new chunk that is the same."""
+        if not old:
+            return
+        rows = []
+        for cid, k, ck, ctx, text in list(self.conn.execute(sql("vectors_reuse_chunks"),
+                                                            {"path": path})):
+            was = old.pop((str(k), str(ck), str(ctx), str(text)), None)
+            if was is None:
+                continue
+            windows = []
+            for number in range(WINDOWS_PER_CHUNK):
+                found = scalar(self.conn, sql("vectors_window"), {
+                    "vector_id": was * WINDOWS_PER_CHUNK + number})
+                if found is None:
+                    break
+                windows.append({"vector_id": int(cid) * WINDOWS_PER_CHUNK + number,
+                                "chunk_id": int(cid), "blob": bytes(found)})
+            if windows:
+                rows += windows
+                self.reused += 1
+        if rows:
+            self.conn.executemany(sql("vectors_insert"), rows)
+            bump_vectors_version(self.conn)
 
 
 def text_windows(text: str, size: int) -> list[str]:

@@ -253,3 +253,62 @@ async def test_a_file_name_with_control_characters_is_shown_escaped(
     page = (await ds.client.get("/rag/files")).text
     assert "notes\\nfake.md" in page and "notes\nfake.md" not in page
     assert "\x1b" not in page
+
+
+def _long_page(sections: int, changed: int = -1) -> str:
+    """A long Markdown page: one section a chunk, each its own words; `changed` has one line
+    edited."""
+    parts = ["# Handbook\n"]
+    for n in range(sections):
+        line = f"Section {n} says the quota for team {n} is {n * 7} units a week."
+        if n == changed:
+            line = f"Section {n} says the quota for team {n} is now {n * 9} units a week."
+        parts.append(f"## Team {n}\n\n{line}\n\nAsk the lead of team {n} before raising it.\n")
+    return "\n".join(parts)
+
+
+def _vectors_by_text(rag: RagDB) -> dict[tuple[str, int], bytes]:
+    return {(str(text), int(vid) % 1000): bytes(blob) for text, vid, blob in rag.conn.execute(
+        "SELECT c.text, v.vector_id, v.embedding FROM chunk_vectors AS v "
+        "JOIN chunks AS c ON c.id = v.chunk_id")}
+
+
+def test_editing_one_line_of_a_docs_page_embeds_only_the_chunks_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing one line of a long docs page re-embedded every chunk of it: the chunks that are
+    the same (same text, context and file, same embedder) keep their vectors, copied in the
+    run's transaction, and only the changed one is embedded; every chunk has its vectors."""
+    monkeypatch.chdir(tmp_path)
+    page = tmp_path / "handbook.md"
+    page.write_text(_long_page(150))
+    rag = RagDB(tmp_path / "rag.db")
+    first = rag.index(["handbook.md"])
+    assert first.vectors is not None and first.vectors.embedded >= 10
+    chunks = first.stats.chunks_total
+    before = _vectors_by_text(rag)
+    page.write_text(_long_page(150, changed=17))
+    second = rag.index(["handbook.md"])
+    assert second.vectors is not None
+    assert second.stats.vectors_reused >= chunks - 2, (second.stats, chunks)
+    assert 1 <= second.vectors.embedded <= 2, second.vectors
+    after = _vectors_by_text(rag)
+    assert rag.dense_coverage() == 1.0
+    kept = [key for key in after if key in before]
+    assert len({text for text, _window in after.keys() - set(kept)}) <= 2
+    assert all(after[key] == before[key] for key in kept)
+    hits = rag.search("What is the quota for team 17 now?", k=3, mode="dense")
+    assert any("team 17 is now" in hit.text for hit in hits), hits
+    # the vectors equal a fresh index's of the edited page, chunk for chunk (within int8
+    # rounding: a batch of other texts pads the model's input differently)
+    fresh = RagDB(tmp_path / "fresh.db")
+    fresh.index(["handbook.md"])
+    again = _vectors_by_text(fresh)
+    assert again.keys() == after.keys()
+    for key, blob in after.items():
+        assert max(abs(a - b) for a, b in zip(_signed(blob), _signed(again[key]))) <= 2, key
+    fresh.close()
+    rag.close()
+
+
+def _signed(blob: bytes) -> list[int]:
+    return [b - 256 if b > 127 else b for b in blob]
