@@ -11,7 +11,8 @@ Measured mechanically, no readers: whether the first block shown overlaps the re
 
 `collect` searches each question once (hybrid, k 10) and saves, per question, today's choice
 and the top N candidates' blocks (each cut as the first slot would cut it) with whether each
-overlaps the reference: data/bench/choose/candidates.json. No model.
+overlaps the reference: data/bench/choose/candidates.json (and hits.json, all but the
+cards' lines: what `report` reads, tracked). No model.
 
 `run` asks the offline writer (Qwen2.5-Coder-1.5B) to choose on one half
 (bench_rerank_quality.half, a hash of the question id: the halves of every issue-40
@@ -119,7 +120,17 @@ def collect(sets: Sequence[str], k: int, out: Path) -> None:
         rag.close()
     out.mkdir(parents=True, exist_ok=True)
     (out / "candidates.json").write_text(json.dumps(rows, indent=1))
-    print(f"wrote {out}/candidates.json: {len(rows)} questions")
+    (out / "hits.json").write_text(json.dumps(compact(rows), indent=0))
+    print(f"wrote {out}/candidates.json, {out}/hits.json: {len(rows)} questions")
+
+
+def compact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What `report` reads of candidates.json (tracked; the cards' lines are not): each
+    question's set, kind, half, today's choice and each candidate's rank, path, lines, kind
+    and whether it overlaps the reference."""
+    keep = ("n", "path", "start", "end", "code", "hit")
+    return [{**{k: v for k, v in row.items() if k != "blocks"},
+             "blocks": [{k: b[k] for k in keep} for b in row["blocks"]]} for row in rows]
 
 
 def decisive(row: dict[str, Any]) -> bool:
@@ -169,7 +180,7 @@ def run(which: str, wording: str, order: str, everyone: bool, out: Path) -> None
 
 def report(out: Path) -> None:
     """Per saved run, half and kind: first blocks holding the reference, today / model."""
-    rows = {r["id"]: r for r in json.loads((out / "candidates.json").read_text())}
+    rows = {r["id"]: r for r in json.loads((out / "hits.json").read_text())}
     for path in sorted(out.glob("choices_*.json")):
         saved = json.loads(path.read_text())
         chosen = {c["id"]: c for c in saved["choices"]}
