@@ -66,10 +66,10 @@ def test_a_card_is_the_path_the_name_and_the_first_lines() -> None:
     assert card(long, 1, chars=40).splitlines()[1] == "x" * 40
 
 
-def test_the_question_comes_after_the_cards() -> None:
-    user = choice_messages("Which parses dates?", ["[1] a", "[2] b"])[1]["content"]
+def test_the_two_wordings() -> None:
+    user = choice_messages("Which parses dates?", ["[1] a", "[2] b"], "last")[1]["content"]
     assert user.index("[2] b") < user.index("Which parses dates?")
-    first = choice_messages("Which parses dates?", ["[1] a", "[2] b"], "first")[1]["content"]
+    first = choice_messages("Which parses dates?", ["[1] a", "[2] b"])[1]["content"]
     assert first.index("Which parses dates?") < first.index("[1] a")
     assert "(1, 2)" in first
     assert choice_pattern(5) == "[1-5]"

@@ -40,9 +40,10 @@ SYSTEM = ("You pick which numbered source answers a developer's question about a
           "Reply with the number only.")
 #: How the chat is worded: the question after the cards, then a line the number completes
 #: ("last"), or the question first and a question after the cards ("first"). Chosen on half
-#: A of the unseen sets' questions (benchmarks/bench_choose.py).
+#: A of the unseen sets' questions (benchmarks/bench_choose.py): "first" (the model's first
+#: block held the reference on 99 of 244, "last" on 59, today's rule on 131).
 WORDINGS = ("last", "first")
-WORDING = "last"
+WORDING = "first"
 #: The cards' order: today's choice first, then the others by rank ("today": a model that
 #: always picks [1] answers as today), or by rank alone ("rank").
 ORDERS = ("today", "rank")
