@@ -4,9 +4,9 @@ file embedded again), alternating, each in a scratch folder with the default emb
 
     python -m benchmarks.bench_vector_reuse data/raw-repos2/fastify/docs/Reference/Server.md 3
 """
+import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +14,6 @@ from pathlib import Path
 import ragdb.vectors as vectors
 from ragdb import RagDB
 
-SOURCE = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md").resolve()
 ORIGINAL = vectors.VectorReuse.before
 
 
@@ -22,12 +21,12 @@ def _none(self: vectors.VectorReuse, path: str) -> dict[tuple[str, str, str, str
     return {}
 
 
-def run(reuse: bool) -> tuple[float, int, int, int]:
+def run(source: Path, reuse: bool) -> tuple[float, int, int, int]:
     """(seconds of the re-index after the edit, chunks, chunks embedded, chunks reused)."""
     vectors.VectorReuse.before = ORIGINAL if reuse else _none  # type: ignore[method-assign]
     work = Path(tempfile.mkdtemp(prefix="reuse-"))
     os.chdir(work)
-    shutil.copy(SOURCE, work / "page.md")
+    shutil.copy(source, work / "page.md")
     rag = RagDB(work / "rag.db")
     rag.index(["page.md"])
     text = (work / "page.md").read_text()
@@ -47,9 +46,16 @@ def run(reuse: bool) -> tuple[float, int, int, int]:
 
 
 def main() -> None:
-    for trial in range(int(sys.argv[2]) if len(sys.argv) > 2 else 3):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", nargs="?", type=Path, default=Path("README.md"),
+                        help="the Markdown page edited [default: README.md]")
+    parser.add_argument("trials", nargs="?", type=int, default=3)
+    args = parser.parse_args()
+    source = args.file.resolve()
+    for trial in range(args.trials):
         for reuse in (False, True):
-            s, chunks, embedded, reused = run(reuse)
+            s, chunks, embedded, reused = run(source, reuse)
             print(f"trial {trial} reuse={reuse}: {s:.2f} s re-index; {chunks} chunks, "
                   f"{embedded} embedded, {reused} reused", flush=True)
 
