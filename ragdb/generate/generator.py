@@ -254,27 +254,6 @@ class Generator(Writer):
             budget -= excess
         return prompt, used
 
-    def complete(self, messages: list[dict[str, str]], max_new_tokens: int,
-                 pattern: str = "") -> str:
-        """A short reply to `messages`, greedy, held to `pattern` (a regular expression) by a
-        grammar where one is given: a choice among numbered candidates (generate/choosing.py),
-        not an answer (no citations, no check)."""
-        import openvino_genai
-
-        config = openvino_genai.GenerationConfig()
-        config.max_new_tokens = max_new_tokens
-        config.do_sample = False
-        config.apply_chat_template = False
-        if pattern:
-            config.structured_output_config = self._grammar(
-                compound_grammar=self._grammar.Regex(pattern))
-        with self._lock:
-            try:
-                result = self._pipe.generate([self.render(messages)], config)
-            except RuntimeError as exc:
-                raise RagdbError(f"generation failed: {first_line(exc)}") from None
-        return str(result.texts[0])
-
     def write(self, prompt: str, stream: TokenStream, started: float) -> None:
         import openvino_genai
 
