@@ -81,7 +81,8 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks3w",  # repos3: the answers blocks3wq and blocks3w_wordq compare
             BENCH_DIR / "blocks3wq",  # the writer with the order rule against the default, repos3
             BENCH_DIR / "blocks3w_wordq",  # ... and with the word-level check alone
-            BENCH_DIR / "blocks5c")  # repos5: the default before and after halves and leads
+            BENCH_DIR / "blocks5c",  # repos5: the default before and after halves and leads
+            BENCH_DIR / "blocks5f")  # repos5: as read (blocks5) and after the callers fix
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
