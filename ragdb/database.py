@@ -90,6 +90,7 @@ from ragdb.walking import (
     distinct_roots,
     stored_glob,
     stored_path,
+    stored_under,
 )
 
 __all__ = ["RagDB", "IndexResult", "Root", "Filters"]
@@ -673,17 +674,11 @@ class RagDB:
         path, or its tail)."""
         if not isinstance(path, str) or not isinstance(self.path, Path) or not path.strip():
             return path
-        try:
-            on_disk = os.path.realpath(path.strip())
-            top = get_setting(self.conn, Setting.BASE_DIR)
-            if not top or not os.path.exists(on_disk):
-                return path
-            stored = os.path.relpath(on_disk, os.path.realpath(top))
-        except (OSError, ValueError):
+        top = get_setting(self.conn, Setting.BASE_DIR)
+        if not top or not os.path.exists(path.strip()):
             return path
-        if stored == os.curdir or stored.split(os.sep)[0] == os.pardir:
-            return path
-        return stored.replace(os.sep, "/")
+        stored = stored_under(path.strip(), top)
+        return path if stored is None or stored == os.curdir else stored
 
     def repo_map(self, tokens: int = 1024, filters: Filters = NO_FILTERS) -> Any:
         """The most referenced definitions with their signatures within `tokens` (PageRank

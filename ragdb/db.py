@@ -355,12 +355,17 @@ def is_disk_full(conn: apsw.Connection) -> bool:
         shutil.disk_usage(Path(conn.filename or ".").parent).free < 1024 * 1024)
 
 
+def _readable_shm(path: Path) -> bool:
+    """Whether rag.db's WAL index (-shm) is there to read: without it a read-only reader can
+    only open the file as immutable."""
+    shm = path.with_name(path.name + "-shm")
+    return shm.exists() and os.access(shm, os.R_OK)
+
+
 def needs_immutable(path: Path) -> bool:
     """Whether a read-only reader must open rag.db as immutable: ragdb may not write it or its
     folder, and no readable -shm is there (nor can one be made), so nobody writes it here."""
-    shm = path.with_name(path.name + "-shm")
-    return (path.exists() and not writable(path)
-            and not (shm.exists() and os.access(shm, os.R_OK)))
+    return path.exists() and not writable(path) and not _readable_shm(path)
 
 
 def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
@@ -373,8 +378,7 @@ def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
     """
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     uri = "file:" + quote(str(path.resolve()))
-    shm = path.with_name(path.name + "-shm")
-    if immutable or not (shm.exists() and os.access(shm, os.R_OK)):  # needs_immutable
+    if immutable or not _readable_shm(path):
         uri += "?immutable=1"
     return apsw.Connection(uri, flags=flags)
 

@@ -66,7 +66,7 @@ class Place:
         if self.calls and self.calls > 1:
             extra.append(f"{self.calls} calls")
         tail = f" ({', '.join(extra)})" if extra else ""
-        return f"{_one_line(self.path)}:{self.line}: {self.kind} {_one_line(self.qualified)}{tail}"
+        return f"{one_line(self.path)}:{self.line}: {self.kind} {one_line(self.qualified)}{tail}"
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -99,10 +99,6 @@ class Listing:
         return {"what": self.what, "name": self.name, "total": self.total,
                 "offset": self.offset, "limit": self.limit, "note": self.note,
                 "results": [p.to_json() for p in self.places]}
-
-
-def _one_line(text: str) -> str:
-    return one_line(text)
 
 
 # -- input -------------------------------------------------------------------------------------
@@ -525,14 +521,14 @@ def uses_answer(conn: Connection, question: str, filters: Filters = Filters()
     read = callers if what == "callers" else references
     listing = read(conn, name, filters, limit=ANSWER_PLACES)
     noun = "definitions that call" if what == "callers" else "uses of"
-    lines = [f"{listing.total:,} {noun} `{_one_line(name)}` (`ragdb {what} "
-             f"{_one_line(name)}`):" if listing.total else listing.note or
-             f"no {what} of `{_one_line(name)}` in the index"]
+    lines = [f"{listing.total:,} {noun} `{one_line(name)}` (`ragdb {what} "
+             f"{one_line(name)}`):" if listing.total else listing.note or
+             f"no {what} of `{one_line(name)}` in the index"]
     lines += [place.text() for place in listing.places]
     more = listing.total - len(listing.places)
     if listing.places and listing.note:
         lines.append(listing.note)
     if more > 0:
-        lines.append(f"... and {more:,} more: `ragdb {what} {_one_line(name)} "
+        lines.append(f"... and {more:,} more: `ragdb {what} {one_line(name)} "
                      f"--offset {len(listing.places)}`")
     return "\n".join(lines), listing

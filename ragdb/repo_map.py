@@ -17,7 +17,8 @@ from typing import Any
 
 from ragdb.db import Connection
 from ragdb.errors import RagdbError
-from ragdb.navigate import ALIAS_DEPTH, _one_line, _params, _prefixes
+from ragdb.input_rules import one_line
+from ragdb.navigate import ALIAS_DEPTH, _params, _prefixes
 from ragdb.python_chunking import _drop_comment
 from ragdb.resources import sql
 from ragdb.retrieve import Filters
@@ -164,7 +165,7 @@ def repo_map(conn: Connection, tokens: int, filters: Filters = Filters()
         by_file[entry.path].append(entry)
     parts = []
     for path in sorted(by_file, key=lambda p: -max(e.rank for e in by_file[p])):
-        parts.append(f"{_one_line(path)}:")
-        parts += [f"  {e.line}: {_one_line(e.signature)}"
+        parts.append(f"{one_line(path)}:")
+        parts += [f"  {e.line}: {one_line(e.signature)}"
                   for e in sorted(by_file[path], key=lambda e: e.line)]
     return "\n".join(parts), entries

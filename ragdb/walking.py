@@ -408,25 +408,34 @@ def stored_path(path: Path) -> str:
     return relative(path)
 
 
+def stored_under(path: str, top: str) -> str | None:
+    """`path`, as the shell spells it, through its real path relative to `top` (the folder
+    the index was built from), in the form the index stores paths ('.' for `top` itself);
+    None when it lies outside `top` or cannot be resolved."""
+    try:
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(top))
+    except (OSError, ValueError):
+        return None
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return None
+    return rel.replace(os.sep, "/")
+
+
 def stored_glob(glob: str, top: str) -> str:
     """A path filter as a coding agent passes it (`/home/me/proj/src/*.py`, absolute) in the
-    form the index stores paths (`src/*.py`): its folders before the first wildcard, through
-    their real path, relative to `top` (the folder the index was built from); a trailing `/`
-    kept. A glob that is not absolute, or lies outside `top`, is as given."""
+    form the index stores paths (`src/*.py`): its folders before the first wildcard,
+    stored_under `top`; a trailing `/` kept. A glob that is not absolute, or lies outside
+    `top`, is as given."""
     if not glob.startswith("/") or not top:
         return glob
     trailing = "/" if glob.endswith("/") else ""
     parts = glob.rstrip("/").split("/")
     fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")),
                  len(parts))
-    try:
-        rel = os.path.relpath(os.path.realpath("/".join(parts[:fixed]) or "/"),
-                              os.path.realpath(top))
-    except (OSError, ValueError):
+    rel = stored_under("/".join(parts[:fixed]) or "/", top)
+    if rel is None:
         return glob
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        return glob
-    pieces = ([] if rel == os.curdir else [rel.replace(os.sep, "/")]) + parts[fixed:]
+    pieces = ([] if rel == os.curdir else [rel]) + parts[fixed:]
     return "/".join(pieces) + trailing if pieces else "*"
 
 

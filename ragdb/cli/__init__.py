@@ -20,7 +20,8 @@ from ragdb.cli.datasets import answer_dataset_command, evaluate_command, search_
 from ragdb.cli.indexing import index
 from ragdb.cli.models import models_app
 from ragdb.cli.query import answer_command, search_command
-from ragdb.cli.shared import DbOption, ModelOption, err, from_project_folder, one_line
+from ragdb.cli.shared import DbOption, ModelOption, err, from_project_folder
+from ragdb.input_rules import one_line
 from ragdb.cli.symbols import (
     callees_command, callers_command, definition_command, map_command, outline_command,
     references_command,

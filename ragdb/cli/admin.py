@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from ragdb.cli.shared import DbOption, err, one_line, open_rag
+from ragdb.cli.shared import DbOption, err, open_rag
+from ragdb.input_rules import one_line
 
 
 def roots_command(

@@ -24,12 +24,11 @@ from ragdb.cli.shared import (
     StyleOption,
     err,
     mode_warning,
-    one_line,
     open_rag,
 )
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
-from ragdb.input_rules import check_k
+from ragdb.input_rules import check_k, one_line
 from ragdb.jsonfiles import check_not_input, check_writable, load_json, write_json_atomic
 from ragdb.retrieve import Mode
 

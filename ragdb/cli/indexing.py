@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from ragdb.cli.shared import DbOption, Progress, err, from_project_folder, one_line, open_rag
+from ragdb.cli.shared import DbOption, Progress, err, from_project_folder, open_rag
 from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
 from ragdb.indexing import MAX_CHUNK_SIZE
-from ragdb.input_rules import check_path
+from ragdb.input_rules import check_path, one_line
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -8,7 +8,8 @@ import sys
 
 import typer
 
-from ragdb.cli.shared import Progress, err, one_line
+from ragdb.cli.shared import Progress, err
+from ragdb.input_rules import one_line
 from ragdb.errors import RagdbError
 
 

@@ -23,13 +23,12 @@ from ragdb.cli.shared import (
     StyleOption,
     err,
     mode_warning,
-    one_line,
     open_rag,
 )
 from ragdb.db import answers_dir
 from ragdb.errors import RagdbError
 from ragdb.generate.style import Style
-from ragdb.input_rules import MAX_K, check_k, check_question
+from ragdb.input_rules import MAX_K, check_k, check_question, one_line
 from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import Mode
 from ragdb.tokenize import analyse_terms, query_terms

@@ -17,7 +17,6 @@ import typer
 
 from ragdb.db import Location, built_from, location
 from ragdb.generate.style import Style
-from ragdb import input_rules
 from ragdb.input_rules import MAX_K
 from ragdb.retrieve import Mode
 
@@ -162,11 +161,6 @@ def mode_warning(rag: "RagDB", mode: Mode) -> None:
     warning = rag.mode_warning(mode)
     if warning:
         err(f"warning: {warning}")
-
-
-def one_line(path: str) -> str:
-    """A path on one line: control characters (a newline in a file name) escaped."""
-    return input_rules.one_line(path)
 
 
 StyleOption = typer.Option(
