@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -185,6 +185,16 @@ class WalkOptions:
             return SECRETS
         return ""
 
+    def under(self, root: str) -> "WalkOptions":
+        """These options for a walk of `root`: an absolute glob (`/home/me/proj/tests/*`, as
+        a shell completes it) read as the path under the root (`/tests/*`), as the search
+        filters read one (stored_glob); an existing folder named without a trailing '/' is
+        that folder. Kept absolute in the recorded options, so a re-index reads it again."""
+        if not any(g.startswith("/") for g in self.include + self.exclude):
+            return self
+        return replace(self, include=tuple(_glob_under(g, root) for g in self.include),
+                       exclude=tuple(_glob_under(g, root) for g in self.exclude))
+
     def skips_folder(self, name: str) -> bool:
         """Whether the walk never enters a folder of this name (hidden, or .git and the like)."""
         return name in _SKIP_DIRS or (name.startswith(".") and not self.hidden)
@@ -220,6 +230,18 @@ class WalkOptions:
         return cls(include=include, exclude=exclude,
                    ignore=bool(raw.get("ignore", True)), hidden=bool(raw.get("hidden", False)),
                    follow_symlinks=bool(raw.get("follow_symlinks", False)))
+
+
+def _glob_under(glob: str, root: str) -> str:
+    """An absolute glob as a path glob under `root` (a leading '/' anchors it there, so
+    `/proj/setup.py` is that file, not every setup.py); one outside `root` is as given (it
+    matches nothing there)."""
+    if not glob.startswith("/"):
+        return glob
+    if not glob.endswith("/") and not any(c in glob for c in "*?[") and os.path.isdir(glob):
+        glob += "/"
+    mapped = stored_glob(glob, root)
+    return glob if mapped == glob else "/" + mapped
 
 
 @lru_cache(maxsize=64)
@@ -300,6 +322,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
     base = Path(os.path.abspath(root))
     top = root.resolve()
     visited = {top}
+    options = options.under(str(base))
     use_paths = any("/" in g for g in options.include + options.exclude)
     named: set[Path] = set()  # ignore files the rules skipped and named: counted once
 
