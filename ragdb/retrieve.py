@@ -88,6 +88,10 @@ class SearchParams:
     gate_far: float = 0.45
     gate_low: float = 0.8
     gate_high: float = 1.2
+    # The code gate forced to this value (0 to 1) for every question in place of the rule
+    # above; None: the rule. For benchmarks that bound what a better gate could do
+    # (benchmarks/bench_code_gate.py: 1 for code questions, 0 for docs ones).
+    gate_override: float | None = None
     # Implementation first: chunks of files whose lower-cased path GLOBs one of prior_paths
     # have their score multiplied by `prior`. Tests, examples and changelogs repeat the code's
     # identifiers everywhere yet rarely answer how it behaves.
@@ -124,6 +128,8 @@ class SearchParams:
             "max_distance": float(self.max_distance), "w_absent": float(self.w_absent),
             "gate_near": float(self.gate_near), "gate_far": float(self.gate_far),
             "gate_low": float(self.gate_low), "gate_high": float(self.gate_high),
+            "gate_override": (None if self.gate_override is None
+                              else float(self.gate_override)),
             "prior_paths": (json.dumps(list(self.prior_paths))
                             if self.prior_paths and self.prior != 1.0 else None),
             "prior": float(self.prior), "root_prior": float(self.root_prior),

@@ -22,7 +22,8 @@
 --     the question closely earn their dense lift), and
 --   * the best code chunk's BM25 over the best doc chunk's, from 0 at :gate_low to 1 at
 --     :gate_high (BM25 scores of one query are comparable; their ranks hide the margin).
--- A range whose ends are equal or reversed counts 1 throughout.
+-- A range whose ends are equal or reversed counts 1 throughout. :gate_override (0 to 1; NULL:
+-- the rule) forces the gate for benchmarks that bound what a better one could do.
 --
 -- The bridge leg (plain words to code through the docs): :bridge_match (an FTS5 expression, or
 -- NULL: no leg) holds the identifiers that the best doc passages of a first run of this query
@@ -170,7 +171,9 @@ symbol AS MATERIALIZED (
     LIMIT :depth
 ),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
-    SELECT CASE WHEN :gate_far <= :gate_near THEN 1.0
+    SELECT CASE WHEN :gate_override IS NOT NULL THEN :gate_override      -- forced (benchmarks)
+                ELSE
+           CASE WHEN :gate_far <= :gate_near THEN 1.0
                 ELSE max(0.0, min(1.0, (coalesce((SELECT min(distance) FROM dense),
                                                  :max_distance) - :gate_near)
                                        / (:gate_far - :gate_near))) END
@@ -178,7 +181,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
                   WHEN best.code IS NULL THEN 0.0
                   WHEN best.docs IS NULL THEN 1.0
                   ELSE max(0.0, min(1.0, (best.code / best.docs - :gate_low)
-                                         / (:gate_high - :gate_low))) END AS code
+                                         / (:gate_high - :gate_low))) END END AS code
     FROM (SELECT min(CASE WHEN unembedded THEN score END) AS code,   -- bm25: lower is better
                  min(CASE WHEN NOT unembedded THEN score END) AS docs
           FROM lexical) AS best

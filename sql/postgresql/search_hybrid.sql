@@ -17,7 +17,7 @@
 -- (:c + rank_lex) times the code gate in place of the dense term it cannot have (the gate:
 -- the nearest window's distance from :gate_near to :gate_far, times the best code chunk's
 -- BM25 over the best doc chunk's from :gate_low to :gate_high; a range whose ends are equal
--- or reversed counts 1 throughout).
+-- or reversed counts 1 throughout; :gate_override, NULL or 0 to 1, forces it).
 --
 -- The bridge leg (as sql/search_hybrid.sql's): the hits of the identifiers the best doc
 -- passages of a first run name rank the chunks of the kinds outside :dense_kinds only (the
@@ -114,7 +114,10 @@ symbol AS MATERIALIZED (                -- search_symbol_hits.sql's rows, ranked
     LIMIT CAST(:depth AS integer)
 ),
 gate AS (                               -- 0 to 1: how much the question looks like one on code
-    SELECT CASE WHEN CAST(:gate_far AS double precision)
+    SELECT CASE WHEN CAST(:gate_override AS double precision) IS NOT NULL  -- forced (benchmarks)
+                THEN CAST(:gate_override AS double precision)
+                ELSE
+           CASE WHEN CAST(:gate_far AS double precision)
                      <= CAST(:gate_near AS double precision) THEN 1.0
                 ELSE greatest(0.0, least(1.0,
                          (coalesce((SELECT min(distance) FROM dense),
@@ -129,7 +132,7 @@ gate AS (                               -- 0 to 1: how much the question looks l
                   ELSE greatest(0.0, least(1.0,
                            (best.code / best.docs - CAST(:gate_low AS double precision))
                            / (CAST(:gate_high AS double precision)
-                              - CAST(:gate_low AS double precision)))) END AS code
+                              - CAST(:gate_low AS double precision)))) END END AS code
     FROM (SELECT min(CASE WHEN unembedded THEN score END) AS code,   -- bm25: lower is better
                  min(CASE WHEN NOT unembedded THEN score END) AS docs
           FROM lexical) AS best
