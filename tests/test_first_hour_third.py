@@ -3,6 +3,7 @@ subprocess, a real rag.db (SQLite, sqlite-vec), the real parsers."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.conftest import index_rows, run_cli
@@ -42,3 +43,43 @@ def test_an_absolute_exclude_or_include_is_read_under_the_root(tmp_path: Path) -
     again = run_cli("index", "--no-vectors", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert _indexed(db) == ["proj/poetry.lock", "proj/src/app.py", "proj/src/setup.py"]
+
+
+def _gnu_function() -> str:
+    """A 90-line C function in GNU style (its return type on the line above its name) whose
+    branch on `retry_after` lies deep inside."""
+    body = [f"  step_{i} = compute_step ({i}, payload);" for i in range(40)]
+    branch = ["  if (response->status == 429)",
+              "    {",
+              "      /* The server asks to wait: honour its Retry-After header.  */",
+              "      retry_after = parse_retry_after (response);",
+              "      if (retry_after > MAX_BACKOFF_SECONDS)",
+              "        return rate_limited (retry_after);",
+              "      sleep (retry_after);",
+              "    }"]
+    tail = [f"  record_{i} = finish_step ({i}, payload);" for i in range(40)]
+    return ("#include <unistd.h>\n\n#define MAX_BACKOFF_SECONDS 30\n\n"
+            "static int\n"
+            "send_request (struct payload *payload, int attempt)\n"
+            "{\n"
+            "  struct response *response = transport_post (payload);\n"
+            + "\n".join(body + branch + tail) + "\n  return response->status;\n}\n")
+
+
+def test_a_gnu_style_c_signature_head_holds_the_name_line(tmp_path: Path) -> None:
+    """A C function whose return type is on the line above its name (`static int` /
+    `send_request (...)`), cut to the region that answers, was headed by `static int` alone:
+    the head holds the name line too, and the block is named after the function."""
+    _write(tmp_path / "proj", {"src/client.c": _gnu_function()})
+    done = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    asked = run_cli("answer", "What happens when the server answers 429 with a retry_after "
+                    "longer than MAX_BACKOFF_SECONDS?", "--db", "rag.db", "--k", "3",
+                    "--json", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    shown = json.loads(asked.stdout)
+    block = shown["blocks"][0] if "blocks" in shown else shown["shown"]["blocks"][0]
+    assert block["signature_lines"] == [5, 6], block
+    text = shown["answer"]
+    assert "static int\nsend_request (struct payload *payload, int attempt)\n  ...\n" in text
+    assert "`send_request`" in text

@@ -52,6 +52,8 @@ from ragdb.generate.cuts import (
     best_paragraphs,
     block_end,
     definition_name,
+    head_lines,
+    head_name,
     heading_label,
     headings,
     line_score,
@@ -299,13 +301,23 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
     while b > a and not lines[b].strip():
         b -= 1
     b = without_lead_in(lines, a, b)
-    heads = [(i + 1, lines[i]) for i in signatures if i < a][-3:]
-    names = [definition_name(line) for _, line in heads] + [definition_name(lines[a])]
+    outer = [i for i in signatures if i < a][-3:]
+    heads = [(i + 1, lines[i]) for i in head_lines(lines, outer, cand.located.context)
+             if i < a]
+    names = [head_name(" ".join(line for n, line in heads if n - 1 in group))
+             for group in _groups(outer, [n - 1 for n, _ in heads])] \
+        + [definition_name(lines[a])]
     name = ".".join(n for n in names if n)
     shown = about is not None and about.shown_in(a, b, [line - 1 for line, _ in heads])
     return Block(cand.number, source.file_path, a + 1, b + 1, lines[a:b + 1],
                  cand.located.language, True, heads, f", `{name}`" if name else "",
                  callers=callers_line(about) if shown else "")
+
+
+def _groups(starts: list[int], heads: list[int]) -> list[set[int]]:
+    """The head lines of each signature start: from it up to the next start."""
+    ends = starts[1:] + [max(heads, default=0) + 1]
+    return [{i for i in heads if s <= i < e} for s, e in zip(starts, ends)]
 
 
 def definition_about(definitions: Sequence[Definition], terms: frozenset[str]

@@ -162,6 +162,27 @@ def signature_lines(lines: list[str], context: str, first: int, last: int) -> li
     return sorted(found)[-3:]
 
 
+def head_lines(lines: list[str], starts: list[int], context: str) -> list[int]:
+    """The signature lines `starts` (signature_lines), each with the lines that carry its
+    signature on to its name: a C function in GNU style (`static int` above `foo (int x)`)
+    is headed by both, as its context entry runs on past the first line; at most up to the
+    line that opens its parameters."""
+    entries = [_collapse(e) for e in context.split("\n") if e.strip()]
+    out: list[int] = []
+    for i in starts:
+        out.append(i)
+        shown = _collapse(lines[i])
+        entry = next((e for e in entries if e.startswith(shown) and len(e) > len(shown)), "")
+        j = i
+        while entry and "(" not in shown and j + 1 < len(lines) and j - i < 3:
+            more = _collapse(shown + " " + lines[j + 1])
+            if not lines[j + 1].strip() or not entry.startswith(more):
+                break
+            j, shown = j + 1, more
+            out.append(j)
+    return out
+
+
 _NAME = re.compile(
     r"\s*(?:(?:pub(?:\([^)]*\))?|export|default|async|static|public|private|protected|"
     r"abstract|final|inline|unsafe|extern|declare)\s+)*"
@@ -179,6 +200,21 @@ _CONTROL = frozenset({"if", "for", "while", "switch", "catch", "return", "with",
 def definition_name(line: str) -> str:
     """The name a definition's first line defines, else ''."""
     found = _NAME.match(line) or _METHOD.match(line)
+    name = found.group(1) if found else ""
+    return "" if name in _CONTROL else name
+
+
+# A C or C++ function's signature (`static int send_request (struct payload *p, int n)`): the
+# word before its parameters, after its return type. Read only on signature lines.
+_C_SIGNATURE = re.compile(r"\s*(?:[A-Za-z_][\w:]*[\s*&]+)+\**([A-Za-z_][\w:~]*)\s*\(")
+
+
+def head_name(signature: str) -> str:
+    """The name a signature (its lines joined) defines, else ''."""
+    name = definition_name(signature)
+    if name:
+        return name
+    found = _C_SIGNATURE.match(signature)
     name = found.group(1) if found else ""
     return "" if name in _CONTROL else name
 
