@@ -63,6 +63,31 @@ _PRIVATE_KEY = re.compile(
     r" KEY BLOCK-----")
 _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+){0,4}"
                        r"[A-Za-z0-9+/=]{40,}")
+#: A credential by its form, as secret scanners know it: an AWS access key id or an assigned
+#: secret access key, GitHub, npm, PyPI, Slack, Stripe and Google API tokens, a registry's
+#: `_authToken=` and a .netrc `machine ... password` line. The values AWS's own docs use
+#: (AKIAIOSFODNN7EXAMPLE) and `${VAR}` references hold none.
+_TOKEN = re.compile(
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|(?i:aws_secret_access_key)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+    r"|\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{50,}"
+    r"|\bnpm_[A-Za-z0-9]{36}\b|\bpypi-AgEIcHlwaS5vcmc[\w-]{20,}"
+    r"|\bxox[abposr]-[0-9A-Za-z-]{10,}|\b[sr]k_live_[0-9A-Za-z]{20,}"
+    r"|\bAIza[0-9A-Za-z_-]{35}(?![\w-])"
+    r"|_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}"
+    r"|(?m:^[ \t]*machine[ \t]+\S+.*[ \t]password[ \t]+\S+)")
+
+
+def holds_token(text: str) -> bool:
+    """Whether text holds a credential by its form (_TOKEN), other than the AWS keys AWS's
+    docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY)."""
+    for m in _TOKEN.finditer(text):
+        found = m.group(0).upper()
+        if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
+            return True
+    return False
+
+
 #: Kinds where a key block is a sample, kept: code in a language ragdb parses (a test key in a
 #: string of the `cryptography` package) and docs pages (an example in its docs). Any other
 #: file holding one (no extension, .txt, .json, YAML, .env-like, INI, TOML, XML, ...) is a key
@@ -106,10 +131,12 @@ def holds_private_key(text: str) -> bool:
 
 def secret_by_content(path: Path, text: str) -> bool:
     """Whether a file whose name tells nothing (`deploy_key`, `key.txt`, a service account's
-    `project-1234.json`) is a secret by what it holds: a private key block in a file that is
-    not code or a docs page (_SAMPLE_KINDS), where a key is a sample. A symlink is judged by
-    its target's name too (`notes.md -> deploy_key` is the key file)."""
-    if not holds_private_key(text):
+    `project-1234.json`, a `config.txt` with an AWS key, a hard link to a .env, a notebook
+    whose output printed a token) is a secret by what it holds: a private key block or a
+    credential (holds_token) in a file that is not code or a docs page (_SAMPLE_KINDS), where
+    one is a sample. A symlink is judged by its target's name too (`notes.md -> deploy_key`
+    is the key file)."""
+    if not holds_private_key(text) and not holds_token(text):
         return False
     names = [path.name]
     if os.path.islink(path):

@@ -4,6 +4,7 @@ subprocess, a real rag.db (SQLite, sqlite-vec), the real parsers."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.conftest import index_rows, run_cli
@@ -83,3 +84,57 @@ def test_a_gnu_style_c_signature_head_holds_the_name_line(tmp_path: Path) -> Non
     text = shown["answer"]
     assert "static int\nsend_request (struct payload *payload, int attempt)\n  ...\n" in text
     assert "`send_request`" in text
+
+
+_GH = "ghp_" + "W3tokenmark" * 3 + "abc"  # a GitHub token's form: ghp_ and 36 characters
+_NPM = "npm_" + "W3tokenmark" * 3 + "abc"
+_AWS_ID, _AWS_SECRET = "AKIAZQXW3TOKENMARK12", "Zq9W3tokenmark/SECRET+" + "x" * 18
+
+
+def _notebook(output: str) -> str:
+    return json.dumps({"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Exploring the client\n"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {},
+         "source": ["import os\n", "print(os.environ)\n"],
+         "outputs": [{"name": "stdout", "output_type": "stream", "text": [output]}]}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+#: Credentials under names that tell nothing: each a secret by its content.
+TOKEN_FILES = {
+    "config.txt": f"[default]\naws_access_key_id = {_AWS_ID}\n"
+                  f"aws_secret_access_key = {_AWS_SECRET}\n",
+    "npmrc.txt": f"//registry.npmjs.org/:_authToken={_NPM}\n",
+    "deploy/settings.yaml": f"github:\n  token: {_GH}\n",
+    "explore.ipynb": _notebook(f"environ({{'GITHUB_TOKEN': '{_GH}'}})\n"),
+    "ci/auth.cfg": "machine upload.example.org login ci password W3tokenmarkNetrc\n",
+}
+
+#: Placeholders and samples: kept.
+TOKEN_KEPT = {
+    "docs/aws.md": "# AWS\n\nSet `aws_access_key_id = AKIAIOSFODNN7EXAMPLE` in the file.\n",
+    "src/fake.py": f'SAMPLE_TOKEN = "{_GH}"  # a test value the scanner must find\n',
+    "ci/npmrc.txt": "//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n",
+    "notes.txt": "The token lives in the CI's secret store.\n",
+}
+
+
+def test_a_credential_known_only_by_its_content_is_never_indexed(tmp_path: Path) -> None:
+    """`config.txt` holding an AWS key, `npmrc.txt` with a registry token, a notebook whose
+    output printed a GitHub token, a hard link to a .env outside the tree: each was indexed
+    (and served by every door) as text or JSON. A data, config or unknown file holding a
+    credential by its form is skipped as 'may hold secrets'; code and docs that carry one as
+    a sample, and placeholders, are kept."""
+    proj = tmp_path / "proj"
+    _write(proj, {**TOKEN_FILES, **TOKEN_KEPT})
+    env = tmp_path / "home" / ".env"
+    _write(env.parent, {".env": f"AWS_ACCESS_KEY_ID={_AWS_ID}\n"})
+    os.link(env, proj / "hardlinked_notes.txt")
+    done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert _indexed(db) == sorted(f"proj/{rel}" for rel in TOKEN_KEPT), done.stdout
+    assert f"{len(TOKEN_FILES) + 1} may hold secrets" in done.stdout, done.stdout
+    held = db.read_bytes()
+    for mark in (b"W3tokenmarkNetrc", _AWS_ID.encode(), _NPM.encode()):
+        assert mark not in held
