@@ -327,6 +327,10 @@ def connect(path: Path | str, *, create: bool = False,
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # A deleted row's bytes are overwritten, not left in the page's free space or on the
+        # freelist: a secret indexed once (then skipped) must not stay in the file a server
+        # shares or a user copies.
+        conn.execute("PRAGMA secure_delete = ON")
         _migrate(conn, path)
     except apsw.NotADBError as exc:
         raise RagdbError(f"{path} is not a SQLite database or is corrupted ({exc})") from None

@@ -57,6 +57,7 @@ from ragdb.walking import (
     scan_also,
     scan_roots,
     secret_by_content,
+    secret_name,
     under,
 )
 
@@ -210,6 +211,7 @@ def index_paths(
         known = {path: (file_id, sha, symbols) for file_id, path, sha, symbols
                  in conn.execute(sql("index_files_known"))}
         seen: set[str] = set()
+        purge = _Purge(conn)
         fts = _FullText(conn)
         symbol_rows = SymbolRows(conn)
         reuse = VectorReuse(conn, enabled=not isinstance(conn, PostgresConnection))
@@ -236,6 +238,7 @@ def index_paths(
             if text is None:
                 stats.skip(rel, reason, named=reason != VANISHED)
                 if rel in known and reason != UNREADABLE:  # unreadable: keep what it had
+                    purge.check(known[rel][0], rel, reason == SECRETS)
                     conn.execute(sql("index_file_delete"), {"file_id": known[rel][0]})
                     stats.files_removed += 1
                 elif seen_before(path, rel):
@@ -253,6 +256,7 @@ def index_paths(
                 else:
                     reusable = reuse.before(rel) if old is not None else {}
                     if old is not None:
+                        purge.check(old[0], rel)
                         conn.execute(sql("index_file_delete"), {"file_id": old[0]})
                     written, fell_back = _write_file(
                         conn, rel, path, text, len(raw), digest, max_chunk_size, fts, kind,
@@ -272,6 +276,7 @@ def index_paths(
                 continue
             if under(rel, others) and os.path.lexists(rel):
                 continue  # another root holds it too (a subfolder this walk ignores): its own
+            purge.check(file_id, rel)
             conn.execute(sql("index_file_delete"), {"file_id": file_id})
             stats.files_removed += 1
         if known and (stats.files_indexed or stats.files_removed):
@@ -291,6 +296,7 @@ def index_paths(
                                               "options": recorded[other]})
         if stats.symbols_refreshed and not (stats.files_indexed or stats.files_removed):
             bump_generation(conn)  # only symbols changed
+        purge.done()
         if stats.files_indexed or stats.files_removed or stats.full_rebuild:
             full_text_done(conn)
             conn.execute(sql("index_common_terms"))
@@ -318,6 +324,34 @@ def index_paths(
             },
         )
     return stats
+
+
+class _Purge:
+    """Whether a run removed the rows of a secret (a file now skipped as one, or whose chunks
+    held one as walking.secret_by_content judges it: an --include let it in, or a ragdb
+    before the rule did): rag.db then rebuilds its full-text index without the secret's
+    terms, which FTS5 would keep in its segments (deleted rows' bytes: PRAGMA secure_delete,
+    db.connect). PostgreSQL: not a file a server shares; nothing to do."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.enabled = not isinstance(conn, PostgresConnection)
+        self.needed = False
+
+    def check(self, file_id: int, rel: str, secret: bool = False) -> None:
+        """Before file `file_id` (stored as `rel`) loses its rows."""
+        if not self.enabled or self.needed:
+            return
+        if secret or secret_name(os.path.basename(rel)):
+            self.needed = True
+            return
+        text = "\n".join(str(row[0]) for row in self.conn.execute(
+            sql("index_file_texts"), {"file_id": file_id}))
+        self.needed = secret_by_content(Path(rel), text)
+
+    def done(self) -> None:
+        if self.needed:
+            self.conn.execute(sql("index_fts_optimize"))
 
 
 def _as_recorded(conn: Connection, roots: Sequence[Path]) -> list[Path]:

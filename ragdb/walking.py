@@ -129,6 +129,11 @@ def holds_private_key(text: str) -> bool:
     return any(_KEY_BODY.match(text, m.end()) for m in _PRIVATE_KEY.finditer(text))
 
 
+def secret_name(name: str) -> bool:
+    """Whether a file's name says it holds credentials (_SECRETS: .env, id_rsa, *.pem, ...)."""
+    return _SECRETS.fullmatch(name) is not None
+
+
 def secret_by_content(path: Path, text: str) -> bool:
     """Whether a file whose name tells nothing (`deploy_key`, `key.txt`, a service account's
     `project-1234.json`, a `config.txt` with an AWS key, a hard link to a .env, a notebook
@@ -208,7 +213,7 @@ class WalkOptions:
             return BINARY
         if name == ".gitignore":
             return IGNORE_RULES
-        if _SECRETS.fullmatch(name):
+        if secret_name(name):
             return SECRETS
         return ""
 

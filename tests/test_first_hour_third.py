@@ -138,3 +138,33 @@ def test_a_credential_known_only_by_its_content_is_never_indexed(tmp_path: Path)
     held = db.read_bytes()
     for mark in (b"W3tokenmarkNetrc", _AWS_ID.encode(), _NPM.encode()):
         assert mark not in held
+
+
+def _held(db: Path) -> bytes:
+    """Every byte of rag.db and what lies beside it (-wal), lowercased as FTS5 stores terms."""
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*")).lower()
+
+
+def test_a_secret_indexed_before_leaves_no_trace_in_the_file(tmp_path: Path) -> None:
+    """A credential indexed once (by an --include, or by a ragdb before the rule) lost its
+    rows on the next run, but its text stayed in rag.db's bytes: in the freed space of the
+    chunks' pages and in the full-text index's segments, which the Datasette door reads as
+    rows (chunks_fts_data) and a copy of the file carries. Deleted content is overwritten
+    (secure_delete) and the full-text index is rebuilt without it."""
+    _write(tmp_path, {"config.txt": f"aws_access_key_id = {_AWS_ID}\n"
+                                    f"aws_secret_access_key = {_AWS_SECRET}\n",
+                      "README.md": "# Project\n\nHow to run it.\n",
+                      "src/app.py": "def run():\n    return 1\n"})
+    first = run_cli("index", ".", "--include", "config.txt", "--no-vectors", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert "config.txt" in _indexed(db)
+    assert b"tokenmark" in _held(db)
+    again = run_cli("index", ".", "--no-vectors", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert _indexed(db) == ["README.md", "src/app.py"]
+    held = _held(db)
+    assert b"tokenmark" not in held and _AWS_ID.lower().encode() not in held
+    # The rest is still found.
+    found = run_cli("search", "how to run it", "--k", "2", "--mode", "lexical", cwd=tmp_path)
+    assert found.returncode == 0 and "README.md" in found.stdout, found.stderr
