@@ -168,3 +168,26 @@ def test_a_secret_indexed_before_leaves_no_trace_in_the_file(tmp_path: Path) -> 
     # The rest is still found.
     found = run_cli("search", "how to run it", "--k", "2", "--mode", "lexical", cwd=tmp_path)
     assert found.returncode == 0 and "README.md" in found.stdout, found.stderr
+
+
+def test_an_unknown_endpoint_names_the_ones_there_are(tmp_path: Path) -> None:
+    """`curl /-/ragdb/ask.json` answered 'the README's "The JSON API" lists them', a section
+    no README has: the 404 names the endpoints and the docs page that describes them."""
+    import asyncio
+
+    from ragdb.datasette_plugin.serve import make_datasette
+
+    _write(tmp_path, {"README.md": "# Project\n\nHow to run it.\n"})
+    assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+
+    async def ask() -> tuple[int, dict[str, str]]:
+        datasette = make_datasette(tmp_path / "data" / "processed" / "rag.db")
+        await datasette.invoke_startup()
+        response = await datasette.client.get("/-/ragdb/ask.json")
+        return response.status_code, response.json()
+
+    status, body = asyncio.run(ask())
+    assert status == 404
+    assert "README" not in body["error"] and "docs/serving.md" in body["error"]
+    for endpoint in ("/-/ragdb/search", "/-/ragdb/answer", "/-/ragdb/status", "/-/ragdb/ask"):
+        assert endpoint in body["error"]

@@ -507,8 +507,12 @@ async def asset_view(request: Any) -> Any:
 
 
 async def not_found_view(request: Any) -> Any:
+    """A 404 that names the endpoints there are (it named a README section that is not
+    there: they are in docs/serving.md, "The HTTP API")."""
+    known = ", ".join(_ENDPOINTS)
     return error_response(
-        404, f"no such ragdb endpoint: {request.path}; the README's \"The JSON API\" lists them"
+        404, f"no such ragdb endpoint: {request.path}; there are {known} "
+             "(docs/serving.md, \"The HTTP API\")"
     )
 
 
@@ -528,3 +532,5 @@ ROUTES: list[tuple[str, Any]] = [
     (r"^/-/ragdb/static/(?P<name>[^/]+)$", asset_view),
     (r"^/-/ragdb(?:/.*)?$", not_found_view),
 ]
+#: The endpoints a 404 names: the routes above but the assets and the catch-all.
+_ENDPOINTS = [pattern.strip("^$") for pattern, _ in ROUTES if "(" not in pattern]
