@@ -67,8 +67,8 @@ from benchmarks.bench_ablation import K, Score, _Embedded, passes, score
 from benchmarks.bench_rerank_quality import half
 from benchmarks.common import BENCH_DIR, Question, evaluated_sets, first_rank, host_line, recall
 from ragdb import RagDB
-from ragdb.file_types import language_for
 from ragdb.retrieve import Mode, SearchParams
+from ragdb.walking import language_of
 
 OUT = BENCH_DIR / "code_gate"
 FEATURES_SQL = Path(__file__).with_name("sql") / "gate_features.sql"
@@ -90,7 +90,7 @@ _TICKS = re.compile(r"`[^`]+`")
 def text_features(question: str) -> dict[str, float]:
     """The question-form features: what the text alone says about code."""
     dotted = [m.group(0) for m in _DOTTED.finditer(question)]
-    files = [d for d in dotted if language_for(d)]
+    files = [d for d in dotted if language_of(d)]  # the language ragdb indexes it as
     ident = bool(_SNAKE.search(question) or _CAMEL.search(question) or _CALL.search(question)
                  or len(files) < len(dotted))
     path = bool(_SLASH.search(question) or files)
@@ -206,7 +206,8 @@ def collect(sets: Sets) -> list[dict[str, Any]]:
     return rows
 
 
-def measure(variants: Sequence[str], sets: Sets, rows: list[dict[str, Any]]) -> None:
+def measure(variants: Sequence[str], sets: Sets, rows: list[dict[str, Any]],
+            out: Path = OUT) -> None:
     """Rank every question under each variant (its gate forced per question) and save them."""
     by_id = {(r["set"], r["id"]): r for r in rows}
     ranks: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
@@ -230,7 +231,7 @@ def measure(variants: Sequence[str], sets: Sets, rows: list[dict[str, Any]]) -> 
                 print(f"{name}: {variant} ({time.perf_counter() - started:.1f} s)",
                       file=sys.stderr, flush=True)
     for variant in variants:
-        path = OUT / f"{_slug(variant)}.json"
+        path = out / f"{_slug(variant)}.json"
         saved = json.loads(path.read_text())["ranks"] if path.exists() else []
         names = {name for name, _, _ in sets}
         kept = [r for r in saved if r["set"] not in names]
@@ -244,8 +245,8 @@ def _slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_")
 
 
-def load(variant: str) -> list[dict[str, Any]]:
-    return list(json.loads((OUT / f"{_slug(variant)}.json").read_text())["ranks"])
+def load(variant: str, out: Path = OUT) -> list[dict[str, Any]]:
+    return list(json.loads((out / f"{_slug(variant)}.json").read_text())["ranks"])
 
 
 def pooled(rows: Sequence[dict[str, Any]], main: bool = True) -> list[dict[str, Any]]:
@@ -272,18 +273,18 @@ def choose(scores: dict[str, Score]) -> tuple[str, bool]:
     return max(CANDIDATES, key=key), False
 
 
-def run(only: Sequence[str] = ()) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    main_sets = [entry for entry in evaluated_sets(only) if entry[0] != HELD]
-    held_sets = evaluated_sets([HELD]) if not only or HELD in only else []
+def run(main_sets: Sets, held_sets: Sets = (), out: Path = OUT) -> Model:
+    """Features, the model fitted on main_sets' half A, every variant's ranks; the model."""
+    out.mkdir(parents=True, exist_ok=True)
     rows = collect([*main_sets, *held_sets])
     model = Model.fitted([r for r in rows if r["set"] != HELD and r["half"] == "A"])
     for r in rows:
         r["p"] = model.probability(r["features"])
-    (OUT / "features.json").write_text(json.dumps(
+    (out / "features.json").write_text(json.dumps(
         {"model": model.as_json(), "host": host_line(), "date": time.strftime("%Y-%m-%d"),
          "rows": rows}, indent=0))
-    measure([TODAY, OPEN, ORACLE, *CANDIDATES], [*main_sets, *held_sets], rows)
+    measure([TODAY, OPEN, ORACLE, *CANDIDATES], [*main_sets, *held_sets], rows, out)
+    return model
 
 
 def _cells(rows: Sequence[dict[str, Any]], which: str | None, kind: str) -> str:
@@ -292,10 +293,10 @@ def _cells(rows: Sequence[dict[str, Any]], which: str | None, kind: str) -> str:
     return " / ".join(f"{recall(ranks, c):.3f}" for c in (1, 5, 10)) + f" ({len(ranks)})"
 
 
-def report() -> None:
-    saved = OUT / "features.json"
+def report(out: Path = OUT) -> None:
+    saved = out / "features.json"
     if not saved.exists():
-        print(f"no saved ranks under {OUT}: run `python -m benchmarks.bench_code_gate run`",
+        print(f"no saved ranks under {out}: run `python -m benchmarks.bench_code_gate run`",
               file=sys.stderr)
         raise SystemExit(1)
     data = json.loads(saved.read_text())
@@ -315,8 +316,8 @@ def report() -> None:
             print(f"classifier accuracy (p >= 0.5), {label}: {right} / {len(chosen)} = "
                   f"{right / len(chosen):.3f}")
     variants = [v for v in (TODAY, OPEN, ORACLE, *CANDIDATES)
-                if (OUT / f"{_slug(v)}.json").exists()]
-    ranks = {v: load(v) for v in variants}
+                if (out / f"{_slug(v)}.json").exists()]
+    ranks = {v: load(v, out) for v in variants}
     a = {v: score(pooled(ranks[v]), "A") for v in variants}
     b = {v: score(pooled(ranks[v]), "B") for v in variants}
     h = {v: held_score(ranks[v]) for v in variants}
@@ -363,11 +364,13 @@ def main() -> None:
                         help="vllm, repos, repos2, repos3, repos4, repos5 (default: all built)")
     args = parser.parse_args()
     if args.action == "run":
-        if not evaluated_sets(args.sets):
+        only = args.sets
+        main_sets = [entry for entry in evaluated_sets(only) if entry[0] != HELD]
+        if not main_sets:
             print("no bench index is built (data/bench/*.db): nothing to measure",
                   file=sys.stderr)
             raise SystemExit(1)
-        run(args.sets)
+        run(main_sets, evaluated_sets([HELD]) if not only or HELD in only else [])
     report()
 
 

@@ -23,7 +23,7 @@ from ragdb import postgres
 from ragdb.pg_search import PG_SETTINGS, PgRanking, pg_params
 from ragdb.postgres import pg_statements
 from ragdb.resources import resource_dir, sql
-from ragdb.retrieve import BRIDGE_FROM, NO_FILTERS, Filters, Hit, Mode, Searcher
+from ragdb.retrieve import BRIDGE_FROM, NO_FILTERS, Filters, Hit, Mode, SearchParams, Searcher
 from tests.conftest import DATASETS, free_port, one_line_error, run_cli
 
 pgserver = pytest.importorskip("pgserver")
@@ -89,9 +89,10 @@ def compare(searcher: Searcher, url: str, texts: list[str], mode: Mode,
             filters: Filters = NO_FILTERS) -> tuple[list[tuple[list[Hit], list[Hit]]], int]:
     """Each question's (rag.db hits, PostgreSQL hits), each by its engine's Searcher._run
     (the bridge's second run included) with the same vector, and how many questions had hits
-    at all. The PostgreSQL legs are those its settings name (PgRanking)."""
+    at all. The PostgreSQL legs are those its settings name (PgRanking); both searchers rank
+    with `searcher`'s parameters."""
     pairs = []
-    other = Searcher(postgres.connect(url), use_cache=False)
+    other = Searcher(postgres.connect(url), searcher.params, use_cache=False)
     try:
         with read_transaction(searcher.conn), read_transaction(other.conn):
             searcher._refresh()
@@ -134,6 +135,21 @@ def test_postgres_ranks_the_same_top_10_with_the_same_scores(
         assert bridged(searcher, questions()) >= 5
     assert answered >= 40  # the comparison is about real rankings, not empty lists
     assert_same(pairs)
+
+
+@pytest.mark.parametrize("gate", [0.0, 1.0])
+def test_a_forced_code_gate_ranks_the_same_on_both(slice_index: Path, copied: str,
+                                                   gate: float) -> None:
+    """SearchParams.gate_override (benchmarks/bench_code_gate.py) on both engines: the same top
+    10 and scores, and the forced gate does move some questions' order."""
+    today = Searcher(connect(slice_index), use_cache=False)
+    forced = Searcher(connect(slice_index), SearchParams(gate_override=gate), use_cache=False)
+    pairs, answered = compare(forced, copied, questions(every=8), Mode.hybrid)
+    assert answered >= 20
+    assert_same(pairs)
+    before, _ = compare(today, copied, questions(every=8), Mode.hybrid)
+    assert any([h.chunk_id for h in a] != [h.chunk_id for h in b]
+               for (a, _), (b, _) in zip(pairs, before))
 
 
 def test_a_bridged_hybrid_search_runs_each_leg_once(slice_index: Path, copied: str) -> None:

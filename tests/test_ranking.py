@@ -277,6 +277,29 @@ def test_close_docs_keep_their_dense_lift(tmp_path: Path) -> None:
     assert [row[0] for row in ranked] == [2, 1]
 
 
+def test_the_code_gate_can_be_forced(tmp_path: Path) -> None:
+    """SearchParams.gate_override (benchmarks/bench_code_gate.py's oracle bound): 1 opens the
+    gate the close doc keeps shut (code first), 0 shuts the one the far doc opens, ranking and
+    scoring as without the lift (w_absent 0); None is the rule."""
+    base = {**Filters().as_sql(), "match": '"lora" OR "adapter"',
+            "query_vector": _unit([1.0, 0.0]), "k": 2, "dense_kinds": '["markdown"]'}
+
+    def ranked(conn: Any, params: SearchParams) -> list[tuple[int, float]]:
+        rows = conn.execute(sql("search_hybrid"), {**params.as_sql(), **base}).fetchall()
+        return [(int(row[0]), float(row[7])) for row in rows]
+
+    near = _two_kinds(tmp_path / "near.db", [1.0, 0.0])
+    assert [cid for cid, _ in ranked(near, SearchParams())] == [2, 1]
+    assert [cid for cid, _ in ranked(near, SearchParams(gate_override=1.0))] == [1, 2]
+    assert ranked(near, SearchParams(gate_override=None)) == ranked(near, SearchParams())
+    far = _two_kinds(tmp_path / "far.db", [1.0, 1.5])
+    assert [cid for cid, _ in ranked(far, SearchParams())] == [1, 2]
+    shut, no_lift = ranked(far, SearchParams(gate_override=0.0)), ranked(far, SearchParams(
+        w_absent=0.0))
+    assert [cid for cid, _ in shut] == [cid for cid, _ in no_lift] == [2, 1]
+    assert [score for _, score in shut] == pytest.approx([score for _, score in no_lift])
+
+
 def _margin_corpus(path: Path) -> Any:
     """A code chunk (no vector) holding all four query terms, a doc chunk holding two of them
     whose window is the query itself (the code gate stays shut), and filler docs."""
