@@ -354,6 +354,63 @@ def report(out: Path = OUT) -> None:
               f"{b[TODAY].code + b[TODAY].docs}; {HELD} {h[chosen_v].code + h[chosen_v].docs} "
               f"against {h[TODAY].code + h[TODAY].docs}. Ships: "
               f"{'yes' if ok and total and held_ok else 'no'}")
+        if OPEN in variants:
+            print("\nWhere the gate matters (reported only): code questions whose hits rise "
+                  "with the gate open, docs questions whose hits fall; p >= the chosen "
+                  "threshold; today's gate recomputed from the features\n")
+            print("| part | n | today's gate >= 0.5 right | p >= 0.5 right | code helped by "
+                  "opening | docs hurt by opening |\n|---|---|---|---|---|---|")
+            cut = float(chosen_v.split("=")[1]) if "=" in chosen_v else 0.5
+            for label, chosen in (("half A", [r for r in pooled(rows) if r["half"] == "A"]),
+                                  ("half B", [r for r in pooled(rows) if r["half"] == "B"]),
+                                  (HELD, pooled(rows, False))):
+                if chosen:
+                    print(diagnose(chosen, ranks, cut, label))
+
+
+def hand_set_gate(values: dict[str, float], params: SearchParams = SearchParams()) -> float:
+    """Today's gate from the saved features, as sql/search_hybrid.sql computes it (reported
+    only: how well the hand-set rule tells the kinds apart)."""
+    def ramp(x: float, low: float, high: float) -> float:
+        return 1.0 if high <= low else max(0.0, min(1.0, (x - low) / (high - low)))
+
+    near = ramp(values["near"], params.gate_near, params.gate_far)
+    if values["no_code"]:
+        return 0.0
+    if values["no_docs"]:
+        return near
+    return near * ramp(math.exp(values["log_ratio"]), params.gate_low, params.gate_high)
+
+
+def diagnose(rows: Sequence[dict[str, Any]], ranks: dict[str, list[dict[str, Any]]],
+             threshold: float, label: str) -> str:
+    """Which questions the gate matters for (opening it moves their hits), and what the
+    classifier and today's rule say on them (reported only; chooses nothing)."""
+    def hits(rank: int | None) -> int:
+        return int(rank is not None and rank <= 1) + int(rank is not None and rank <= 5)
+
+    def key(r: dict[str, Any]) -> tuple[str, str]:
+        return (r["set"], r["id"])
+
+    today = {key(r): r["rank"] for r in ranks[TODAY]}
+    opened = {key(r): r["rank"] for r in ranks[OPEN]}
+    helped = [r for r in rows if r["kind"] == "code"
+              and hits(opened[key(r)]) > hits(today[key(r)])]
+    hurt = [r for r in rows if r["kind"] == "docs"
+            and hits(opened[key(r)]) < hits(today[key(r)])]
+
+    def mean(values: Sequence[float]) -> str:
+        return f"{sum(values) / len(values):.2f}" if values else "-"
+
+    def side(group: Sequence[dict[str, Any]]) -> str:
+        return (f"{len(group)}, mean p {mean([r['p'] for r in group])}, p >= {threshold}: "
+                f"{sum(1 for r in group if r['p'] >= threshold)}, today's gate mean "
+                f"{mean([hand_set_gate(r['features']) for r in group])}")
+
+    right = sum(1 for r in rows if (hand_set_gate(r["features"]) >= 0.5) == (r["kind"] == "code"))
+    return (f"| {label} | {len(rows)} | {right / len(rows):.3f} | "
+            f"{sum(1 for r in rows if (r['p'] >= 0.5) == (r['kind'] == 'code')) / len(rows):.3f}"
+            f" | {side(helped)} | {side(hurt)} |")
 
 
 def main() -> None:
