@@ -65,8 +65,9 @@ _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+)
                        r"[A-Za-z0-9+/=]{40,}")
 #: A credential by its form, as secret scanners know it: an AWS access key id or an assigned
 #: secret access key, GitHub, npm, PyPI, Slack, Stripe and Google API tokens, a registry's
-#: `_authToken=` and a .netrc `machine ... password` line. The values AWS's own docs use
-#: (AKIAIOSFODNN7EXAMPLE) and `${VAR}` references hold none.
+#: `_authToken=` and a .netrc `machine ... password` line, a .env line setting a PASSWORD,
+#: TOKEN, SECRET or API_KEY. The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE), `${VAR}`
+#: references, numbers and placeholders (changeme) hold none.
 _TOKEN = re.compile(
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
     r"|(?i:aws_secret_access_key)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
@@ -75,7 +76,12 @@ _TOKEN = re.compile(
     r"|\bxox[abposr]-[0-9A-Za-z-]{10,}|\b[sr]k_live_[0-9A-Za-z]{20,}"
     r"|\bAIza[0-9A-Za-z_-]{35}(?![\w-])"
     r"|_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}"
-    r"|(?m:^[ \t]*machine[ \t]+\S+.*[ \t]password[ \t]+\S+)")
+    r"|(?m:^[ \t]*machine[ \t]+\S+.*[ \t]password[ \t]+\S+)"
+    # A .env line (hard-linked or copied under another name): an upper-case name that ends
+    # saying secret, set to a value that is not a reference or a placeholder.
+    r"|(?m:^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|"
+    r"SECRET_KEY|ACCESS_KEY|PRIVATE_KEY)[ \t]*=[ \t]*[\"']?"
+    r"(?![$<{*]|\d+\b|(?i:changeme|change_me|your|xxx|none|null|true|false)\b)[^\s\"'#]{8,})")
 
 
 def holds_token(text: str) -> bool:

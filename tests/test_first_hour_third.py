@@ -108,6 +108,7 @@ TOKEN_FILES = {
     "deploy/settings.yaml": f"github:\n  token: {_GH}\n",
     "explore.ipynb": _notebook(f"environ({{'GITHUB_TOKEN': '{_GH}'}})\n"),
     "ci/auth.cfg": "machine upload.example.org login ci password W3tokenmarkNetrc\n",
+    "deploy/vars": "DEBUG=0\nexport DB_PASSWORD=W3tokenmarkEnvVar\n",  # a .env, renamed
 }
 
 #: Placeholders and samples: kept.
@@ -115,6 +116,8 @@ TOKEN_KEPT = {
     "docs/aws.md": "# AWS\n\nSet `aws_access_key_id = AKIAIOSFODNN7EXAMPLE` in the file.\n",
     "src/fake.py": f'SAMPLE_TOKEN = "{_GH}"  # a test value the scanner must find\n',
     "ci/npmrc.txt": "//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n",
+    "ci/settings.env.example": "API_KEY=${API_KEY}\nSECRET_KEY=changeme\n",
+    "ci/limits.cfg": "MAX_TOKEN=100000\nTOKEN_URL=https://auth.example.org/token\n",
     "notes.txt": "The token lives in the CI's secret store.\n",
 }
 
@@ -136,7 +139,7 @@ def test_a_credential_known_only_by_its_content_is_never_indexed(tmp_path: Path)
     assert _indexed(db) == sorted(f"proj/{rel}" for rel in TOKEN_KEPT), done.stdout
     assert f"{len(TOKEN_FILES) + 1} may hold secrets" in done.stdout, done.stdout
     held = db.read_bytes()
-    for mark in (b"W3tokenmarkNetrc", _AWS_ID.encode(), _NPM.encode()):
+    for mark in (b"W3tokenmarkNetrc", b"W3tokenmarkEnvVar", _AWS_ID.encode(), _NPM.encode()):
         assert mark not in held
 
 
