@@ -223,16 +223,6 @@ class WalkOptions:
             return SECRETS
         return ""
 
-    def under(self, root: str) -> "WalkOptions":
-        """These options for a walk of `root`: an absolute glob (`/home/me/proj/tests/*`, as
-        a shell completes it) read as the path under the root (`/tests/*`), as the search
-        filters read one (stored_glob); an existing folder named without a trailing '/' is
-        that folder. Kept absolute in the recorded options, so a re-index reads it again."""
-        if not any(g.startswith("/") for g in self.include + self.exclude):
-            return self
-        return replace(self, include=tuple(_glob_under(g, root) for g in self.include),
-                       exclude=tuple(_glob_under(g, root) for g in self.exclude))
-
     def skips_folder(self, name: str) -> bool:
         """Whether the walk never enters a folder of this name (hidden, or .git and the like)."""
         return name in _SKIP_DIRS or (name.startswith(".") and not self.hidden)
@@ -251,6 +241,16 @@ class WalkOptions:
         if not is_dir and not named and _SECRETS.fullmatch(target.name):
             return SECRETS
         return ""
+
+    def under(self, root: str) -> "WalkOptions":
+        """These options for a walk of `root`: an absolute glob (`/home/me/proj/tests/*`, as
+        a shell completes it) read as the path under the root (`/tests/*`), as the search
+        filters read one (stored_glob); an existing folder named without a trailing '/' is
+        that folder. Kept absolute in the recorded options, so a re-index reads it again."""
+        if not any(g.startswith("/") for g in self.include + self.exclude):
+            return self
+        return replace(self, include=tuple(_glob_under(g, root) for g in self.include),
+                       exclude=tuple(_glob_under(g, root) for g in self.exclude))
 
     def to_json(self) -> str:
         return json.dumps({"include": list(self.include), "exclude": list(self.exclude),
