@@ -237,7 +237,7 @@ def test_streaming_shows_only_checked_sentences_and_ends_on_the_answer(step: int
         assert "8080 [" not in "".join(shown)
     final = check_answer(renumber_citations(written, mapping), [STACK],
                          question="How do I query the models?")
-    gate.push(final.text)
+    gate.emit(final.text)
     assert "".join(shown) == final.text
     assert final.text.endswith("`curl -o- http://localhost:30080/models` [2].")
     assert "8080" in final.report.dropped[0]["reason"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jinja2
 
 from ragdb.generate.generator import Generator
-from ragdb.generate.prompt import build_prompt, render_chat
+from ragdb.generate.prompt import build_prompt
 
 from tests.generate_support import LOAD, LORA, QUICK, QWEN3_CHAT_TEMPLATE, source, words
 
@@ -109,4 +109,3 @@ def test_generator_renders_qwen3_with_thinking_off(generator: Generator) -> None
     finally:
         tokenizer.set_chat_template(original)
     assert "<think>" not in generator.render(MESSAGES)
-    assert render_chat(tokenizer, MESSAGES, QWEN3_CHAT_TEMPLATE) == QWEN3_NO_THINK

@@ -4,6 +4,7 @@ that name no given source; and the part of a stream that is safe to show so far.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</s>")
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -74,14 +75,7 @@ def _normalise_prose_citations(text: str, n_sources: int) -> str:
 
 def normalise_citations(text: str, n_sources: int) -> tuple[str, list[int]]:
     """Rewrite citation forms as [n], drop those naming no source; code is left untouched."""
-    pieces: list[str] = []
-    position = 0
-    for code in _CODE_SPAN.finditer(text):
-        pieces.append(_normalise_prose_citations(text[position:code.start()], n_sources))
-        pieces.append(code.group(0))
-        position = code.end()
-    pieces.append(_normalise_prose_citations(text[position:], n_sources))
-    result = "".join(pieces)
+    result = _outside_code(text, lambda prose: _normalise_prose_citations(prose, n_sources))
     prose = _CODE_SPAN.sub(" ", result)
     numbers = {int(n) for n in re.findall(r"\[(\d{1,3})\]", prose)}
     cited = sorted(n for n in numbers if 1 <= n <= n_sources)
@@ -286,14 +280,17 @@ def renumber_citations(text: str, mapping: dict[int, int]) -> str:
         number = int(match.group(1))
         return f"[{mapping.get(number, number)}]"
 
+    return _outside_code(text, lambda prose: re.sub(r"\[(\d{1,3})\]", swap, prose))
+
+
+def _outside_code(text: str, rewrite: Callable[[str], str]) -> str:
+    """`text` with `rewrite` applied to the prose between its code spans and blocks."""
     pieces: list[str] = []
     position = 0
     for code in _CODE_SPAN.finditer(text):
-        pieces.append(re.sub(r"\[(\d{1,3})\]", swap, text[position:code.start()]))
-        pieces.append(code.group(0))
+        pieces += [rewrite(text[position:code.start()]), code.group(0)]
         position = code.end()
-    pieces.append(re.sub(r"\[(\d{1,3})\]", swap, text[position:]))
-    return "".join(pieces)
+    return "".join(pieces + [rewrite(text[position:])])
 
 
 def stream_view(raw: str, n_sources: int) -> tuple[str, bool]:

@@ -91,7 +91,21 @@ def no_sources(model: str) -> GeneratedAnswer:
     return GeneratedAnswer(NO_SOURCES_MESSAGE, [], model, 0, 0, 0.0, 0.0, [])
 
 
-class TokenStream:
+class Emitter:
+    """Passes a growing text on to `on_token` piece by piece: what it adds to the text passed
+    on so far (a text that does not extend it passes nothing)."""
+
+    on_token: Callable[[str], None] | None
+    emitted = ""
+
+    def emit(self, text: str) -> None:
+        if self.on_token is not None and text.startswith(self.emitted) and text != self.emitted:
+            delta = text[len(self.emitted):]
+            self.emitted = text
+            self.on_token(delta)
+
+
+class TokenStream(Emitter):
     """What a model wrote so far: the part safe to show passed on as it grows (stream_view),
     a repetition loop and the writing limit noticed at each piece."""
 
@@ -101,7 +115,6 @@ class TokenStream:
         self.on_token = on_token
         self.deadline = deadline  # time.perf_counter() past which writing stops
         self.raw = ""
-        self.emitted = ""
         self.first_at: float | None = None
         self.looping = False
         self.timed_out = False
@@ -118,13 +131,6 @@ class TokenStream:
         view, self.looping = stream_view(self.raw, self.n_sources)
         self.emit(view)
         self.timed_out = self.deadline is not None and now >= self.deadline
-
-    def emit(self, view: str) -> None:
-        if self.on_token is not None and view.startswith(self.emitted):
-            delta = view[len(self.emitted):]
-            if delta:
-                self.emitted = view
-                self.on_token(delta)
 
 
 class Writer:

@@ -94,9 +94,8 @@ def locate_parts() -> list[Part]:
     parts: list[Part] = []
     for number, (size, digest) in enumerate(PARTS, 1):
         name = part_distribution(number)
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
+        dist = _distribution(name)
+        if dist is None:
             missing.append(number)
             continue
         if dist.version != PART_VERSION:
@@ -126,24 +125,20 @@ def locate_parts() -> list[Part]:
 
 def parts_installed() -> bool:
     """Whether any part of the writer is installed (so `models list` can say what to do)."""
-    return any(_has_distribution(part_distribution(n)) for n in range(1, len(PARTS) + 1))
+    return any(_distribution(part_distribution(n)) is not None
+               for n in range(1, len(PARTS) + 1))
 
 
-def _has_distribution(name: str) -> bool:
+def _distribution(name: str) -> importlib.metadata.Distribution | None:
     try:
-        importlib.metadata.distribution(name)
+        return importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def writer_path(models_dir: Path) -> Path:
-    return models_dir / WRITER_FILE
+        return None
 
 
 def installed_writer(models_dir: Path) -> Path | None:
     """The re-quantised writer in the models folder, when a complete one is there."""
-    path = writer_path(models_dir)
+    path = models_dir / WRITER_FILE
     try:
         with path.open("rb") as handle:
             if handle.read(4) != b"GGUF":
@@ -280,7 +275,7 @@ def install_writer(
     the model appears under its final name only when it is complete.
     """
     started = time.perf_counter()
-    target = writer_path(models_dir)
+    target = models_dir / WRITER_FILE
     if not force and installed_writer(models_dir) is not None:
         return InstallResult(target, target.stat().st_size, 0.0, already=True)
     parts = locate_parts()

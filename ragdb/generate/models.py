@@ -205,12 +205,11 @@ def model_inventory(models_dir: Path) -> list[dict[str, Any]]:
         "hint": None if hub.is_dir() else "fetched on first use where the hub is reachable",
     })
     try:
-        offline = offline_model()
-        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
-                      "state": "installed", "path": str(offline.path), "hint": None})
+        state, path, hint = "installed", str(offline_model().path), None
     except RagdbError as exc:
-        items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline",
-                      "state": "not installed", "path": None, "hint": str(exc)})
+        state, path, hint = "not installed", None, str(exc)
+    items.append({"name": f"offline ({OFFLINE_GGUF})", "spec": "offline", "state": state,
+                  "path": path, "hint": hint})
     return items
 
 
@@ -251,20 +250,13 @@ def _check_ir_folder(folder: Path, *, hint: str) -> None:
     if not folder.is_dir():
         raise RagdbError(f"model folder {folder} is not a folder")
     missing = [name for name in _REQUIRED_IR_FILES if not (folder / name).is_file()]
-    empty = [
-        name for name in _REQUIRED_IR_FILES
-        if name not in missing and (folder / name).stat().st_size == 0
-    ]
-    if missing or empty:
-        problems = []
-        if missing:
-            problems.append("missing " + ", ".join(missing))
-        if empty:
-            problems.append("empty " + ", ".join(empty))
-        raise RagdbError(
-            f"model folder {folder} is not a complete OpenVINO model "
-            f"({'; '.join(problems)}): {hint}"
-        )
+    empty = [name for name in _REQUIRED_IR_FILES
+             if name not in missing and (folder / name).stat().st_size == 0]
+    problems = [f"{what} {', '.join(names)}"
+                for what, names in (("missing", missing), ("empty", empty)) if names]
+    if problems:
+        raise RagdbError(f"model folder {folder} is not a complete OpenVINO model "
+                         f"({'; '.join(problems)}): {hint}")
 
 
 def _hub_unreachable_reason() -> str | None:

@@ -95,14 +95,10 @@ class PromptSource:
     score: float = 0.0  # the search's fused score (blocks.MARGIN reads the ranking's margin)
 
 
-def source_header(number: int, source: PromptSource) -> str:
-    """`[1] path:45-80`: the form the model sees and the CLI shows next to the answer."""
-    return f"[{number}] {source.file_path}:{source.start_line}-{source.end_line}"
-
-
 def _source_block(number: int, source: PromptSource) -> str:
+    """`[1] path:45-80` and the source's text."""
     text = source.text.strip("\n")
-    return f"{source_header(number, source)}\n{text}"
+    return f"[{number}] {source.file_path}:{source.start_line}-{source.end_line}\n{text}"
 
 
 def _user_content(question: str, blocks: list[str]) -> str:
@@ -116,14 +112,21 @@ def cap_question(question: str, count_tokens: Callable[[str], int], cap: int) ->
     if count_tokens(question) <= cap:
         return question
     words = question.split(" ")
-    low, high = 0, len(words)  # invariant: words[:low] fits
+    return " ".join(words[:_longest(len(words),
+                                    lambda n: count_tokens(" ".join(words[:n])) <= cap)])
+
+
+def _longest(count: int, fits: Callable[[int], bool]) -> int:
+    """The largest n <= count for which fits(n) holds (fits(0) is taken to), fits being
+    monotone: a binary search."""
+    low, high = 0, count  # invariant: fits(low)
     while low < high:
         middle = (low + high + 1) // 2
-        if count_tokens(" ".join(words[:middle])) <= cap:
+        if fits(middle):
             low = middle
         else:
             high = middle - 1
-    return " ".join(words[:low])
+    return low
 
 
 def _truncate_source(
@@ -142,14 +145,8 @@ def _truncate_source(
         )
 
     def longest(pieces: list[str], joiner: str) -> int:
-        low, high = 0, len(pieces)  # invariant: pieces[:low] fits
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(head(joiner.join(pieces[:middle]), 1 if joiner == " " else middle)):
-                low = middle
-            else:
-                high = middle - 1
-        return low
+        return _longest(len(pieces), lambda n: fits(
+            head(joiner.join(pieces[:n]), 1 if joiner == " " else n)))
 
     n_lines = longest(lines, "\n")
     if n_lines:
@@ -215,17 +212,13 @@ def build_prompt(
     return messages, used
 
 
-def render_chat(
-    tokenizer: openvino_genai.Tokenizer,
-    messages: list[dict[str, str]],
-    chat_template: str | None = None,
-) -> str:
+def render_chat(tokenizer: openvino_genai.Tokenizer, messages: list[dict[str, str]]) -> str:
     """Apply the model's chat template, with thinking turned off where the template has it.
 
     Qwen3's template emits an empty `<think>\\n\\n</think>` block when enable_thinking is false,
     which makes it answer at once instead of reasoning for hundreds of tokens first.
     """
-    template = tokenizer.chat_template if chat_template is None else chat_template
+    template = tokenizer.chat_template
     if not template.strip():
         raise RagdbError("the model has no chat template: use an instruction-tuned model")
     extra: dict[str, Any] = {"enable_thinking": False} if "enable_thinking" in template else {}

@@ -61,13 +61,9 @@ def first_token_limit_from_env() -> float | None:
     return seconds_from_env(FIRST_TOKEN_ENV, FIRST_TOKEN_LIMIT_S)
 
 
-def api_key() -> str | None:
-    """The key from RAGDB_API_KEY, else OPENAI_API_KEY; None where neither is set."""
-    for name in API_KEY_ENVS:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
+def _key_env() -> str | None:
+    """Where the API key is: RAGDB_API_KEY, else OPENAI_API_KEY; None where neither is set."""
+    return next((name for name in API_KEY_ENVS if os.environ.get(name, "").strip()), None)
 
 
 def _count_tokens(text: str) -> int:
@@ -80,32 +76,23 @@ class RemoteGenerator(Writer):
 
     def __init__(self, resolved: ResolvedModel, *,
                  time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
-                 first_token_limit_s: float | None = FIRST_TOKEN_LIMIT_S,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S,
-                 max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> None:
+                 first_token_limit_s: float | None = FIRST_TOKEN_LIMIT_S) -> None:
         if resolved.endpoint is None:
             raise RagdbError(f"{resolved.name} is not an endpoint")
         super().__init__()
         self.resolved = resolved
         self.base = resolved.endpoint
-        parts = urlsplit(self.base)
-        self._https = parts.scheme.lower() == "https"
-        self._host = parts.hostname or ""
-        self._port = parts.port
-        self._path = parts.path.rstrip("/")
         self.served_model = resolved.served_model
         self.model = resolved.name
         self.time_limit_s = time_limit_s  # None: no limit (RAGDB_WRITE_SECONDS=0)
         limits = [s for s in (first_token_limit_s, time_limit_s) if s is not None]
         self.first_token_limit_s = min(limits) if limits else None  # None: no limit
-        self.connect_timeout_s = connect_timeout_s
-        self.max_new_tokens = max_new_tokens
 
     def prompt_for(self, question: str, sources: list[PromptSource]
                    ) -> tuple[list[dict[str, str]], list[PromptSource]]:
         """The local writer's messages (system prompt, worked example, numbered sources)."""
         return build_prompt(question, sources, _count_tokens,
-                            CONTEXT_TOKENS - self.max_new_tokens, DEFAULT_QUESTION_CAP,
+                            CONTEXT_TOKENS - DEFAULT_MAX_NEW_TOKENS, DEFAULT_QUESTION_CAP,
                             WRITER_SYSTEM_PROMPT, WRITER_EXAMPLES)
 
     def write(self, prompt: list[dict[str, str]], stream: TokenStream, started: float) -> None:
@@ -144,13 +131,15 @@ class RemoteGenerator(Writer):
                 ) -> _Reply:
         """Send one request; the reply once its status is in (a status other than 200 is
         ModelUnavailable, with the server's own message)."""
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        kwargs: dict[str, Any] = {"context": ssl.create_default_context()} if self._https else {}
-        connection = kind(self._host, self._port, timeout=self.connect_timeout_s, **kwargs)
+        parts = urlsplit(self.base)
+        https = parts.scheme.lower() == "https"
+        kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        kwargs: dict[str, Any] = {"context": ssl.create_default_context()} if https else {}
+        connection = kind(parts.hostname or "", parts.port, timeout=CONNECT_TIMEOUT_S, **kwargs)
         headers = {"Accept": "text/event-stream, application/json", "User-Agent": "ragdb"}
-        key = api_key()
+        key = _key_env()
         if key:
-            headers["Authorization"] = f"Bearer {key}"
+            headers["Authorization"] = f"Bearer {os.environ[key].strip()}"
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -158,10 +147,11 @@ class RemoteGenerator(Writer):
         first_by = self.first_by(started)
         try:
             try:
-                connection.request(method, self._path + path, body=data, headers=headers)
+                connection.request(method, parts.path.rstrip("/") + path, body=data,
+                                   headers=headers)
             except (socket.timeout, TimeoutError):
                 raise ModelUnavailable(f"cannot connect to {self.base}: no answer within "
-                                       f"{self.connect_timeout_s:g} s") from None
+                                       f"{CONNECT_TIMEOUT_S:g} s") from None
             except OSError as exc:
                 raise ModelUnavailable(f"cannot connect to {self.base}: "
                                        f"{_os_reason(exc)}") from None
@@ -190,7 +180,7 @@ class RemoteGenerator(Writer):
         if message:
             line += f": {message}"
         if response.status in (401, 403):
-            used = next((n for n in API_KEY_ENVS if os.environ.get(n, "").strip()), None)
+            used = _key_env()
             line += (f"; the key in {used} was refused" if used
                      else "; set RAGDB_API_KEY (or OPENAI_API_KEY) to its API key")
         elif response.status == 404:
@@ -211,7 +201,7 @@ class _Events:
     def run(self, messages: list[dict[str, str]]) -> None:
         owner = self.owner
         body = {"model": owner.served_model, "messages": messages, "stream": True,
-                "temperature": 0, "max_tokens": owner.max_new_tokens}
+                "temperature": 0, "max_tokens": DEFAULT_MAX_NEW_TOKENS}
         reply = owner.request("POST", "/chat/completions", body, self.started)
         try:
             kind = (reply.response.getheader("Content-Type") or "").split(";")[0]

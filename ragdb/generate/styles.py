@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ragdb.generate.blocks import Block, BlocksAnswerer
 from ragdb.generate.checking import CheckReport, CitedSource, check_answer, split_units
 from ragdb.generate.cleaning import renumber_citations
-from ragdb.generate.generator import GeneratedAnswer, Generator, no_sources
+from ragdb.generate.generator import Emitter, GeneratedAnswer, Generator, no_sources
 from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.remote import ModelUnavailable, RemoteGenerator
@@ -55,7 +55,7 @@ def writer_sources(blocks: list[Block], sources: list[PromptSource]
     return shown, mapping, given
 
 
-class _Gate:
+class _Gate(Emitter):
     """Streams a written answer one checked unit at a time: a sentence is shown only once it
     is complete and has passed the check, so nothing unsupported ever reaches the reader."""
 
@@ -66,7 +66,6 @@ class _Gate:
         self.cited = cited
         self.on_token = on_token
         self.view = ""
-        self.emitted = ""
 
     def feed(self, piece: str) -> None:
         self.view += piece
@@ -84,15 +83,8 @@ class _Gate:
             cut = self.view.rfind(last.text)
             if cut <= 0:
                 return
-        text = check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited,
-                            question=self.question, in_block_order=True).text
-        self.push(text)
-
-    def push(self, text: str) -> None:
-        if self.on_token is not None and text.startswith(self.emitted) and text != self.emitted:
-            delta = text[len(self.emitted):]
-            self.emitted = text
-            self.on_token(delta)
+        self.emit(check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited,
+                               question=self.question, in_block_order=True).text)
 
 
 @dataclass
@@ -183,7 +175,7 @@ class CheckedAnswerer:
         report.evidence_from = list(alone.cited)
         text = checked.text + "\n\n" + alone.text
         if gate is not None:
-            gate.push(text)
+            gate.emit(text)
         return replace(alone, text=text, model=self.model,
                        cited=list(dict.fromkeys([*checked.cited, *alone.cited])),
                        total_s=time.perf_counter() - started, check=report.as_json())

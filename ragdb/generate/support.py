@@ -16,7 +16,7 @@ The limits (MAX_MISSING, WINDOW_*) were chosen on tuning questions the accept sa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ragdb.tokenize import STOPWORDS, split_identifier
@@ -124,7 +124,7 @@ class _SourceWords:
     all: frozenset[str]
     lines: tuple[frozenset[str], ...]
     lengths: tuple[int, ...]
-    negations: tuple[bool, ...] = ()  # whether each line says that something is not so
+    negations: tuple[bool, ...]  # whether each line says that something is not so
 
 
 @lru_cache(maxsize=256)
@@ -147,11 +147,6 @@ def _source_words(text: str) -> _SourceWords:
         negations.append(_SOURCE_NEGATION.search(line) is not None)
     return _SourceWords(frozenset().union(*lines) if lines else frozenset(),
                         tuple(lines), tuple(lengths), tuple(negations))
-
-
-def _with_path(words: _SourceWords, path: str) -> _SourceWords:
-    return _SourceWords(words.all | _source_words(path).all, words.lines, words.lengths,
-                        words.negations)
 
 
 def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
@@ -201,7 +196,8 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Sup
                 anchors.append(token)  # a frame word the question uses anchors as well
         elif _content(token):
             novel.append(token)
-    words = [_with_path(_source_words(body), path) for body, path in sources]
+    words = [replace(_source_words(body), all=_source_words(body).all | _source_words(path).all)
+             for body, path in sources]
     missing = [t for t in novel if not any(_in(t, w.all) for w in words)]
     found = [t for t in novel if t not in missing]
     scattered = False

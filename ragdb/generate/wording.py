@@ -21,16 +21,14 @@ the writer's sentences be kept only when they say what the block says?").
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from ragdb.generate.support import _TOKEN, _keys
+from ragdb.generate.support import _CITE, _TOKEN, _keys
 from ragdb.tokenize import STOPWORDS
 
 #: The stretch of the block that must hold a sentence's words in order, as a multiple of the
 #: number of those words (block words counted the same way: stopwords aside).
 STRETCH = 2
-_CITE = re.compile(r"\[\d{1,3}\]")
 
 
 def words(text: str) -> tuple[str, ...]:
