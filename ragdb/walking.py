@@ -65,7 +65,8 @@ _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+)
                        r"[A-Za-z0-9+/=]{40,}")
 #: A credential by its form, as secret scanners know it: an AWS access key id or an assigned
 #: secret access key, GitHub, npm, PyPI, Slack, Stripe and Google API tokens, a registry's
-#: `_authToken=` and a .netrc `machine ... password` line, a .env line setting a PASSWORD,
+#: `_authToken=` and a .netrc `machine ... password` line, a signed JWT, a kubeconfig's
+#: client key, a Docker config's "auth", a .env line setting a PASSWORD,
 #: TOKEN, SECRET or API_KEY. The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE), `${VAR}`
 #: references, numbers and placeholders (changeme) hold none.
 _TOKEN = re.compile(
@@ -77,6 +78,10 @@ _TOKEN = re.compile(
     r"|\bAIza[0-9A-Za-z_-]{35}(?![\w-])"
     r"|_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}"
     r"|(?m:^[ \t]*machine[ \t]+\S+.*[ \t]password[ \t]+\S+)"
+    # A signed JSON Web Token (a kubeconfig's bearer token, a session), a kubeconfig's client
+    # key, a Docker config's registry login.
+    r"|\beyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}"
+    r"|client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}|\"auth\"[ \t]*:[ \t]*\"[A-Za-z0-9+/]{12,}=*\""
     # A .env line (hard-linked or copied under another name): an upper-case name that ends
     # saying secret, set to a value that is not a reference or a placeholder.
     r"|(?m:^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|"

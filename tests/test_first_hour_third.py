@@ -109,6 +109,10 @@ TOKEN_FILES = {
     "explore.ipynb": _notebook(f"environ({{'GITHUB_TOKEN': '{_GH}'}})\n"),
     "ci/auth.cfg": "machine upload.example.org login ci password W3tokenmarkNetrc\n",
     "deploy/vars": "DEBUG=0\nexport DB_PASSWORD=W3tokenmarkEnvVar\n",  # a .env, renamed
+    "deploy/kubeconfig": "users:\n- name: admin\n  user:\n    token: eyJhbGciOiJSUzI1NiJ9."
+                         "eyJzdWIiOiJXM3Rva2VubWFyayJ9.W3tokenmarkKubeSig\n",
+    "ci/docker-config.json": '{"auths": {"registry.example.org": '
+                             '{"auth": "VzN0b2tlbm1hcms6aHVudGVyMg=="}}}',
 }
 
 #: Placeholders and samples: kept.
@@ -139,7 +143,8 @@ def test_a_credential_known_only_by_its_content_is_never_indexed(tmp_path: Path)
     assert _indexed(db) == sorted(f"proj/{rel}" for rel in TOKEN_KEPT), done.stdout
     assert f"{len(TOKEN_FILES) + 1} may hold secrets" in done.stdout, done.stdout
     held = db.read_bytes()
-    for mark in (b"W3tokenmarkNetrc", b"W3tokenmarkEnvVar", _AWS_ID.encode(), _NPM.encode()):
+    for mark in (b"W3tokenmarkNetrc", b"W3tokenmarkEnvVar", b"W3tokenmarkKubeSig",
+                 b"VzN0b2tlbm1hcms6aHVudGVyMg", _AWS_ID.encode(), _NPM.encode()):
         assert mark not in held
 
 
