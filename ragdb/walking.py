@@ -69,33 +69,44 @@ _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+)
 #: client key, a Docker config's "auth", a .env line setting a PASSWORD,
 #: TOKEN, SECRET or API_KEY. The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE), `${VAR}`
 #: references, numbers and placeholders (changeme) hold none.
-_TOKEN = re.compile(
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|(?i:aws_secret_access_key)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
-    r"|\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{50,}"
-    r"|\bnpm_[A-Za-z0-9]{36}\b|\bpypi-AgEIcHlwaS5vcmc[\w-]{20,}"
-    r"|\bxox[abposr]-[0-9A-Za-z-]{10,}|\b[sr]k_live_[0-9A-Za-z]{20,}"
-    r"|\bAIza[0-9A-Za-z_-]{35}(?![\w-])"
-    r"|_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}"
-    r"|(?m:^[ \t]*machine[ \t]+\S+.*[ \t]password[ \t]+\S+)"
+_TOKENS = tuple(re.compile(p) for p in (
+    r"AKIA[0-9A-Z]{16}(?![0-9A-Z])", r"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
+    *(name + r"[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+      for name in ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "SecretAccessKey")),
+    r"gh[pousr]_[A-Za-z0-9]{36,}", r"github_pat_[A-Za-z0-9_]{50,}", r"npm_[A-Za-z0-9]{36}\b",
+    r"pypi-AgEIcHlwaS5vcmc[\w-]{20,}", r"xox[abposr]-[0-9A-Za-z-]{10,}",
+    r"sk_live_[0-9A-Za-z]{20,}", r"rk_live_[0-9A-Za-z]{20,}", r"AIza[0-9A-Za-z_-]{35}(?![\w-])",
+    r"_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}", r"machine[ \t]+\S+[^\n]*[ \t]password[ \t]+\S+",
     # A signed JSON Web Token (a kubeconfig's bearer token, a session), a kubeconfig's client
     # key, a Docker config's registry login.
-    r"|\beyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}"
-    r"|client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}|\"auth\"[ \t]*:[ \t]*\"[A-Za-z0-9+/]{12,}=*\""
-    # A .env line (hard-linked or copied under another name): an upper-case name that ends
-    # saying secret, set to a value that is not a reference or a placeholder.
-    r"|(?m:^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|"
-    r"SECRET_KEY|ACCESS_KEY|PRIVATE_KEY)[ \t]*=[ \t]*[\"']?"
-    r"(?![$<{*]|\d+\b|(?i:changeme|change_me|your|xxx|none|null|true|false)\b)[^\s\"'#]{8,})")
+    r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}", r"client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}",
+    r"\"auth\"[ \t]*:[ \t]*\"[A-Za-z0-9+/]{12,}=*\"",
+))
+#: A .env line (hard-linked or copied under another name): an upper-case name (_ENV_NAME
+#: before it on its line) that ends saying secret, set to a value that is not a reference, a
+#: number or a placeholder.
+_ENV_SECRET = re.compile(
+    r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*"
+    r"[\"']?(?![$<{*]|\d+\b|(?i:changeme|change_me|your|xxx|none|null|true|false)\b)"
+    r"[^\s\"'#]{8,}")
+_ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
+_ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 
 
 def holds_token(text: str) -> bool:
-    """Whether text holds a credential by its form (_TOKEN), other than the AWS keys AWS's
-    docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY)."""
-    for m in _TOKEN.finditer(text):
-        found = m.group(0).upper()
-        if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
-            return True
+    """Whether text holds a credential by its form (_TOKENS, _ENV_SECRET), other than the
+    AWS keys AWS's docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY). Each pattern opens with
+    text of its own, which the search skips to: a file of code costs little."""
+    for pattern in _TOKENS:
+        for m in pattern.finditer(text):
+            found = m.group(0).upper()
+            if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
+                return True
+    if any(word in text for word in _ENV_WORDS):
+        for m in _ENV_SECRET.finditer(text):
+            line = text.rfind("\n", 0, m.start()) + 1
+            if _ENV_NAME.fullmatch(text, line, m.start()):
+                return True
     return False
 
 
@@ -152,12 +163,12 @@ def secret_by_content(path: Path, text: str) -> bool:
     credential (holds_token) in a file that is not code or a docs page (_SAMPLE_KINDS), where
     one is a sample. A symlink is judged by its target's name too (`notes.md -> deploy_key`
     is the key file)."""
-    if not holds_private_key(text) and not holds_token(text):
-        return False
     names = [path.name]
     if os.path.islink(path):
         names.append(os.path.basename(os.path.realpath(path)))
-    return any(file_language(name, text) not in _SAMPLE_KINDS for name in names)
+    if all(file_language(name, text) in _SAMPLE_KINDS for name in names):
+        return False  # code and docs (most of a repository) are not read for one
+    return holds_private_key(text) or holds_token(text)
 
 
 #: Reasons a file is left out by its name alone (counted, not named one by one).
