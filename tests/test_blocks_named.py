@@ -1,0 +1,101 @@
+"""The variant `named` of the blocks answer (issue 39, ragdb/generate/named.py): a question
+that writes a name defined in the code gets that definition as a block, verbatim at its lines,
+where no block shows it; first where the first block only uses the name (a sample, a test, a
+caller), else after the others; at most one; on rag.db and on PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragdb import RagDB
+from ragdb.generate import named
+from ragdb.generate.blocks import Block, BlocksAnswerer
+from ragdb.generate.prompt import PromptSource, prompt_source
+from ragdb.retrieve import Mode
+from ragdb.source_files import SourceFiles
+from tests.conftest import run_cli, write_corpus
+
+ROUTER = (
+    "import re\n\n\n"
+    "def match_route(routes, path):\n"
+    '    """Pick the first route whose pattern matches the whole path."""\n'
+    "    for route in routes:\n"
+    "        if route.pattern.fullmatch(path):\n"
+    "            return route\n"
+    "    return None\n"
+)
+DEMO = (
+    "from router import match_route\n\n\n"
+    "def main():\n"
+    "    found = match_route(ROUTES, '/users/7')\n"
+    "    print('route for /users/7:', found)\n"
+)
+FAKE = "def match_route(routes, path):\n    return routes[0]\n"
+GUIDE = "# Routing\n\nRoutes are tried in order; the first whose pattern matches wins.\n"
+FILES = {"src/router.py": ROUTER, "examples/demo.py": DEMO, "tests/fakes.py": FAKE,
+         "docs/routing.md": GUIDE}
+QUESTION = "Which route does `match_route` pick when two patterns match the path?"
+
+
+def _index(tmp_path: Path, db: str = "rag.db") -> str:
+    write_corpus(tmp_path / "proj", FILES)
+    done = run_cli("index", "proj", "--db", db, "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return str(tmp_path / db) if db == "rag.db" else db
+
+
+def _answer(rag: RagDB, only: str, symbol_max: int = 5
+            ) -> tuple[list[Block], list[PromptSource], list[PromptSource]]:
+    """The blocks over the hits of `only` (a ranking where the definition was not retrieved),
+    with the named definition's block: (blocks, sources before, sources after)."""
+    hits = [h for h in rag.search(QUESTION, 10, Mode.lexical) if h.file_path.endswith(only)]
+    assert hits
+    sources = [prompt_source(h) for h in hits]
+    files = SourceFiles(rag.conn)
+    answerer = BlocksAnswerer(files, files.included)
+    blocks, _ = answerer.build(QUESTION, sources)
+    shown, after = named.with_named(answerer, named.lookup(rag.conn, symbol_max), QUESTION,
+                                    sources, blocks)
+    return shown, sources, after
+
+
+def _verbatim(tmp_path: Path, block: Block) -> None:
+    lines = (tmp_path / block.path).read_text().split("\n")
+    assert block.lines == lines[block.start_line - 1:block.end_line]
+
+
+def test_the_definition_comes_first_after_a_sample_that_calls_it(tmp_path: Path) -> None:
+    with RagDB(_index(tmp_path), use_cache=False) as rag:
+        # Defined twice, once in a test's fake: the source's definition alone is looked up.
+        (found,) = named.lookup(rag.conn, 5)("match_route")
+        assert found.source.file_path == "proj/src/router.py" and found.line == 4
+        blocks, before, after = _answer(rag, "examples/demo.py")
+    assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
+    assert blocks[0].number == len(before) + 1 and len(after) == len(before) + 1
+    assert after[-1].file_path == "proj/src/router.py"
+    assert "the definition of `match_route`" in blocks[0].rule
+    for block in blocks:
+        _verbatim(tmp_path, block)
+    assert "def match_route(routes, path):" in blocks[0].lines
+
+
+def test_after_a_docs_block_and_never_twice(tmp_path: Path) -> None:
+    with RagDB(_index(tmp_path), use_cache=False) as rag:
+        blocks, _, _ = _answer(rag, "docs/routing.md")
+        assert [b.path for b in blocks] == ["proj/docs/routing.md", "proj/src/router.py"]
+        _verbatim(tmp_path, blocks[1])
+        # Already shown: nothing is added.
+        shown, before, after = _answer(rag, "src/router.py")
+        assert [b.path for b in shown] == ["proj/src/router.py"] and after == before
+        # A name defined more often than symbol_max points at no one definition.
+        blocks, before, after = _answer(rag, "examples/demo.py", symbol_max=1)
+        assert [b.path for b in blocks] == ["proj/examples/demo.py"] and after == before
+
+
+def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
+    with RagDB(_index(tmp_path, pg_url), use_cache=False) as rag:
+        (found,) = named.lookup(rag.conn, 5)("match_route")
+        assert found.source.file_path == "proj/src/router.py" and found.line == 4
+        blocks, _, _ = _answer(rag, "examples/demo.py")
+    assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
+    _verbatim(tmp_path, blocks[0])
