@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -356,9 +357,10 @@ def test_a_default_the_writer_states_is_shown_only_where_the_source_binds_it(
                 "simulator's expert selection method?")
     answerer = CheckedAnswerer(writer, _blocks("python"))
     sources = [_as_prompt(ROUTING)]
+    started = time.perf_counter()
     draft = answerer.draft(question, sources)
     assert draft is not None
-    result = answerer.settle(question, sources, draft)
+    result = answerer.settle(question, draft, None, started)
     assert result.check is not None
     written = renumber_citations(draft.written.text, draft.mapping)
     prose = result.text.partition("[1] `")[0]  # the kept sentences, before the block

@@ -42,7 +42,7 @@ from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import GeneratedAnswer, no_sources
 from ragdb.generate.prompt import PromptSource
-from ragdb.generate.support import FRAME
+from ragdb.generate.support import _TOKEN, FRAME
 from ragdb.input_rules import one_line
 from ragdb.tokenize import STOPWORDS, analyse_terms, split_identifier
 from ragdb.generate.cuts import (
@@ -206,10 +206,6 @@ _TEST_PATH = re.compile(r"(?:^|/)(?:tests?|__tests__|spec|specs|testing|testdata
                         r"(?:^|/)test_[^/]*$|_test\.\w+$|\.(?:test|spec)\.\w+$|Tests?\.\w+$")
 
 
-def is_test(path: str) -> bool:
-    return _TEST_PATH.search(path) is not None
-
-
 @dataclass
 class _Candidate:
     number: int  # 1-based rank
@@ -223,7 +219,7 @@ class _Candidate:
     @property
     def secondary(self) -> str:
         """'test' or 'generated' for code a developer asks about last, else ''."""
-        if is_test(self.source.file_path):
+        if _TEST_PATH.search(self.source.file_path):
             return "test"
         text = self.located.text or self.source.text
         if is_generated_or_minified(self.source.file_path, text) == "generated":
@@ -295,11 +291,7 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
         focus = (max(first, about.first), min(last, about.last))
         if focus[0] > focus[1]:
             focus = (first, last)
-    a, b = region(lines, lo, hi, terms, limit, focus=focus)
-    while a < b and not lines[a].strip():
-        a += 1
-    while b > a and not lines[b].strip():
-        b -= 1
+    a, b = _trimmed(lines, *region(lines, lo, hi, terms, limit, focus=focus), markers=False)
     b = without_lead_in(lines, a, b)
     outer = [i for i in signatures if i < a][-3:]
     heads = [(i + 1, lines[i]) for i in head_lines(lines, outer, cand.located.context)
@@ -387,11 +379,11 @@ def docs_block(cand: _Candidate, lines: list[str], first: int, last: int,
                  cand.located.language, False, label=label)
 
 
-def _trimmed(lines: list[str], a: int, b: int) -> tuple[int, int]:
-    """Lines a..b without the blank lines and snippet section markers (invisible on the
-    rendered page) at their edges; at least one line."""
+def _trimmed(lines: list[str], a: int, b: int, markers: bool = True) -> tuple[int, int]:
+    """Lines a..b without the blank lines at their edges, nor, with `markers` (docs), the
+    snippet section markers (invisible on the rendered page); at least one line."""
     def hidden(line: str) -> bool:
-        return not line.strip() or snippets.is_marker_heading(line)
+        return not line.strip() or (markers and snippets.is_marker_heading(line))
 
     while a < b and hidden(lines[a]):
         a += 1
@@ -419,16 +411,13 @@ def _lines_of(cand: _Candidate) -> tuple[list[str], int, int]:
     return text.split("\n"), first, last
 
 
-_WORD = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
-
-
 def question_words(question: str) -> list[tuple[str, list[str]]]:
     """The words of the question that name what it asks about, once each in order: each with
     its terms (analyse_terms, stemmed as question_terms: an identifier's parts, then the
     parts joined); not stopwords, nor the words that only frame a question ("function",
     "default", "option": support.FRAME), nor single letters."""
     out: dict[str, list[str]] = {}
-    for token in _WORD.findall(question):
+    for token in _TOKEN.findall(question):
         low = token.lower()
         if low in STOPWORDS or low in FRAME or (len(token) < 2 and not token.isdigit()):
             continue

@@ -136,7 +136,7 @@ class CheckedAnswerer:
                                   started)
         if draft is None:  # no block to write from: the answer's notes say why
             return self.blocks.answer(question, sources, on_token)
-        return self.settle(question, sources, draft, gate, started)
+        return self.settle(question, draft, gate, started)
 
     def draft(self, question: str, sources: list[PromptSource], gate: _Gate | None = None
               ) -> Draft | None:
@@ -155,8 +155,8 @@ class CheckedAnswerer:
                                         on_token=gate.feed if gate is not None else None)
         return Draft(alone, shown, mapping, given, written, selected_s)
 
-    def settle(self, question: str, sources: list[PromptSource], draft: Draft,
-               gate: _Gate | None = None, started: float | None = None) -> GeneratedAnswer:
+    def settle(self, question: str, draft: Draft, gate: _Gate | None, started: float
+               ) -> GeneratedAnswer:
         """The kept sentences and then the blocks, or the blocks alone when too little of the
         draft survived the check."""
         written = draft.written
@@ -164,8 +164,6 @@ class CheckedAnswerer:
                                question=question, writer=self.model, in_block_order=True)
         report = checked.report
         report.stopped_at_time_limit = written.stopped_at_time_limit
-        started = started if started is not None else time.perf_counter() - (
-            draft.selected_s + written.total_s)
         alone = replace(draft.alone, prompt_tokens=written.prompt_tokens,
                         new_tokens=written.new_tokens,
                         first_token_s=draft.selected_s + written.first_token_s,
