@@ -21,12 +21,8 @@ are docs pages; a second block from another file joins when the ranking's margin
 (MARGIN). Every block is re-read from its file, and a file that changed since it was indexed
 is not shown (`Located.stale`): the answer says so instead.
 
-Not kept: the variants that lost blind (benchmarks/README.md, "Which answer style?"; their
-code last lived in commit 4efa58b): the rank-1 chunk alone, the best-ranked code chunk alone,
-two chunks of 30 lines each, docs chunks as indexed. Nor a caption above a block (the first
-sentence of its docstring or doc comment, or the sentence introducing its list or table): the
-readers gave the same 120 verdicts with and without it, on the 26 of 250 answers where it made
-a difference.
+Not kept: the variants that lost blind, and a caption above a block, which changed no verdict
+(benchmarks/README.md, "Which answer style?", with the commits their code last lived in).
 """
 
 from __future__ import annotations
@@ -178,7 +174,9 @@ class Block:
             last = number
         if shown and last + 1 != self.start_line:
             shown.append(_elision(self.lines[0]))
-        body = _dedent(shown + self.lines)
+        lines = shown + self.lines
+        width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+        body = "\n".join(x[width:].rstrip() for x in lines)
         fence = "~~~" if "```" in body else "```"
         return f"{fence}{self.language}\n{body}\n{fence}"
 
@@ -193,11 +191,6 @@ class Block:
 def _elision(line: str) -> str:
     """`...` at the indentation of the line after it: lines above the region left out."""
     return line[:len(line) - len(line.lstrip())] + "..."
-
-
-def _dedent(lines: list[str]) -> str:
-    width = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
-    return "\n".join(x[width:].rstrip() for x in lines)
 
 
 # -- which sources --------------------------------------------------------------------------

@@ -126,14 +126,10 @@ class CheckedAnswer:
 # Splitting an answer into units
 
 
-def _masked(text: str) -> str:
-    """Inline code hidden (same length), so its dots and brackets end no sentence."""
-    return INLINE.sub(lambda m: "`" + "x" * (len(m.group()) - 2) + "`", text)
-
-
 def _prose_units(prose: str) -> list[tuple[str, list[int]]]:
     pieces: list[tuple[str, list[int]]] = []
-    masked = _masked(prose)
+    # Inline code hidden (same length), so its dots and brackets end no sentence.
+    masked = INLINE.sub(lambda m: "`" + "x" * (len(m.group()) - 2) + "`", prose)
     for line_match in re.finditer(r"[^\n]+", prose):
         start, end = line_match.span()
         position = start
@@ -243,10 +239,6 @@ def _verbatim(code: str, sources: list[CitedSource]) -> bool:
 
 # --------------------------------------------------------------------------------------------
 # The check
-
-
-def _sentence_key(text: str) -> str:
-    return " ".join(_WORD.findall(CITE.sub(" ", text).lower()))
 
 
 _EMPTY_BLOCK = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(?:[ \t]*\n)*[ \t]*\1[ \t]*$", re.M)
@@ -381,7 +373,7 @@ def _check_sentence(unit: Unit, valid: list[int], invalid: list[int],
                   if invalid else "cites no source")
         _drop(report, text, reason)
         return None
-    key = _sentence_key(text)
+    key = " ".join(_WORD.findall(CITE.sub(" ", text).lower()))
     if key in seen:
         _drop(report, text, "repeats an earlier sentence")
         return None

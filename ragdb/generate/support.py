@@ -155,12 +155,6 @@ def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
     return joined in keys or (len(parts) > 1 and all(p in keys for p in parts))
 
 
-def question_keys(question: str) -> set[str]:
-    """The words of the question, and its identifiers joined (a part of one is no word of
-    the question: `create_from_handle` does not make "handle" asked)."""
-    return {_keys(token)[0] for token in _TOKEN.findall(question)}
-
-
 def _content(token: str) -> bool:
     low = token.lower()
     if low in _VALUE_WORDS:
@@ -187,7 +181,9 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Sup
     """The sentence's own words against `sources` (the text and path of each it cites; a
     path's words count as the source's, but are no line of it)."""
     text = _CITE.sub(" ", sentence)
-    asked = question_keys(question)
+    # The question's words, its identifiers joined (a part of one is no word of the question:
+    # `create_from_handle` does not make "handle" asked).
+    asked = {_keys(token)[0] for token in _TOKEN.findall(question)}
     novel: list[str] = []
     anchors: list[str] = []
     for token in dict.fromkeys(_TOKEN.findall(text)):
