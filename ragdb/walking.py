@@ -248,7 +248,8 @@ class WalkOptions:
         hidden-folder rules judge the resolved target as the walk would judge it there (its
         folders under the root; outside the root, which only --follow-symlinks reaches, its
         own name), so `settings.txt -> .env` is left out as .env is. An --include naming the
-        target's name lets it in, as it does the target."""
+        target's name lets it in, as it does the target: INCLUDED for a file (its content is
+        then not judged either, as the target's is not)."""
         parts = target.relative_to(top).parts if inside(target, top) else (target.name,)
         folders = parts if is_dir else parts[:-1]
         if any(d.startswith(".") and self.skips_folder(d) for d in folders):
@@ -256,7 +257,7 @@ class WalkOptions:
         named = bool(self.include) and _matchers(self.include)(target.name, "/".join(parts))
         if not is_dir and not named and _SECRETS.fullmatch(target.name):
             return SECRETS
-        return ""
+        return INCLUDED if named and not is_dir else ""
 
     def under(self, root: str) -> "WalkOptions":
         """These options for a walk of `root`: an absolute glob (`/home/me/proj/tests/*`, as
@@ -368,9 +369,11 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
         target = link_target(root) if root.is_symlink() else None
         why = "" if target is None else options.link_verdict(
             target, Path(os.path.abspath(root.parent)).resolve(), False)
-        if why:
+        if why and why != INCLUDED:
             scan.skipped.append((root, why))
         else:
+            if why == INCLUDED:
+                scan.included.add(root)
             scan.files.append(root)
         return
     base = Path(os.path.abspath(root))
@@ -465,7 +468,9 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
                 # '*.txt'` must not let in `notes.txt -> id_rsa` (an --include naming the
                 # target does, in link_verdict).
                 why = options.link_verdict(target, top, False)
-                if why:
+                if why == INCLUDED:
+                    verdict = INCLUDED
+                elif why:
                     scan.left_out.append((out / name, why))
                     continue
             if verdict == INCLUDED:
@@ -554,7 +559,19 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions(),
                 f"--exclude {' '.join(map(repr, options.exclude))} leaves no file to index "
                 f"under {root} ({excluded} excluded); nothing was changed")
     scan.files = _unique_files(scan.files)
+    if len(roots) > 1:  # a file under two roots (a root and a subfolder root) is left out once
+        scan.skipped = _unique_reasons(scan.skipped)
+        scan.left_out = _unique_reasons(scan.left_out)
     return scan
+
+
+def _unique_reasons(found: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """Each skipped or left-out path once (by its folder's real path and its name), first
+    reason kept, in the order found."""
+    unique: dict[tuple[str, str], tuple[Path, str]] = {}
+    for path, why in found:
+        unique.setdefault((os.path.realpath(path.parent), path.name), (path, why))
+    return list(unique.values())
 
 
 def _unique_files(files: Sequence[Path]) -> list[Path]:

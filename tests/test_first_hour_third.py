@@ -199,3 +199,16 @@ def test_an_unknown_endpoint_names_the_ones_there_are(tmp_path: Path) -> None:
     assert "README" not in body["error"] and "docs/serving.md" in body["error"]
     for endpoint in ("/-/ragdb/search", "/-/ragdb/answer", "/-/ragdb/status", "/-/ragdb/ask"):
         assert endpoint in body["error"]
+
+
+def test_a_skipped_file_under_two_recorded_roots_is_counted_once(tmp_path: Path) -> None:
+    """`ragdb index .`, then `ragdb index sub` (a subfolder, now a root of its own), then a
+    plain `ragdb index`: the indexed files were counted once, the skipped ones once per root
+    that holds them ('3 files ... 2 skipped (2 may hold secrets)' for one .env)."""
+    _write(tmp_path, {"sub/app.py": "def run():\n    return 1\n", "sub/.env": "A=1\n",
+                      "README.md": "# Project\n"})
+    for args in ((".",), ("sub",), ()):
+        done = run_cli("index", *args, "--no-vectors", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("3 files: 0 indexed, 2 unchanged, 0 removed, 1 skipped "
+                                  "(1 may hold secrets)"), done.stdout
