@@ -323,6 +323,10 @@ class RagDB:
             raise RagdbError(f"{root} is not an indexed root (roots: {shown})")
         with index_lock(conn), write_transaction(conn):
             removed = int(scalar(conn, sql("roots_remove"), {"path": path}) or 0)
+            if removed and isinstance(self.path, Path):
+                # Its files' terms leave the full-text index (an --include may have let a
+                # .env in): FTS5 keeps a deleted row's terms in its segments until a merge.
+                conn.execute(sql("index_fts_optimize"))
             bump_generation(conn)
         return removed
 

@@ -212,3 +212,20 @@ def test_a_skipped_file_under_two_recorded_roots_is_counted_once(tmp_path: Path)
         assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("3 files: 0 indexed, 2 unchanged, 0 removed, 1 skipped "
                                   "(1 may hold secrets)"), done.stdout
+
+
+def test_a_removed_root_leaves_no_trace_of_its_files_in_the_file(tmp_path: Path) -> None:
+    """`ragdb roots --remove secrets` after `ragdb index secrets --include .env`: the rows
+    went, but the .env's terms stayed in the full-text index's segments (rows of
+    chunks_fts_data, which Datasette serves)."""
+    _write(tmp_path, {"secrets/.env": "API_TOKEN=W3tokenmarkRootEnv\n",
+                      "README.md": "# Project\n\nHow to run it.\n"})
+    for args in (("index", "README.md"), ("index", "secrets", "--include", ".env")):
+        done = run_cli(*args, "--no-vectors", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert b"tokenmarkrootenv" in _held(db)
+    removed = run_cli("roots", "--remove", "secrets", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert _indexed(db) == ["README.md"]
+    assert b"tokenmarkrootenv" not in _held(db)
