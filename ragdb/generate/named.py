@@ -1,16 +1,13 @@
-"""The definition the question names, as a block (issue 39; variant `named` of
-benchmarks/bench_blocks.py, not yet the default): blind readers met answers whose first block
-was a header prototype, a sample or a fuzz harness calling the name the question writes, while
-the definition itself ranked lower or not at all (the symbol leg ranks it weakly: heavier
-weights cost docs questions at rank 1). The ranking cannot tell a code question from a docs
-one; the answer can show both: its first block and the named definition."""
+"""The definition the question names, as a block (issue 39; bench_blocks' variant `named`):
+readers met answers showing a prototype, sample or harness that calls the name the question
+writes, not its definition. The ranking cannot tell a code question from a docs one; the
+answer can show both."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragdb.chunking import PROSE_FILE_KINDS
 from ragdb.generate.blocks import MAX_LINES, Block, BlocksAnswerer, Located, _Candidate
@@ -19,33 +16,25 @@ from ragdb.generate.prompt import PromptSource
 from ragdb.resources import sql
 from ragdb.tokenize import written_names
 
-#: Code that shows how to use a definition rather than being it (tests and generated code:
-#: _Candidate.secondary).
+#: Code that shows how to use a definition (tests and generated code: _Candidate.secondary).
 SAMPLE_PATH = re.compile(r"(?:^|/)(?:examples?|samples?|demos?)/|fuzz|harness", re.I)
 
 
-@dataclass(frozen=True)
-class Named:
-    """A definition of a name the question writes: the chunk holding its first line (the
-    answer's source for it) and the line of its name (1-based)."""
-
-    source: PromptSource
-    line: int
+class Named(NamedTuple):
+    source: PromptSource  # the chunk holding the definition's first line
+    line: int  # the line of its name, 1-based
 
 
 def lookup(conn: Any, symbol_max: int) -> Callable[[str], list[Named]]:
-    """The code definitions (functions, methods, classes, types) of a name, by
-    sql/block_named.sql on either engine: none where the name has more than `symbol_max`
-    definitions of any kind (it points at no one, as the symbol leg says); tests, samples and
-    generated code only where nothing else defines it."""
+    """A name's code definitions (sql/block_named.sql, either engine): none where it has more
+    than `symbol_max` of any kind (it points at no one, as the symbol leg says); tests, samples
+    and generated code only where nothing else defines it."""
     def find(name: str) -> list[Named]:
         rows = conn.execute(sql("block_named"), {"name": name, "limit": symbol_max}).fetchall()
-        found = [Named(PromptSource(str(path), int(a), int(b), int(s), int(e), str(text)),
-                       int(line))
-                 for path, kind, a, b, s, e, text, line, total in rows
+        found = [Named(PromptSource(str(p), int(a), int(b), int(s), int(e), str(t)), int(n))
+                 for p, kind, a, b, s, e, t, n, total in rows
                  if int(total) <= symbol_max and str(kind) not in PROSE_FILE_KINDS]
-        plain = [n for n in found if not secondary(n.source.file_path, n.source.text)]
-        return plain or found
+        return [d for d in found if not secondary(d.source.file_path, d.source.text)] or found
     return find
 
 
@@ -65,22 +54,19 @@ def shows(block: Block, named: Named) -> bool:
 def with_named(answerer: BlocksAnswerer, find: Callable[[str], list[Named]], question: str,
                sources: Sequence[PromptSource], blocks: list[Block]
                ) -> tuple[list[Block], list[PromptSource]]:
-    """`blocks` with the definition of the first name the question writes (written_names)
-    that no block shows, cut as any code block (MAX_LINES), numbered as its chunk's rank or
-    after the sources: first where the first block is code that only uses the name (it
-    writes the name, or lies in a test or sample), else last; at most one. The sources
-    (one more where its chunk was not retrieved)."""
-    out = list(sources)
+    """`blocks` and the definition of the first name the question writes that no block shows,
+    cut as the first slot cuts code, [n] its chunk's rank or after the sources (one more):
+    first where the first block is code that only uses the name, else last. At most one."""
+    def key(s: PromptSource) -> tuple[str, int, int]:
+        return s.file_path, s.first, s.last
+    ranks = {key(s): n for n, s in enumerate(sources, 1)}
     for name in written_names(question):
         defined = find(name)
         if not defined or any(shows(b, d) for b in blocks for d in defined):
-            continue  # no code definition, or one of them already shown
-        ranks = {(s.file_path, s.first, s.last): n for n, s in enumerate(sources, 1)}
-        best = min(defined, key=lambda d: ranks.get(
-            (d.source.file_path, d.source.first, d.source.last), len(sources) + 1))
-        key = (best.source.file_path, best.source.first, best.source.last)
-        number = ranks.get(key, len(sources) + 1)
-        source = sources[number - 1] if key in ranks else best.source
+            continue
+        best = min(defined, key=lambda d: ranks.get(key(d.source), len(sources) + 1))
+        number = ranks.get(key(best.source), len(sources) + 1)
+        source = sources[number - 1] if number <= len(sources) else best.source
         located = answerer.locate(source)
         if located.stale or located.text is None:
             continue
@@ -89,11 +75,10 @@ def with_named(answerer: BlocksAnswerer, find: Callable[[str], list[Named]], que
         if not shows(block, best):
             continue
         block.rule = f"the definition of `{name}`, which the question writes" + block.rule
-        if key not in ranks:
-            out.append(source)
         first = blocks[0] if blocks else None
         uses = first is not None and first.code and (
             secondary(first.path, "\n".join(first.lines))
             or re.search(rf"\b{re.escape(name)}\b", "\n".join(first.lines)) is not None)
-        return ([block, *blocks] if uses else [*blocks, block]), out
-    return blocks, out
+        return ([block, *blocks] if uses else [*blocks, block]), [
+            *sources, *([source] if number > len(sources) else [])]
+    return blocks, list(sources)
