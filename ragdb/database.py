@@ -86,6 +86,7 @@ from ragdb.walking import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
     WalkOptions,
+    check_absolute_globs,
     check_roots,
     distinct_roots,
     stored_glob,
@@ -221,6 +222,7 @@ class RagDB:
         follow_symlinks: bool = False,
         wait: bool = False,
         on_wait: Callable[[], None] | None = None,
+        recorded: bool = False,
     ) -> IndexResult:
         """Bring rag.db in step with the files under `roots` (creating it if needed).
 
@@ -238,7 +240,8 @@ class RagDB:
 
         One run at a time per rag.db, whatever the door: while another runs, this one is
         refused with IndexRunningError ("another index run is in progress"), or with `wait`
-        waits for it to end (`on_wait` is told once).
+        waits for it to end (`on_wait` is told once). `recorded`: the roots and options are
+        the recorded ones (an absolute glob outside them is then not refused: the folder moved).
         """
         if not roots:
             return self._reindex_recorded(
@@ -253,6 +256,8 @@ class RagDB:
         options = WalkOptions(include=tuple(include), exclude=tuple(exclude), ignore=ignore,
                               hidden=hidden, follow_symlinks=follow_symlinks)
         check_roots(paths)  # fail on a bad root before creating rag.db
+        if not recorded:
+            check_absolute_globs(paths, options)
         if self._conn is None:
             self._conn = connect(self.path, create=True, into_existing=into_existing)
         if max_chunk_size is None:
@@ -282,7 +287,8 @@ class RagDB:
         for options, paths in groups.items():
             done = self.index(paths, include=options.include, exclude=options.exclude,
                               ignore=options.ignore, hidden=options.hidden,
-                              follow_symlinks=options.follow_symlinks, **kwargs)
+                              follow_symlinks=options.follow_symlinks, recorded=True,
+                              **kwargs)
             if result is not None:
                 done.stats = _add_stats(result.stats, done.stats)
                 done.roots = result.roots + done.roots

@@ -565,6 +565,27 @@ def scan_roots(roots: Sequence[Path], options: WalkOptions = WalkOptions(),
     return scan
 
 
+def check_absolute_globs(roots: Sequence[Path], options: WalkOptions) -> None:
+    """An absolute --include or --exclude (`$PWD/tests/*`) names files under a root
+    (WalkOptions.under); one given with roots that lies under none of them would name nothing,
+    silently (a typo, another checkout): refused in one line before anything is written.
+    (Recorded with a root that moved since, it names nothing, and the re-index goes on.)"""
+    folders = [str(root) for root in roots if os.path.isdir(root)]
+    for option, globs in (("--include", options.include), ("--exclude", options.exclude)):
+        for glob in globs:
+            if not glob.startswith("/") or not folders:
+                continue
+            parts = glob.rstrip("/").split("/")
+            fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")),
+                         len(parts))
+            prefix = "/".join(parts[:fixed]) or "/"
+            if all(stored_under(prefix, folder) is None for folder in folders):
+                raise RagdbError(
+                    f"{option} {glob} lies outside the folders indexed "
+                    f"({', '.join(map(str, folders))}): it would name no file; give a path "
+                    "under one of them, or a glob relative to it")
+
+
 def _unique_reasons(found: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
     """Each skipped or left-out path once (by its folder's real path and its name), first
     reason kept, in the order found."""

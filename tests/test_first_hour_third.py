@@ -39,6 +39,13 @@ def test_an_absolute_exclude_or_include_is_read_under_the_root(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     db = tmp_path / "data" / "processed" / "rag.db"
     assert _indexed(db) == ["proj/poetry.lock", "proj/src/app.py", "proj/src/setup.py"]
+    # One that lies outside the root names nothing: refused, nothing changed.
+    before = index_rows(db)
+    outside = run_cli("index", "proj", "--no-vectors", "--exclude", f"{tmp_path}/other/*.py",
+                      cwd=tmp_path)
+    assert outside.returncode == 1 and "lies outside the folders indexed" in outside.stderr
+    assert len(outside.stderr.strip().splitlines()) == 1, outside.stderr
+    assert index_rows(db) == before
     # Re-indexing the recorded root walks with the same (absolute) globs.
     (proj / "tests" / "test_more.py").write_text("def test_more():\n    pass\n")
     again = run_cli("index", "--no-vectors", cwd=tmp_path)
