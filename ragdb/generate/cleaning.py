@@ -57,9 +57,9 @@ def _normalise_prose_citations(text: str, n_sources: int) -> str:
 
     def paren(match: re.Match[str]) -> str:
         numbers = _citation_numbers(match.group("nums"), n_sources)
-        if not numbers or len(numbers) != len(re.findall(r"\d+", match.group("nums"))):
+        if len(numbers) != len(re.findall(r"\d+", match.group("nums"))):
             return match.group(0)  # "(2020)" or a list marker, not a citation
-        return match.group("ws") + "".join(f"[{n}]" for n in numbers)
+        return as_brackets(match)
 
     def word(match: re.Match[str]) -> str:
         numbers = _citation_numbers(match.group("nums"), n_sources)

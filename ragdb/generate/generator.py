@@ -302,13 +302,13 @@ class Generator(Writer):
             stream.first_at = started + float(metrics.get_ttft().mean) / 1000.0
 
 
-def cited_sentences_regex(n_sources: int, max_units: int = 3) -> str:
-    """What the writer may write: one to `max_units` sentences (issue 39: the writer narrates
-    in one to three over the blocks shown beneath), each ending with [n] of a given source
-    next to its full stop, before or after it (several may follow each other). No code: the
-    answer's code is the blocks', and written code would only be dropped by the check. Allowing
-    only one order of stop and citation made the model, stopped at '.', run on into '.Human:'
-    or stop: measured on 12 public questions, 10 answers fell back to passages.
+def cited_sentences_regex(n_sources: int) -> str:
+    """What the writer may write: one to three sentences (issue 39: the writer narrates over
+    the blocks shown beneath), each ending with [n] of a given source next to its full stop,
+    before or after it (several may follow each other). No code: the answer's code is the
+    blocks', and written code would only be dropped by the check. Allowing only one order of
+    stop and citation made the model, stopped at '.', run on into '.Human:' or stop: measured
+    on 12 public questions, 10 answers fell back to passages.
 
     Inside a sentence '.', '!' and '?' may only be followed by more of the word (`vllm.LLM`,
     0.9): the model can end a sentence only by citing. Brackets appear only in citations.
@@ -323,4 +323,4 @@ def cited_sentences_regex(n_sources: int, max_units: int = 3) -> str:
     text = f"({word}|{other}|[.!?]{after_stop}|`[ -\\x5f\\x61-\\x7e]+`)+"
     end = f"( ?{cite}({cite})*[.!?:]|[.!?:] ?{cite}({cite})*)"
     sentence = text + end
-    return f"{sentence}(( |\n|\n\n){sentence}){{0,{max_units - 1}}}"
+    return f"{sentence}(( |\n|\n\n){sentence}){{0,2}}"

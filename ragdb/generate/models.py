@@ -94,13 +94,8 @@ def writer_model(models_dir: Path) -> ResolvedModel:
                      "(or uv sync --extra writer), then run `ragdb models install writer`")
 
 
-def resolve_model(
-    model: str | None,
-    models_dir: Path,
-    *,
-    allow_download: bool = True,
-    warn: Callable[[str], None],
-) -> ResolvedModel:
+def resolve_model(model: str | None, models_dir: Path, *, warn: Callable[[str], None]
+                  ) -> ResolvedModel:
     """Turn a --model value (or None for the default) into a model on disk.
 
     Only the default model falls back to the offline one; a model the user named must load or
@@ -117,7 +112,7 @@ def resolve_model(
     if endpoint is not None:
         return endpoint
     if spec.startswith("convert:"):
-        return _converted_model(spec[len("convert:"):].strip(), models_dir, allow_download)
+        return _converted_model(spec[len("convert:"):].strip(), models_dir)
     local = Path(spec).expanduser()
     if local.exists():
         return _local_model(local)
@@ -130,7 +125,7 @@ def resolve_model(
     if folder.exists():
         _check_ir_folder(folder, hint=f"delete {folder} to download it again")
         return ResolvedModel(folder, name)
-    reason = "downloads are turned off" if not allow_download else _hub_unreachable_reason()
+    reason = _hub_unreachable_reason()
     if reason is None:
         try:
             _download(repo, folder)
@@ -312,7 +307,7 @@ def _download(repo: str, folder: Path) -> None:
     os.replace(partial, folder)
 
 
-def _converted_model(source: str, models_dir: Path, allow_download: bool) -> ResolvedModel:
+def _converted_model(source: str, models_dir: Path) -> ResolvedModel:
     """Convert original weights with optimum-intel (the optional `convert` extra)."""
     if not source:
         raise RagdbError("convert: needs a model, e.g. --model convert:Qwen/Qwen3-0.6B")
@@ -328,7 +323,7 @@ def _converted_model(source: str, models_dir: Path, allow_download: bool) -> Res
             "(or use the pre-converted default model)"
         )
     if not Path(source).exists():
-        reason = "downloads are turned off" if not allow_download else _hub_unreachable_reason()
+        reason = _hub_unreachable_reason()
         if reason is not None:
             raise RagdbError(f"cannot convert {source}: {reason}")
     partial = folder.with_name(folder.name + ".partial")

@@ -80,7 +80,6 @@ class RemoteGenerator(Writer):
         if resolved.endpoint is None:
             raise RagdbError(f"{resolved.name} is not an endpoint")
         super().__init__()
-        self.resolved = resolved
         self.base = resolved.endpoint
         self.served_model = resolved.served_model
         self.model = resolved.name
@@ -204,8 +203,7 @@ class _Events:
                 "temperature": 0, "max_tokens": DEFAULT_MAX_NEW_TOKENS}
         reply = owner.request("POST", "/chat/completions", body, self.started)
         try:
-            kind = (reply.response.getheader("Content-Type") or "").split(";")[0]
-            kind = kind.strip().lower()
+            kind = (reply.response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if kind == "text/html":
                 raise ModelUnavailable(_not_the_api(owner.base))
             if kind == "application/json":  # a server that does not stream: the whole answer
@@ -411,11 +409,11 @@ def _not_the_api(base: str) -> str:
             "URL (it usually ends in /v1)")
 
 
-def _shown(text: str, width: int = 120) -> str:
+def _shown(text: str) -> str:
     """Text for a one-line message: whitespace collapsed, control characters escaped, cut."""
     flat = " ".join(text.split())
     flat = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in flat)
-    return flat if len(flat) <= width else flat[:width - 3] + "..."
+    return flat if len(flat) <= 120 else flat[:117] + "..."
 
 
 def _os_reason(exc: BaseException) -> str:
