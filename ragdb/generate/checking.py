@@ -221,8 +221,7 @@ def _member(part: str, text: str) -> bool:
 
 def _unsupported_tokens(prose: str, sources: list[CitedSource], question: str = ""
                         ) -> list[str]:
-    prose = _LIST_MARKER.sub("", INLINE.sub(" ", prose))
-    prose = CITE.sub(" ", prose)
+    prose = CITE.sub(" ", _LIST_MARKER.sub("", INLINE.sub(" ", prose)))
     found = []
     for match in _CHECKABLE.finditer(prose):
         token = match.group()
@@ -287,9 +286,8 @@ def check_answer(answer: str, sources: list[CitedSource], *, question: str = "",
             continue  # a citation or a mark on its own line: nothing was claimed
         report.sentences += 1
         invalid = [n for n in unit.cites if n not in by_number]
-        for n in invalid:
-            if n not in report.removed_citations:
-                report.removed_citations.append(n)
+        report.removed_citations += [n for n in dict.fromkeys(invalid)
+                                     if n not in report.removed_citations]
         valid = list(dict.fromkeys(n for n in unit.cites if n in by_number))
         if unit.kind == "code":
             _drop(report, unit.text, WRITTEN_CODE)
@@ -402,10 +400,8 @@ NOTHING_NEW = "says nothing the question did not"
 def _recite(text: str, old: list[int], new: int) -> str:
     """The sentence citing [new] where it cited the numbers in `old` (once, at its end)."""
     stripped = re.sub(r"[ \t]*\[(\d{1,3})\]", lambda m: "" if int(m.group(1)) in old
-                      else m.group(0), text)
-    stripped = stripped.rstrip()
-    stop = re.search(r"[.!?:]$", stripped)
-    if stop:
+                      else m.group(0), text).rstrip()
+    if re.search(r"[.!?:]$", stripped):
         return stripped[:-1] + f" [{new}]" + stripped[-1]
     return stripped + f" [{new}]"
 

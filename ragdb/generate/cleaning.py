@@ -244,8 +244,7 @@ def clean_answer(raw: str, n_sources: int, *, truncated: bool = False) -> tuple[
     Returns the text and the sorted numbers of the sources it cites. No citation is ever
     added: an answer that cites nothing comes back with an empty list.
     """
-    text = _strip_special_tokens(strip_think(raw))
-    text = text.strip()
+    text = _strip_special_tokens(strip_think(raw)).strip()
     text = re.sub(r"^(?:answer|response)\s*:\s*", "", text, flags=re.IGNORECASE)
     cut, _ = repetition_cut(text)
     # A loop cut inside a sentence leaves half a sentence; one cut between sentences or lines
