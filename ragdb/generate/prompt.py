@@ -117,8 +117,8 @@ def cap_question(question: str, count_tokens: Callable[[str], int], cap: int) ->
 
 
 def _longest(count: int, fits: Callable[[int], bool]) -> int:
-    """The largest n <= count for which fits(n) holds (fits(0) is taken to), fits being
-    monotone: a binary search."""
+    """The largest n in 0..count with fits(n), for a `fits` that holds up to some n and no
+    further (a binary search; fits(0) is never asked)."""
     low, high = 0, count  # invariant: fits(low)
     while low < high:
         middle = (low + high + 1) // 2
