@@ -8,10 +8,10 @@ the default's docs cut (cuts.WHOLE_SECTION_LINES); the cut it replaced last live
 57231af. `halves` (a second block for the clause of a two-part question the first leaves out)
 and `leads` (a docs block cut from a longer passage started with what it points back at) won
 too and are in the default (blocks.HALVES_SHARE, cuts.with_lead); as variants they last lived
-in commit 6fee578. Their saved answers and verdicts (READINGS) stay what `report` reads, and
-`answer` now answers with `blocks` (the default, no model), `named` (the default and the definition
-the question names: NAMED) and `writer` (the offline writer narrating over the default
-blocks).
+in commit 6fee578. `named` (the definition a question names, ragdb/generate/named.py) won too
+and is in the default; as a variant it last lived in commit 371b866. Their saved answers and
+verdicts (READINGS) stay what `report` reads, and `answer` now answers with `blocks` (the
+default, no model) and `writer` (the offline writer narrating over the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -30,7 +30,7 @@ Readers (benchmarks/GRADER_BRIEF.md) write `verdicts_NAME.json`: a list of {"id"
 variants through key.json and tallies each variant per set and kind, with sign tests against
 `extractive` on the questions both were judged on.
 
-`cover` is a mechanical check of the default blocks (or `--variant named`), no reader: the
+`cover` is a mechanical check of the default blocks, no reader: the
 share of answers whose shown lines overlap the reference span, and the share of the
 reference's lines shown (per set and kind). Rules are chosen on `--tuning` questions
 (common.tuning_questions), never on the sample.
@@ -42,7 +42,7 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant named]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
         --out FOLDER
@@ -68,18 +68,15 @@ from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, Asked, accept_sample,
                                tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
-from ragdb.generate import named
-from ragdb.generate.blocks import BlocksAnswerer
-from ragdb.generate.prompt import prompt_source
-from ragdb.retrieve import Hit, Mode, SearchParams
-from ragdb.source_files import SourceFiles
+from ragdb.retrieve import Hit, Mode
 
 OUT = BENCH_DIR / "blocks"
 #: The saved blind readings `report --out FOLDER` tallies: the variants on repos2 and repos3
 #: (OUT), the default and `two` on repos4, the writer against the default on repos4, and
 #: whole sections against the default on repos4's docs questions and on the sample's docs
 #: questions whose answer they changed, the answers MkDocs snippets changed (`compare`), and
-#: the sample answers `halves` and `leads` changed (`compare`).
+#: the sample answers `halves` and `leads` changed, and those `named` and its fixes changed
+#: (`compare`).
 READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blocks4s",
             BENCH_DIR / "blocks_sdocs", BENCH_DIR / "blocks_snip", BENCH_DIR / "blocks4wq",
             BENCH_DIR / "blocks5", BENCH_DIR / "blocks_cover2", BENCH_DIR / "blocks_leads2",
@@ -88,18 +85,13 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks3w_wordq",  # ... and with the word-level check alone
             BENCH_DIR / "blocks5c",  # repos5: the default before and after halves and leads
             BENCH_DIR / "blocks5f",  # repos5: as read (blocks5) and after the callers fix
-            BENCH_DIR / "blocks_named")  # sample and repos5: the answers `named` changed
+            BENCH_DIR / "blocks_named",  # sample and repos5: the answers `named` changed
+            BENCH_DIR / "blocks_namedf")  # ... and the answers its three fixes changed
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
-#: The default, and the definition of a name the question writes (tokenize.written_names:
-#: a function, method, class or type in code, the name defined at most symbol_max times)
-#: where no block shows its name line: first where the first block is code that only uses
-#: the name, else after the others (ragdb/generate/named.py; issue 39). No door of ragdb
-#: makes it yet.
-NAMED = "named"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, NAMED, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -182,22 +174,9 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
 
 
 def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int) -> Answer:
-    """`variant`'s answer from the hits, as RagDB makes it: the blocks or the writer; for
-    named, the blocks answerer's blocks with named.with_named's block."""
-    if variant != NAMED:
-        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
-                               style="generate" if variant == WRITER else "extractive")
-    started = time.perf_counter()
-    files = SourceFiles(rag.conn)
-    answerer = BlocksAnswerer(files, files.included)
-    sources = [prompt_source(h) for h in hits]
-    blocks, notes = answerer.build(question, sources)
-    find = named.lookup(rag.conn, SearchParams().symbol_max)
-    blocks, sources = named.with_named(answerer, find, question, sources, blocks)
-    result = answerer.shown_answer(blocks, notes, sources, started)
-    return Answer(question, k, Mode.hybrid, hits, result.text, list(result.cited), result.model,
-                  list(result.sources), {"total_s": round(result.total_s, 3)},
-                  style="extractive", shown=result.shown)
+    """`variant`'s answer from the hits, as RagDB makes it: the blocks or the writer."""
+    return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                           style="generate" if variant == WRITER else "extractive")
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -279,7 +258,7 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
 
 
 def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS) -> None:
-    """Per set and kind: the share of `variant`'s answers (blocks or named) whose shown
+    """Per set and kind: the share of `variant`'s answers whose shown
     lines overlap the reference span, the share of the reference's lines shown (mean: a
     passage cut before the part that answers overlaps, but shows little of it), and the lines
     shown (median)."""
@@ -368,8 +347,6 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, NAMED),
-                        help="cover: the answers measured")
     parser.add_argument("--before", type=Path, help="compare: the saved answers before")
     parser.add_argument("--after", type=Path, help="compare: the saved answers after")
     args = parser.parse_args()
@@ -385,7 +362,7 @@ def main() -> None:
             raise SystemExit("compare needs --before and --after (two answers_*.json files)")
         compare(args.before, args.after, args.out)
     elif args.action == "cover":
-        cover(sets, args.kind, args.k, args.tuning, args.variant)
+        cover(sets, args.kind, args.k, args.tuning)
     else:
         report(args.out)
 

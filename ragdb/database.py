@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ from ragdb.db import generation as index_generation
 from ragdb.embedder import Embedder
 from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
+from ragdb.generate import named
 from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.generate.generator import (
     NO_SOURCES_ASKED_MESSAGE, NO_SOURCES_MESSAGE, Generator, time_limit_from_env,
@@ -67,6 +69,7 @@ from ragdb.retrieve import (
     Hit,
     Mode,
     Searcher,
+    SearchParams,
     index_is_empty,
     search_results,
     source_span,
@@ -555,7 +558,8 @@ class RagDB:
         over those blocks, checked, the offline SmolLM2 too: a sentence that fails the check is
         never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
         files = SourceFiles(self.conn)  # each file read once by it
-        blocks = BlocksAnswerer(files, files.included)
+        blocks = BlocksAnswerer(files, files.included, partial(
+            named.with_named, find=named.Lookup(self.conn, SearchParams().symbol_max)))
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)

@@ -3,7 +3,9 @@
 -- part of the qualified name) is :name, each with the chunk holding its first line (the
 -- answer's source for it) and the line of its name; at most :limit, in path order; with the
 -- count of the definitions of any kind bearing the name (total: a name defined more than
--- SearchParams.symbol_max times points at no one definition, as the symbol leg says).
+-- SearchParams.symbol_max times points at no one definition, as the symbol leg says). Only
+-- in files under :project (a stored path prefix; '' for any): where the index holds several
+-- projects (sql/search_projects.sql), another repository's `merge()` is not this one's.
 SELECT f.path, f.kind, c.first_char, c.last_char, c.start_line, c.end_line, c.text,
        s.start_line, (SELECT count(*) FROM symbols AS o WHERE o.name = :name) AS total
 FROM symbols AS s
@@ -11,5 +13,6 @@ JOIN files AS f ON f.id = s.file_id
 JOIN chunks AS c ON c.id = s.chunk_id
 WHERE s.name = :name
   AND s.kind IN ('function', 'method', 'class', 'struct', 'interface', 'trait', 'type', 'enum')
+  AND (:project = '' OR substr(f.path, 1, length(:project) + 1) = :project || '/')
 ORDER BY f.path, s.first_char, s.id
 LIMIT :limit;

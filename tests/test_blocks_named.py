@@ -1,7 +1,8 @@
 """The variant `named` of the blocks answer (issue 39, ragdb/generate/named.py): a question
 that writes a name defined in the code gets that definition as a block, verbatim at its lines,
 where no block shows it; first where the first block only uses the name (a sample, a test, a
-caller), else after the others; at most one; on rag.db and on PostgreSQL."""
+caller, and shows no definition of another name the question writes), else after the others;
+at most one; never a test's, a sample's or another repository's; on rag.db and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -30,10 +31,12 @@ DEMO = (
     "    found = match_route(ROUTES, '/users/7')\n"
     "    print('route for /users/7:', found)\n"
 )
-FAKE = "def match_route(routes, path):\n    return routes[0]\n"
+FAKE = ("def match_route(routes, path):\n    return routes[0]\n\n\n"
+        "def fake_routes():\n    return []\n")
 GUIDE = "# Routing\n\nRoutes are tried in order; the first whose pattern matches wins.\n"
+# README.md: a root holding files of its own is one project (sql/search_projects.sql).
 FILES = {"src/router.py": ROUTER, "examples/demo.py": DEMO, "tests/fakes.py": FAKE,
-         "docs/routing.md": GUIDE}
+         "docs/routing.md": GUIDE, "README.md": "# Router\n"}
 QUESTION = "Which route does `match_route` pick when two patterns match the path?"
 
 
@@ -44,18 +47,18 @@ def _index(tmp_path: Path, db: str = "rag.db") -> str:
     return str(tmp_path / db) if db == "rag.db" else db
 
 
-def _answer(rag: RagDB, only: str, symbol_max: int = 5
+def _answer(rag: RagDB, only: str, symbol_max: int = 5, question: str = QUESTION
             ) -> tuple[list[Block], list[PromptSource], list[PromptSource]]:
     """The blocks over the hits of `only` (a ranking where the definition was not retrieved),
     with the named definition's block: (blocks, sources before, sources after)."""
-    hits = [h for h in rag.search(QUESTION, 10, Mode.lexical) if h.file_path.endswith(only)]
+    hits = [h for h in rag.search(question, 10, Mode.lexical) if h.file_path.endswith(only)]
     assert hits
     sources = [prompt_source(h) for h in hits]
     files = SourceFiles(rag.conn)
     answerer = BlocksAnswerer(files, files.included)
-    blocks, _ = answerer.build(QUESTION, sources)
-    shown, after = named.with_named(answerer, named.lookup(rag.conn, symbol_max), QUESTION,
-                                    sources, blocks)
+    blocks, _ = answerer.build(question, sources)
+    shown, after = named.with_named(answerer, question, sources, blocks,
+                                    named.Lookup(rag.conn, symbol_max))
     return shown, sources, after
 
 
@@ -67,7 +70,7 @@ def _verbatim(tmp_path: Path, block: Block) -> None:
 def test_the_definition_comes_first_after_a_sample_that_calls_it(tmp_path: Path) -> None:
     with RagDB(_index(tmp_path), use_cache=False) as rag:
         # Defined twice, once in a test's fake: the source's definition alone is looked up.
-        (found,) = named.lookup(rag.conn, 5)("match_route")
+        (found,) = named.Lookup(rag.conn, 5)("match_route")
         assert found.source.file_path == "proj/src/router.py" and found.line == 4
         blocks, before, after = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
@@ -92,9 +95,33 @@ def test_after_a_docs_block_and_never_twice(tmp_path: Path) -> None:
         assert [b.path for b in blocks] == ["proj/examples/demo.py"] and after == before
 
 
+def test_never_a_tests_nor_another_repositorys(tmp_path: Path) -> None:
+    # A name only a test defines gets no block (greenlet's `switch()` got a test's first).
+    with RagDB(_index(tmp_path), use_cache=False) as rag:
+        assert named.Lookup(rag.conn, 5)("fake_routes") == []
+    # One root holding two repositories: only the first block's repository's definition.
+    write_corpus(tmp_path / "repos", {f"{r}/{p}": text for r in ("app", "other")
+                                      for p, text in FILES.items()})
+    assert run_cli("index", "repos", "--db", "two.db", "--no-vectors",
+                   cwd=tmp_path).returncode == 0
+    with RagDB(tmp_path / "two.db", use_cache=False) as rag:
+        find = named.Lookup(rag.conn, 5)
+        assert len(find("match_route")) == 2
+        (found,) = find("match_route", "repos/app/examples/demo.py")
+        assert found.source.file_path == "repos/app/src/router.py"
+
+
+def test_a_first_block_defining_another_written_name_stays_first(tmp_path: Path) -> None:
+    # The demo defines `main`, which the question writes: it is what was asked about.
+    asked = "What does `main` print after `match_route` picks the route for /users/7?"
+    with RagDB(_index(tmp_path), use_cache=False) as rag:
+        blocks, _, _ = _answer(rag, "examples/demo.py", question=asked)
+    assert [b.path for b in blocks] == ["proj/examples/demo.py", "proj/src/router.py"]
+
+
 def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     with RagDB(_index(tmp_path, pg_url), use_cache=False) as rag:
-        (found,) = named.lookup(rag.conn, 5)("match_route")
+        (found,) = named.Lookup(rag.conn, 5)("match_route")
         assert found.source.file_path == "proj/src/router.py" and found.line == 4
         blocks, _, _ = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]

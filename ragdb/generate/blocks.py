@@ -134,6 +134,10 @@ Locate = Callable[[PromptSource], Located]
 #: (the including file, a path it names) -> (the indexed file's path, its text as indexed, its
 #: language), or None: where a docs page's snippet include (MkDocs' `--8<--`) leads.
 Include = Callable[[str, list[str]], tuple[str, str, str] | None]
+#: (answerer, question, sources, blocks) -> the blocks with the definition the question names,
+#: and the sources they number (generate/named.py's with_named, given by RagDB.answerer).
+AddNamed = Callable[["BlocksAnswerer", str, Sequence[PromptSource], list["Block"]],
+                    tuple[list["Block"], list[PromptSource]]]
 
 
 @dataclass
@@ -460,9 +464,11 @@ class BlocksAnswerer:
 
     model = BLOCKS_NAME
 
-    def __init__(self, locate: Locate, include: Include | None = None) -> None:
+    def __init__(self, locate: Locate, include: Include | None = None,
+                 named: AddNamed | None = None) -> None:
         self.locate = locate
         self.include = include
+        self.named = named
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -586,8 +592,18 @@ class BlocksAnswerer:
         started = time.perf_counter()
         if not sources:
             return no_sources(self.model)
-        blocks, notes = self.build(question, sources)
+        blocks, notes, sources = self.chosen(question, sources)
         return self.shown_answer(blocks, notes, sources, started, on_token)
+
+    def chosen(self, question: str, sources: Sequence[PromptSource]
+               ) -> tuple[list[Block], list[str], list[PromptSource]]:
+        """build's blocks and notes, with `named`'s block (the definition the question names),
+        and the sources they number (one more where that definition was not retrieved)."""
+        blocks, notes = self.build(question, sources)
+        if self.named is None:
+            return blocks, notes, list(sources)
+        blocks, shown = self.named(self, question, sources, blocks)
+        return blocks, notes, shown
 
     def shown_answer(self, blocks: Sequence[Block], notes: Sequence[str],
                      sources: list[PromptSource], started: float,

@@ -143,7 +143,7 @@ class CheckedAnswerer:
         """The writer's sentences over the blocks, streamed through `gate` (None where no
         block can be shown)."""
         started = time.perf_counter()
-        blocks, notes = self.blocks.build(question, sources)
+        blocks, notes, sources = self.blocks.chosen(question, sources)
         if not blocks:
             return None
         alone = self.blocks.shown_answer(blocks, notes, sources, started)
