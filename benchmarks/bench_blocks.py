@@ -302,31 +302,36 @@ RANK = {"yes": 2, "partly": 1, "no": 0}
 
 
 def report(out: Path = OUT) -> None:
-    """The readers' verdicts mapped back to variants, tallied per set and kind."""
+    """The readers' verdicts mapped back to variants, tallied per set and kind over every
+    reading (one verdicts file a reader; a question two readers read counts twice); each
+    variant against `before` where the key has one (a rule read on the answers it changed),
+    else against `extractive`, paired within a reader."""
     key = json.loads((out / "key.json").read_text())
     sets = {r["id"]: (set_group(r["set"]), r["kind"])
             for path in out.glob("answers_*.json") for r in json.loads(path.read_text())}
-    verdicts: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(out.glob("verdicts_*.json")):
-        for v in json.loads(path.read_text()):
-            verdicts[(v["id"], key[v["id"]][v["letter"]])] = v
+    base_variant = ("before" if any("before" in k.values() for k in key.values())
+                    else "extractive")
     groups: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(list))
-    for (qid, variant), v in verdicts.items():
-        group, kind = sets.get(qid, ("?", "?"))
-        for g in ((group, kind), ("all", kind), ("all", "all")):
-            groups[g][variant].append({**v, "variant": variant})
+    for path in sorted(out.glob("verdicts_*.json")):
+        for v in json.loads(path.read_text()):
+            variant = key[v["id"]][v["letter"]]
+            group, kind = sets.get(v["id"], ("?", "?"))
+            for g in ((group, kind), ("all", kind), ("all", "all")):
+                groups[g][variant].append({**v, "reading": (path.stem, v["id"])})
     print("| set | kind | variant | n | exam rule | satisfied y / p / n | unsupported | "
-          "better / worse than extractive (sign test p) |\n|---|---|---|---|---|---|---|---|")
+          f"better / worse than {base_variant} (sign test p) |\n"
+          "|---|---|---|---|---|---|---|---|")
     for (group, kind), by_variant in sorted(groups.items()):
-        base = {v["id"]: RANK[v["satisfied"]] for v in by_variant.get("extractive", [])}
+        base = {v["reading"]: RANK[v["satisfied"]] for v in by_variant.get(base_variant, [])}
         for variant, rows in sorted(by_variant.items()):
             n = len(rows)
             sat = [sum(r["satisfied"] == s for r in rows) for s in ("yes", "partly", "no")]
-            paired = [(RANK[r["satisfied"]], base[r["id"]]) for r in rows if r["id"] in base]
+            paired = [(RANK[r["satisfied"]], base[r["reading"]]) for r in rows
+                      if r["reading"] in base]
             better = sum(a > b for a, b in paired)
             worse = sum(a < b for a, b in paired)
-            versus = ("" if variant == "extractive"
+            versus = ("" if variant == base_variant
                       else f"{better} / {worse} (p = {sign_test(better, worse):.3f})")
             print(f"| {group} | {kind} | {variant} | {n} | "
                   f"{sum(bool(r['exam']) for r in rows) / n:.0%} | {sat[0]} / {sat[1]} / "
