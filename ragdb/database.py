@@ -559,8 +559,7 @@ class RagDB:
         never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
         files = SourceFiles(self.conn)  # each file read once by it
         blocks = BlocksAnswerer(files, files.included, partial(
-            named.with_named, find=named.Lookup(self.conn, SearchParams().symbol_max)),
-            lambda question: self.searcher.named_projects(question))
+            named.with_named, find=named.Lookup(self.conn, SearchParams().symbol_max)))
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)

@@ -246,22 +246,15 @@ def first_choice(question: str, candidates: Sequence[_Candidate]
     return chosen, rule, ""
 
 
-def inside(path: str, projects: Sequence[str]) -> bool:
-    """Whether a file lies in one of `projects` (stored path prefixes; none: any file)."""
-    return not projects or any(path.startswith(f"{p}/") for p in projects)
-
-
-def choose(question: str, candidates: Sequence[_Candidate], within: Sequence[str] = ()
+def choose(question: str, candidates: Sequence[_Candidate]
            ) -> tuple[list[tuple[_Candidate, str]], str]:
     """The sources shown, each with the rule that chose it, and a note for the reader ('' or
-    one line). `candidates`: the sources that can be shown, in rank order; a second one only
-    from a file in `within` (BlocksAnswerer.within)."""
+    one line). `candidates`: the sources that can be shown, in rank order."""
     if not candidates:
         return [], ""
     first, rule, note = first_choice(question, candidates)
     chosen = [(first, rule)]
-    other = next((c for c in candidates if c.source.file_path != first.source.file_path
-                  and inside(c.source.file_path, within)), None)
+    other = next((c for c in candidates if c.source.file_path != first.source.file_path), None)
     if other is not None:
         # |score|: BM25 alone ranks by its negative (lexical mode), the fused score by itself.
         top_score = abs(candidates[0].source.score)
@@ -470,23 +463,12 @@ class BlocksAnswerer:
     sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
-    #: Every block after the first from a project the question names (issue 39: readers met
-    #: a Starlette `Request` in a YARD answer): off until read blind (benchmarks/README.md,
-    #: "Blocks in the project the question names").
-    same_project = False
 
     def __init__(self, locate: Locate, include: Include | None = None,
-                 named: AddNamed | None = None,
-                 projects: Callable[[str], Sequence[str]] | None = None) -> None:
+                 named: AddNamed | None = None) -> None:
         self.locate = locate
         self.include = include
         self.named = named
-        self.projects = projects
-
-    def within(self, question: str) -> Sequence[str]:
-        """The projects the blocks after the first must lie in: those the question names
-        (`projects`: the root prior's reading, Searcher.named_projects); () for any file."""
-        return self.projects(question) if self.same_project and self.projects else ()
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -541,8 +523,7 @@ class BlocksAnswerer:
         (SECOND_LINES, by rank; none overlapping the first block); the one holding most of
         them, when it holds at least `HALVES_SHARE` of them; else None. Never in place of the
         margin's choice: read blind, the answers where it took that place were worse (3 of 3,
-        sample and repos5), those where it added a block better (5) or the same. Only from
-        the projects the question names (`within`)."""
+        sample and repos5), those where it added a block better (5) or the same."""
         parts = question_parts(question)
         if len(parts) < 2:  # one clause: what a first block lacks of it is mostly words
             return None     # that do not decide ("conditions must be met"; tuning questions)
@@ -555,9 +536,7 @@ class BlocksAnswerer:
         if not missing:
             return None
         best: tuple[_Candidate, Block, list[str]] | None = None
-        within = self.within(question)
-        for cand in (c for c in candidates
-                     if c is not first_choice and inside(c.source.file_path, within)):
+        for cand in (c for c in candidates if c is not first_choice):
             block = self.block(cand, terms, SECOND_LINES)
             if overlaps(block, first):
                 continue
@@ -588,7 +567,7 @@ class BlocksAnswerer:
                                  "; not shown (`ragdb index` updates the index).")
                 continue
             candidates.append(_Candidate(number, source, located))
-        chosen, note = choose(question, candidates, self.within(question))
+        chosen, note = choose(question, candidates)
         if note:
             notes.append(note)
         terms = question_terms(question)

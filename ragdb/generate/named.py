@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ragdb.chunking import PROSE_FILE_KINDS
-from ragdb.generate.blocks import (MAX_LINES, Block, BlocksAnswerer, Located, _Candidate,
-                                   inside)
+from ragdb.generate.blocks import MAX_LINES, Block, BlocksAnswerer, Located, _Candidate
 from ragdb.generate.cuts import question_terms
 from ragdb.generate.prompt import PromptSource
 from ragdb.resources import sql
@@ -78,10 +77,8 @@ def with_named(answerer: BlocksAnswerer, question: str, sources: Sequence[Prompt
         return s.file_path, s.first, s.last
     ranks = {key(s): n for n, s in enumerate(sources, 1)}
     names = written_names(question)
-    within = answerer.within(question)  # after the first block: the named projects only
     for name in names:
-        defined = [d for d in find(name, blocks[0].path if blocks else "")
-                   if inside(d.source.file_path, within)]
+        defined = find(name, blocks[0].path if blocks else "")
         if not defined or any(shows(b, d.source.file_path, d.line)
                               for b in blocks for d in defined):
             continue
