@@ -64,8 +64,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, Asked, accept_sample, host_line,
-                               tuning_questions)
+from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, REPOS6, Asked, accept_sample,
+                               host_line, tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
 from ragdb.retrieve import Hit, Mode
@@ -86,7 +86,8 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks5c",  # repos5: the default before and after halves and leads
             BENCH_DIR / "blocks5f",  # repos5: as read (blocks5) and after the callers fix
             BENCH_DIR / "blocks_named",  # sample and repos5: the answers `named` changed
-            BENCH_DIR / "blocks_namedf")  # ... and the answers its three fixes changed
+            BENCH_DIR / "blocks_namedf",  # ... and the answers its three fixes changed
+            BENCH_DIR / "blocks6")  # repos6: the default, for fresh blind readers
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
@@ -109,7 +110,8 @@ def questions(sets: Sequence[str], kind: str, tuning: bool = False) -> list[Aske
     """The sample's questions (or the tuning ones) of `sets` and `kind`; a set whose index is
     not built is left out, said once."""
     chosen = (tuning_questions() if tuning
-              else accept_sample(repos3=True, repos4=True, repos5=REPOS5.name in sets))
+              else accept_sample(repos3=True, repos4=True, repos5=REPOS5.name in sets,
+                                 repos6=REPOS6.name in sets))
     out: list[Asked] = []
     missing: set[Path] = set()
     for asked in chosen:
