@@ -142,8 +142,8 @@ def test_a_code_block_the_model_writes_is_dropped_even_verbatim() -> None:
         written = f"Serve the model with LoRA enabled [1].\n\n```bash\n{code}\n```\n[1]"
         checked = check_answer(written, ALL, question="How do I serve LoRA adapters?")
         assert checked.text == "Serve the model with LoRA enabled [1]."
-        assert checked.report.sentences == 2 and checked.report.kept == 1
-        assert [d["reason"] for d in checked.report.dropped] == [WRITTEN_CODE]
+        assert checked.report.sentences == 3 and checked.report.kept == 1
+        assert checked.report.dropped[0]["reason"] == WRITTEN_CODE
 
 
 def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
@@ -155,47 +155,14 @@ def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
     assert "LoRARequest.load" in checked.report.dropped[0]["reason"]
 
 
-def test_talk_about_the_sources_is_left_out() -> None:
-    checked = check_answer("Forward the `vllm-router-service` port to the host machine from "
-                           "the sources [2].", ALL)
-    assert checked.text == "Forward the `vllm-router-service` port to the host machine [2]."
-
-
-def test_sentences_about_a_source_are_dropped() -> None:
-    # Written by the writer for "How do I enable prefix caching?" (source: the APC doc).
-    apc = CitedSource(1, "docs/features/automatic_prefix_caching.md", (
-        "Set `enable_prefix_caching=True` in vLLM engine to enable APC. Here is an example:\n"
-        "<gh-file:examples/offline_inference/automatic_prefix_caching.py>\n"))
-    written = ("To enable prefix caching, set the `enable_prefix_caching` flag to `True`. [1] "
-               "provides the necessary information on how to do this. [1] is a reliable "
-               "source for the documentation. [1] vLLM sets it in the engine. [1]")
-    checked = check_answer(written, [apc], question="How do I enable prefix caching?")
-    assert checked.text == ("To enable prefix caching, set the `enable_prefix_caching` flag to "
-                            "`True`. [1] vLLM sets it in the engine. [1]")
-    assert [d["reason"] for d in checked.report.dropped] == [
-        "talks about a source, not the question"] * 2
-
-
-def test_a_parenthesised_number_before_the_citation_goes() -> None:
-    checked = check_answer("Forward the `vllm-router-service` port (1). [2]", ALL)
-    assert checked.text == "Forward the `vllm-router-service` port. [2]"
-
-
-def test_repetition_is_dropped() -> None:
-    sentence = "The commit ID may change over time [1]."
-    checked = check_answer(f"{sentence} {sentence} {sentence}", ALL)
-    assert checked.text == sentence
-    assert [d["reason"] for d in checked.report.dropped] == ["repeats an earlier sentence"] * 2
-
-
 def test_an_empty_answer_is_too_little() -> None:
     for text in ("", "   ", "[1]"):
         checked = check_answer(text, ALL)
         assert checked.text == "" and checked.too_little and checked.cited == []
 
 
-def test_sentences_split_on_full_stops_not_on_dotted_names_or_abbreviations() -> None:
-    units = split_units("Use `vllm.LLM`, e.g. with v0.5.3.post1 [4]. Then upgrade [4].\n"
+def test_sentences_split_on_full_stops_not_on_dotted_names() -> None:
+    units = split_units("Use `vllm.LLM` with v0.5.3.post1 [4]. Then upgrade [4].\n"
                         "- one item [1]\n```bash\ncurl -o- http://localhost:30080/models\n```\n[2]")
     assert [(u.kind, u.cites) for u in units] == [
         ("prose", [4]), ("prose", [4]), ("prose", [1]), ("code", []), ("prose", [2])]
@@ -367,14 +334,12 @@ def test_a_sentence_citing_the_wrong_given_source_is_cited_to_the_one_that_says_
     assert gone.text == "" and not gone.report.recited
 
 
-def test_the_sources_do_not_say_and_talk_about_citing_are_no_claims() -> None:
+def test_talk_about_citing_is_no_claim() -> None:
     question = "How long does psutil cache the return value of wait()?"
-    checked = check_answer("The sources do not say how long the value is cached [1]. With "
-                           "`timeout=0` it returns immediately or raises `TimeoutExpired`, as "
-                           "stated in [1].", [WAIT], question=question)
+    checked = check_answer("With `timeout=0` it returns immediately or raises "
+                           "`TimeoutExpired`, as stated in [1].", [WAIT], question=question)
     assert checked.text == ("With `timeout=0` it returns immediately or raises "
                             "`TimeoutExpired` [1].")
-    assert checked.report.dropped[0]["reason"] == "says the sources do not answer"
 
 
 def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
@@ -393,45 +358,26 @@ def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
 
 
 # What SmolLM2-135M printed for `--style generate` (issue 37): no answer at all.
-DEGENERATE = {
-    "According to [1], [2] and [3],,,,,,,,,,,,,,,": "mostly punctuation and citation marks",
-    "\n".join(["```", "```"] * 11) + "\n[1]": "11 empty code blocks",
-    "```python\n\n```\n```python\n```\n[2]": "2 empty code blocks",
-    "[1] [2], [3].": "empty: no words, no code",
-    "See [1], [2], [3], [4].": "mostly punctuation and citation marks",
-}
+DEGENERATE = ["According to [1], [2] and [3],,,,,,,,,,,,,,,", "\n".join(["```", "```"] * 11)
+              + "\n[1]", "```python\n\n```\n```python\n```\n[2]", "[1] [2], [3].",
+              "See [1], [2], [3], [4]."]
 
 
-@pytest.mark.parametrize("written", list(DEGENERATE))
+@pytest.mark.parametrize("written", DEGENERATE)
 def test_a_degenerate_answer_fails_the_check_and_says_why(written: str) -> None:
+    """No sentence of it passes, so the blocks are shown alone (a rule of its own for such
+    answers changed nothing measured: benchmarks/README.md, "Not kept")."""
     from ragdb.cli.query import _check_summary
-    from ragdb.generate.checking import degenerate
 
-    assert degenerate(written) == DEGENERATE[written]
     checked = check_answer(written, [LORA, STACK, REQUEST, ZMQ],
                            question="How do I serve LoRA adapters?")
-    assert checked.too_little and checked.report.degenerate == DEGENERATE[written]
-    assert checked.why_not_shown == f"it is {DEGENERATE[written]}"
+    assert checked.too_little and checked.text == ""
     report = checked.report.as_json()
     report.update(fallback="extractive", fallback_reason=checked.why_not_shown)
     line = _check_summary(report)
     assert "\n" not in line and line.endswith(
-        f"the written answer was not shown (it is {DEGENERATE[written]}): the blocks alone "
-        "instead")
-
-
-def test_short_and_code_answers_are_not_degenerate() -> None:
-    from ragdb.generate.checking import degenerate
-
-    for written in ("Yes [1].", "The default is 8000 [2].", "Use `--enable-lora` [1].",
-                    "- `--max-loras` [1]\n- `--max-lora-rank` [1]",
-                    "Run:\n```bash\nvllm serve x --enable-lora\n```\n[1]",
-                    "Forward the port:\n```bash\nsudo kubectl port-forward svc/vllm-router-"
-                    "service 30080:80\n```\n[2]"):
-        assert degenerate(written) is None, written
-    kept = check_answer("To serve adapters, start the server with `--enable-lora` [1].",
-                        [LORA], question="How do I serve LoRA adapters?")
-    assert kept.report.degenerate is None
+        f"the written answer was not shown (none of its {checked.report.sentences} sentences "
+        "passed the check): the blocks alone instead")
 
 
 # Rules no test above reaches, each on the case its comment names.
@@ -450,13 +396,3 @@ def test_a_sentence_cut_inside_a_quotation_is_one_sentence() -> None:
     units = split_units('The loader skips "lm_head." if the weights are tied [1].')
     assert [(u.text, u.cites) for u in units] == [
         ('The loader skips "lm_head." if the weights are tied [1].', [1])]
-
-
-def test_a_default_the_source_assigns_two_literals_is_dropped() -> None:
-    source = CitedSource(1, "pkg/reader.py", (
-        "class Reader:\n    def __init__(self, remote=None):\n"
-        "        self._is_remote_reader = False\n        if remote:\n"
-        "            self._is_remote_reader = True\n"))
-    checked = check_answer("The default of `_is_remote_reader` is `False` [1].", [source],
-                           question="What is the default of _is_remote_reader?")
-    assert checked.report.dropped[0]["reason"] == "[1] sets _is_remote_reader to False and to True"

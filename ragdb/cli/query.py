@@ -257,7 +257,7 @@ class _OneAnswer:
 def _check_summary(check: dict[str, Any]) -> str:
     """One line on stderr: what the claim check of a written answer kept and dropped."""
     dropped = check.get("dropped") or []
-    if check.get("fallback") and not check.get("sentences") and not check.get("degenerate"):
+    if check.get("fallback") and not check.get("sentences"):
         # Nothing was written to check: the model's endpoint failed (generate/remote.py).
         why = check.get("fallback_reason") or "nothing was written"
         return f"no written answer ({one_line(why)}): the blocks of the sources alone"
