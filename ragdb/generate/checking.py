@@ -42,14 +42,12 @@ _LIST_MARKER = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+")
 # What a sentence may not invent: checked against the cited source's text (a guarantee: code
 # and the prompt's example names such as ACME_LOG never come from the model; off: reasons only).
 _CHECKABLE = re.compile(
-    r"https?://[^\s)\]>`\"']+"  # a URL
-    r"|(?<![\w/.-])(?:\.{1,2}/|/|~/)?[\w.-]+(?:/[\w.*-]+)+/?"  # a path: a/b, /v1/models
+    r"(?<![\w/.-])(?:\.{1,2}/|/|~/)?[\w.-]+(?:/[\w.*-]+)+/?"  # a path: a/b, /v1/models
     r"|(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?"  # a flag: --enable-lora, -tp
     r"|\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+(?:\(\))?"  # a dotted name: vllm.LLM, os.path
     r"|\b\w*_\w*\b"  # snake_case, SCREAMING_CASE
     r"|\b[A-Za-z]\w*\(\)"  # a call: generate()
     r"|\b\w*[a-z][A-Z]\w*\b|\b[A-Z]{2,}[a-z]\w*\b"  # camelCase, PascalCase, LoRA
-    r"|\b[A-Za-z]*\d+(?:\.\w+)+"  # a version or decimal: v0.5.3.post1, 0.9, 1.5B
     r"|\b[A-Za-z]+\d[\w]*\b"  # a name with digits: Qwen2, fp8
     r"|(?<![\w.])\d+(?:[.,]\d+)*(?![\w])"  # a number: 8000, 0.9, 1,024
 )
