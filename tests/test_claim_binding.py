@@ -103,6 +103,27 @@ MISTRAL = CitedSource(1, "vllm/entrypoints/openai/tool_parsers/mistral_tool_pars
 ))
 
 
+# orjson src/opt.rs (verbatim).
+OPT = CitedSource(1, "orjson/src/opt.rs", (
+    "pub(crate) const INDENT_2: Opt = 1;\npub(crate) const NAIVE_UTC: Opt = 1 << 1;\n"
+    "pub(crate) const NON_STR_KEYS: Opt = 1 << 2;\n"
+    "pub(crate) const OMIT_MICROSECONDS: Opt = 1 << 3;\n"
+    "pub(crate) const SERIALIZE_NUMPY: Opt = 1 << 4;\npub(crate) const SORT_KEYS: Opt = 1 << 5;\n"
+    "pub(crate) const STRICT_INTEGER: Opt = 1 << 6;\npub(crate) const UTC_Z: Opt = 1 << 7;\n"
+    "pub(crate) const PASSTHROUGH_SUBCLASS: Opt = 1 << 8;\n"
+    "pub(crate) const PASSTHROUGH_DATETIME: Opt = 1 << 9;\n"
+    "pub(crate) const APPEND_NEWLINE: Opt = 1 << 10;\n"
+    "pub(crate) const PASSTHROUGH_DATACLASS: Opt = 1 << 11;\n\n// deprecated\n"
+    "pub(crate) const SERIALIZE_DATACLASS: Opt = 0;\npub(crate) const SERIALIZE_UUID: Opt = 0;\n"
+))
+# vllm/lora/request.py (verbatim): a source that does say "not".
+REQUEST = CitedSource(1, "vllm/lora/request.py", (
+    "    lora_int_id must be globally unique for a given adapter.\n"
+    "    This is currently not enforced in vLLM.\n    \"\"\"\n"
+    "    __metaclass__ = AdapterRequest\n\n    lora_name: str\n    lora_int_id: int\n"
+))
+
+
 def _reason(answer: str, sources: list[CitedSource], question: str) -> str | None:
     """Why the one sentence of `answer` was dropped (None where it was kept as written)."""
     checked = check_answer(answer, sources, question=question)
@@ -159,3 +180,15 @@ def test_a_not_the_question_says_and_a_class_above_the_excerpt_are_no_claims() -
     assert _reason("The extract_tool_calls method in MistralToolParser returns a text response "
                    "when the bot_token is not present in the model output [1].", [MISTRAL],
                    question) is None
+
+
+def test_a_not_must_be_said_where_the_sentence_reads_its_words() -> None:
+    question = "What happens when cudagraph_capture_sizes is set?"
+    # "only the specified sizes" is no "not any sizes".
+    assert _reason("When cudagraph_capture_sizes is set, it will not capture any sizes [1].",
+                   [TORCH_COMPILE], question) == "[1] does not say that it is not so"
+    assert _reason("The deprecated options `NAIVE_UTC` and `SORT_KEYS` do not have integer "
+                   "values [1].", [OPT], "What integer values do orjson's option flags have, "
+                   "and what about the deprecated ones?") == "[1] does not say that it is not so"
+    assert _reason("vLLM does not currently enforce that lora_int_id is globally unique [1].",
+                   [REQUEST], "Must lora_int_id be unique?") is None

@@ -336,12 +336,15 @@ def _claim(text: str, cited: list[CitedSource], question: str, in_block_order: b
     unbound = default_unbound(text, cited, question)  # (off: check keeps 1 unsupported more)
     if unbound is not None:
         return unbound
-    said = support(_LIST_MARKER.sub("", text), question, [s.text for s in cited])
+    said = support(_LIST_MARKER.sub("", text), question,
+                   [(s.text, s.file_path) for s in cited])
     if not said.novel:  # (off: check keeps 1 empty more, validate drops 2 flagged fewer)
         return "says nothing the question did not"
     if said.fails():
         if said.missing:  # (off: check keeps 6 unsupported more)
             return f"the words {', '.join(said.missing[:4])} are not in {where}"
+        if said.negated:  # a guarantee: "not", "never" the cited stretch does not say
+            return f"{where} does not say that it is not so"
         return f"what it says is not together in one place of {where}"  # (off: validate
         # drops 1 flagged fewer)
     # (off: check --in-block-order falls back on 17 drafts, not 61; the section above it)

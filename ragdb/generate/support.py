@@ -6,7 +6,8 @@ training" citing a page about configuration, "is 512" where the source's 512 is 
 else. Identifiers and numbers alone do not catch these. So the words a sentence adds to the
 question (its content words, less stopwords, the question's own words and words that only
 frame a claim) are looked up in the cited source, lightly stemmed: all but a few must be there,
-and in one stretch of it (a few lines), not scattered over it.
+and in one stretch of it (a few lines), next to a word of the question where the source has
+one, so that a value is bound to what the question asks about rather than found anywhere.
 
 The limits (MAX_MISSING, WINDOW_*) were chosen on tuning questions the accept sample never uses
 (benchmarks/bench_writer.py).
@@ -15,7 +16,7 @@ The limits (MAX_MISSING, WINDOW_*) were chosen on tuning questions the accept sa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ragdb.tokenize import STOPWORDS, split_identifier
@@ -43,13 +44,10 @@ FRAME = frozenset("""
     one also just then therefore thus however instead well rather both either neither
     vllm source sources project code codebase library package
 """.split())
-# True and false are values, not frame, where they are what the sentence adds to the question
-# (off: bench_writer check drops 1 supported sentence more; benchmarks/README.md, "Every rule
-# of the claim check measured").
+# True and false are values, not frame, where they are what the sentence adds to the question.
 _VALUE_WORDS = frozenset({"true", "false", "none", "null"})
 # Code spells out fewer words than prose about it: `def default(obj): return str(obj)` is
-# "defines a function that returns a string". A source's abbreviation also counts as the word
-# (off: validate drops 1 accepted sentence more).
+# "defines a function that returns a string". A source's abbreviation also counts as the word.
 ABBREVIATIONS = {
     "def": "define", "str": "string", "int": "integer", "bool": "boolean",
     "dict": "dictionary", "len": "length", "err": "error", "init": "initialize",
@@ -71,7 +69,8 @@ ABBREVIATIONS = {
 #: Content words of a sentence its cited sources may lack.
 MAX_MISSING = 0
 #: One stretch: consecutive lines of the source up to this many characters, holding this
-#: share of the found words.
+#: share of the found words and a word of the question (where the source has one); a "not"
+#: of the sentence must have one in that stretch too.
 WINDOW_CHARS = 400
 WINDOW_SHARE = 0.75
 
@@ -111,11 +110,21 @@ def _keys(token: str) -> tuple[str, list[str]]:
     return stem("".join(parts)), [stem(p) for p in parts]
 
 
+# A sentence that says something is not so: "will not capture any sizes", "cannot", "never".
+NEGATION = re.compile(r"\b(?:not|never|cannot|without)\b|n't\b", re.I)
+# ... and what in a source says so ("no", "unless", "instead", "skip" too: the source's own
+# way of saying what does not happen, which a writer turns into "not"). "Only" is no "not":
+# "it will only capture the specified sizes" does not say "it will not capture any".
+_SOURCE_NEGATION = re.compile(r"\b(?:not|no|never|cannot|none|without|unless|instead|"
+                              r"neither|nor|skip(?:s|ped)?|disabled?)\b|n't\b", re.I)
+
+
 @dataclass(frozen=True)
 class _SourceWords:
     all: frozenset[str]
     lines: tuple[frozenset[str], ...]
     lengths: tuple[int, ...]
+    negations: tuple[bool, ...]  # whether each line says that something is not so
 
 
 @lru_cache(maxsize=256)
@@ -123,6 +132,7 @@ def _source_words(text: str) -> _SourceWords:
     """Every key of a source (joined identifiers and their parts), per line and in all."""
     lines: list[frozenset[str]] = []
     lengths: list[int] = []
+    negations: list[bool] = []
     for line in text.split("\n"):
         keys: set[str] = set()
         for token in _TOKEN.findall(line):
@@ -134,13 +144,13 @@ def _source_words(text: str) -> _SourceWords:
                     keys.add(stem(ABBREVIATIONS[part]))
         lines.append(frozenset(keys))
         lengths.append(len(line) + 1)
+        negations.append(_SOURCE_NEGATION.search(line) is not None)
     return _SourceWords(frozenset().union(*lines) if lines else frozenset(),
-                        tuple(lines), tuple(lengths))
+                        tuple(lines), tuple(lengths), tuple(negations))
 
 
 def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
-    """A source holds the token: its joined form, or every part of an identifier (off: a drop's
-    reason in validate --verbose; a path's words, counted as the source's, had covered it)."""
+    """A source holds the token: its joined form, or every part of an identifier."""
     joined, parts = _keys(token)
     return joined in keys or (len(parts) > 1 and all(p in keys for p in parts))
 
@@ -160,41 +170,72 @@ class Support:
 
     novel: list[str]  # content words not in the question
     missing: list[str]  # ... that no cited source holds
-    scattered: bool  # found, but not together in one stretch
+    scattered: bool  # found, but not together in one stretch next to the question's words
+    negated: bool = False  # it says "not", and no stretch that holds its words says so
 
     def fails(self) -> bool:
-        return len(self.missing) > MAX_MISSING or self.scattered
+        return len(self.missing) > MAX_MISSING or self.scattered or self.negated
 
 
-def support(sentence: str, question: str, sources: list[str]) -> Support:
-    """The sentence's own words against `sources` (the text of each it cites)."""
+def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Support:
+    """The sentence's own words against `sources` (the text and path of each it cites; a
+    path's words count as the source's, but are no line of it)."""
     text = _CITE.sub(" ", sentence)
     # The question's words, its identifiers joined (a part of one is no word of the question:
     # `create_from_handle` does not make "handle" asked).
     asked = {_keys(token)[0] for token in _TOKEN.findall(question)}
-    # (`CUDNN_LIBRARY` is new where "CUDNN library" was asked)
-    novel = [token for token in dict.fromkeys(_TOKEN.findall(text))
-             if _keys(token)[0] not in asked and _content(token)]
-    words = [_source_words(body) for body in sources]
+    novel: list[str] = []
+    anchors: list[str] = []
+    for token in dict.fromkeys(_TOKEN.findall(text)):
+        if _keys(token)[0] in asked:  # (`CUDNN_LIBRARY` is new where "CUDNN library" was asked)
+            if token.lower() not in STOPWORDS and len(token) > 1:
+                anchors.append(token)  # a frame word the question uses anchors as well
+        elif _content(token):
+            novel.append(token)
+    words = [replace(_source_words(body), all=_source_words(body).all | _source_words(path).all)
+             for body, path in sources]
     missing = [t for t in novel if not any(_in(t, w.all) for w in words)]
     found = [t for t in novel if t not in missing]
-    need = max(1, round(WINDOW_SHARE * len(found)))
-    scattered = bool(found) and not any(_together(w, found, need) for w in words)
-    return Support(novel, missing, scattered)
+    scattered = False
+    anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
+    # (a "not" the question says is the question's: "returns a text response when the bot
+    # token is not present", asked "what does it return when the bot token is not present?")
+    negates = (len(NEGATION.findall(_INLINE_CODE.sub(" ", text)))
+               > len(NEGATION.findall(question)))
+    negated = False
+    if found:
+        need = max(1, round(WINDOW_SHARE * len(found)))
+        scattered = not any(_together(w, found, anchored, need) for w in words)
+        if not scattered and negates:
+            negated = not any(_together(w, found, anchored, need, negation=True)
+                              for w in words)
+    elif negates:
+        negated = not any(any(w.negations) for w in words)
+    return Support(novel, missing, scattered, negated)
 
 
-def _together(words: _SourceWords, found: list[str], need: int) -> bool:
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+
+def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
+              negation: bool = False) -> bool:
     """Whether one stretch of consecutive lines (up to WINDOW_CHARS, at least one line)
-    holds `need` of the found words."""
+    holds `need` of the found words and, where there are any, one of the anchors (and, with
+    `negation`, a line that says something is not so)."""
     lines, lengths = words.lines, words.lengths
     for first in range(len(lines)):
         keys: set[str] = set()
         size = 0
         last = first
+        negates = False
         while last < len(lines) and (last == first or size + lengths[last] <= WINDOW_CHARS):
             keys |= lines[last]
             size += lengths[last]
+            negates = negates or words.negations[last]
             last += 1
-        if sum(_in(t, keys) for t in found) >= need:
+        if negation and not negates:
+            continue
+        held = sum(_in(t, keys) for t in found)
+        if held >= need and (not anchors or any(_in(a, keys) for a in anchors)):
             return True
     return False
