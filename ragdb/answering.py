@@ -18,6 +18,7 @@ from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
 from ragdb.jsonfiles import write_json_atomic
 from ragdb.retrieve import Hit, Mode, source_json
+from ragdb.walking import language_of
 
 if TYPE_CHECKING:  # the pydantic models load with the first answer record, not every command
     from ragdb.schemas import (
@@ -67,6 +68,15 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
             item["end_line"], item["last_character_index"] = seen.end_line, seen.last
             item["text"] = seen.text
         sources.append(item)
+    for n, added in added_sources(answer):
+        sources.append({
+            "n": n, "rank": None, "chunk_id": None, "file_path": added.file_path,
+            "first_character_index": added.first, "last_character_index": added.last,
+            "start_line": added.start_line, "end_line": added.end_line, "kind": None,
+            "language": language_of(added.file_path), "score": None, "preview": None,
+            "url": None, "duplicates": [], "in_prompt": True, "cited": n in cited,
+            "text": added.text,
+        })
     citations = [
         {key: s[key] for key in ("n", "chunk_id", "file_path", "start_line", "end_line", "url")}
         for s in sources if s["cited"]
@@ -87,6 +97,14 @@ def answer_json(answer: Answer, chunk_url: Callable[[int], str | None]) -> dict[
         "check": answer.check,
         "timings": answer.timings,
     }
+
+
+def added_sources(answer: Answer) -> list[tuple[int, PromptSource]]:
+    """The sources the answer numbers after the retrieved ones, with their [n]: the definition
+    the question names where the search did not retrieve it (generate/named.py). Every door
+    lists them after the retrieved ones, so each [n] of the answer names a source (not
+    ranked: no rank, chunk id or score)."""
+    return list(enumerate(answer.prompt_sources[len(answer.hits):], len(answer.hits) + 1))
 
 
 def question_id(question: str) -> str:
@@ -224,7 +242,11 @@ def answer_dataset(
                     index = 0  # earlier answers were dropped: go round again
             generated = generator.answer(item.question, resolved)
             answer_text = generated.text
-            mapping = {i: rank for i, rank in enumerate(ranks, 1)}
+            # [n] past the resolved sources (named's definition) follow the retrieved ones,
+            # never a retrieved source's rank.
+            mapping = {i: rank for i, rank in enumerate(ranks, 1)} | {
+                i: len(item.retrieved_sources) + i - len(ranks)
+                for i in range(len(ranks) + 1, len(generated.sources) + 1)}
             if any(i != rank for i, rank in mapping.items()):
                 answer_text = renumber_citations(answer_text, mapping)
         answers[item.question_id] = MinimalAnswer(

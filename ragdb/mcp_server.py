@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
+from ragdb.answering import Answer, added_sources
 from ragdb.database import RagDB
 from ragdb.db import Setting, get_setting
 from ragdb.errors import RagdbError
@@ -32,6 +33,7 @@ from ragdb.mcp_symbols import add_symbol_tools
 from ragdb.resources import package_version
 from ragdb.retrieve import Filters, Hit, Mode
 from ragdb.schemas import FilterValue, describe
+from ragdb.walking import language_of
 
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "
@@ -128,6 +130,15 @@ def _sources(hits: list[Hit]) -> list[Source]:
                    language=h.language, kind=h.kind, score=h.score, text=h.text,
                    duplicates=list(h.duplicates))
             for n, h in enumerate(hits, 1)]
+
+
+def _added(answer: Answer) -> list[Source]:
+    """The sources an answer numbers after the hits (answering.added_sources: the definition
+    the question names, not retrieved: score 0)."""
+    return [Source(rank=n, file_path=s.file_path, start_line=s.start_line, end_line=s.end_line,
+                   first_character_index=s.first, last_character_index=s.last,
+                   language=language_of(s.file_path) or "", kind="", score=0.0, text=s.text)
+            for n, s in added_sources(answer)]
 
 
 def _sources_text(sources: list[Source]) -> str:
@@ -232,7 +243,7 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
                                style=chosen)
             return AnswerResult(query=query, answer=found.text, cited=list(found.cited),
                                 model=found.model, style=found.style, check=found.check,
-                                sources=_sources(found.hits))
+                                sources=_sources(found.hits) + _added(found))
 
         result: AnswerResult = call(run)
         return _result(result, result.answer + "\n\nSources:\n" + _sources_text(result.sources))

@@ -126,3 +126,39 @@ def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
         blocks, _, _ = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
     _verbatim(tmp_path, blocks[0])
+
+
+def test_every_door_lists_the_definition_it_adds(tmp_path: Path) -> None:
+    """The definition the search did not retrieve is numbered after the hits: the answer's JSON
+    (HTTP, `ragdb answer --json`) lists it as that source, and a dataset's answers cite it past
+    the retrieved ranks, never as a retrieved source's rank (a skipped source shifted it)."""
+    from ragdb.answering import added_sources, answer_json
+    from ragdb.retrieve import Filters
+    from ragdb.schemas import MinimalSearchResults, MinimalSource, StudentSearchResults
+
+    with RagDB(_index(tmp_path), use_cache=False) as rag:
+        answer = rag.answer(QUESTION, 3, Mode.lexical, filters=Filters.of("proj/examples/*"),
+                            style="extractive")
+        n = len(answer.hits) + 1
+        assert [(m, s.file_path) for m, s in added_sources(answer)] == [(n, "proj/src/router.py")]
+        assert n in answer.cited and f"[{n}] `proj/src/router.py:" in answer.text
+        body = answer_json(answer, lambda _chunk: None)
+        assert [s["n"] for s in body["sources"]] == list(range(1, n + 1))
+        assert body["sources"][-1]["file_path"] == "proj/src/router.py"
+        assert body["sources"][-1]["cited"] and body["sources"][-1]["rank"] is None
+        assert n in [c["n"] for c in body["citations"]]
+        from ragdb.mcp_server import _added
+        assert [(s.rank, s.file_path) for s in _added(answer)] == [(n, "proj/src/router.py")]
+
+        hit = answer.hits[0]
+        gone = MinimalSource(file_path="proj/gone.py", first_character_index=0,
+                             last_character_index=10)
+        found = MinimalSource(file_path=hit.file_path, first_character_index=hit.first,
+                              last_character_index=hit.last)
+        results = StudentSearchResults(k=2, search_results=[MinimalSearchResults(
+            question_id="q", question=QUESTION, question_str=QUESTION,
+            retrieved_sources=[gone, found])])
+        saved = rag.answer_dataset(results, tmp_path / "answers.json", style="extractive")
+    text = saved.search_results[0].answer
+    # The demo is retrieved rank 2; the definition, [2] among the one resolved source, is [3].
+    assert "[2] `proj/examples/demo.py:" in text and "[3] `proj/src/router.py:" in text
