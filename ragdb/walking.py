@@ -573,13 +573,9 @@ def check_absolute_globs(roots: Sequence[Path], options: WalkOptions) -> None:
     folders = [str(root) for root in roots if os.path.isdir(root)]
     for option, globs in (("--include", options.include), ("--exclude", options.exclude)):
         for glob in globs:
-            if not glob.startswith("/") or not folders:
-                continue
-            parts = glob.rstrip("/").split("/")
-            fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")),
-                         len(parts))
-            prefix = "/".join(parts[:fixed]) or "/"
-            if all(stored_under(prefix, folder) is None for folder in folders):
+            # stored_glob gives back an absolute glob as it is where it lies outside `folder`.
+            if glob.startswith("/") and folders and all(
+                    stored_glob(glob, f) == glob for f in folders):
                 raise RagdbError(
                     f"{option} {glob} lies outside the folders indexed "
                     f"({', '.join(map(str, folders))}): it would name no file; give a path "
