@@ -97,7 +97,7 @@ SEED = 39
 
 
 def set_group(question_set: str) -> str:
-    """The set a question belongs to in reports: vllm, repos, repos2, repos3, repos4, repos5."""
+    """The set a question belongs to in reports: vllm, repos, repos2 ... repos6."""
     if question_set.startswith("vllm"):
         return "vllm"
     for held in BY_NAME.values():
@@ -345,8 +345,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("answer", "cover", "report", "compare"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
-                        "repos3, repos4, repos5 [default: all whose index is built, repos5 "
-                        "only when named]")
+                        "repos3, repos4, repos5, repos6 [default: all whose index is built, "
+                        "repos5 and repos6 only when named]")
     parser.add_argument("--variants", default=BLOCKS,
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))

@@ -58,6 +58,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -108,14 +109,10 @@ def gate_inputs(nearest: float | None, code: float | None, docs: float | None,
             "no_code": float(code is None), "no_docs": float(docs is None)}
 
 
+@cache
 def _features_sql() -> str:
-    global _FEATURES_TEXT
-    if not _FEATURES_TEXT:
-        _FEATURES_TEXT = FEATURES_SQL.read_text()
-    return _FEATURES_TEXT
-
-
-_FEATURES_TEXT = ""
+    """benchmarks/sql/gate_features.sql, read once (as ragdb.resources.sql reads its own)."""
+    return FEATURES_SQL.read_text()
 
 
 def features(searcher: _Embedded, question: str, vector: bytes | None) -> dict[str, float]:
