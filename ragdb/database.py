@@ -551,7 +551,7 @@ class RagDB:
                     else Generator(resolved, time_limit_s=limit))
             return self._generator
 
-    def answerer(self, style: Style | str = Style.auto
+    def answerer(self, style: Style | str = Style.auto, filters: Filters = NO_FILTERS
                  ) -> Generator | CheckedAnswerer | BlocksAnswerer:
         """Who answers: whole blocks of the sources when asked, or when the model that would
         answer is the small offline one (`auto`); otherwise the model, writing a few sentences
@@ -559,7 +559,8 @@ class RagDB:
         never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
         files = SourceFiles(self.conn)  # each file read once by it
         blocks = BlocksAnswerer(files, files.included, partial(
-            named.with_named, find=named.Lookup(self.conn, SearchParams().symbol_max)))
+            named.with_named,
+            find=named.Lookup(self.conn, SearchParams().symbol_max, filters)))
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)
@@ -592,7 +593,7 @@ class RagDB:
         ) if k else []
         search_ms = (time.perf_counter() - started) * 1000
         found = self.answer_from(question, hits, k=k, mode=Mode(mode), search_ms=search_ms,
-                                 on_token=on_token, style=style)
+                                 on_token=on_token, style=style, filters=filters)
         if not k and found.text == NO_SOURCES_MESSAGE:  # not "the index has nothing"
             found.text = NO_SOURCES_ASKED_MESSAGE
         if self.last_rerank is not None:
@@ -618,13 +619,16 @@ class RagDB:
     def answer_from(self, question: str, hits: list[Hit], *, k: int, mode: Mode,
                     search_ms: float = 0.0,
                     on_token: Callable[[str], None] | None = None,
-                    style: Style | str = Style.auto) -> Answer:
-        """Answer from hits already retrieved (the server searches on its own thread)."""
+                    style: Style | str = Style.auto, filters: Filters = NO_FILTERS) -> Answer:
+        """Answer from hits already retrieved (the server searches on its own thread) under
+        the search's `filters` (the definition the question names is added only from a file
+        they allow)."""
         timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
         if not hits:
             return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
         had_model = self._generator is not None
-        answerer = self.answerer(style)
+        answerer = self.answerer(style, self._checked_filters(filters) if filters.active
+                                 else filters)
         result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
         tried = Style.generate if isinstance(answerer, CheckedAnswerer) else Style.extractive
         made, why = tried, None

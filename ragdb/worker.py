@@ -157,7 +157,7 @@ def status() -> dict[str, Any]:
 
 
 def answer(question: str, hits: list[Hit], k: int, mode: Mode, search_ms: float,
-           style: Style, tokens: Any, cancel: Any) -> Answer:
+           style: Style, tokens: Any, cancel: Any, filters: Filters = NO_FILTERS) -> Answer:
     """Answer from hits; pieces go to the `tokens` queue (a Manager queue) as they come, and a
     set `cancel` event stops a generation whose client went away."""
     def on_token(piece: str) -> None:
@@ -168,7 +168,7 @@ def answer(question: str, hits: list[Hit], k: int, mode: Mode, search_ms: float,
 
     try:
         return _rag().answer_from(question, hits, k=k, mode=mode, search_ms=search_ms,
-                                  on_token=on_token, style=style)
+                                  on_token=on_token, style=style, filters=filters)
     except KeyboardInterrupt:
         return Answer(question, k, mode, hits, "", style=None)
 

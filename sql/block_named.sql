@@ -5,7 +5,10 @@
 -- count of the definitions of any kind bearing the name (total: a name defined more than
 -- SearchParams.symbol_max times points at no one definition, as the symbol leg says). Only
 -- in files under :project (a stored path prefix; '' for any): where the index holds several
--- projects (sql/search_projects.sql), another repository's `merge()` is not this one's.
+-- projects (sql/search_projects.sql), another repository's `merge()` is not this one's. And
+-- only in files the search's filters allow (:filtered = 1: :paths, :excludes and :langs as in
+-- sql/search_lexical.sql): `--exclude 'vendor/*'` keeps a vendored definition out of the answer
+-- as out of the sources.
 SELECT f.path, f.kind, c.first_char, c.last_char, c.start_line, c.end_line, c.text,
        s.start_line, (SELECT count(*) FROM symbols AS o WHERE o.name = :name) AS total
 FROM symbols AS s
@@ -14,5 +17,13 @@ JOIN chunks AS c ON c.id = s.chunk_id
 WHERE s.name = :name
   AND s.kind IN ('function', 'method', 'class', 'struct', 'interface', 'trait', 'type', 'enum')
   AND (:project = '' OR substr(f.path, 1, length(:project) + 1) = :project || '/')
+  AND (:filtered = 0 OR (
+          (:langs IS NULL OR f.kind IN (SELECT value FROM json_each(:langs)))
+          AND (:paths IS NULL OR EXISTS (
+                  SELECT 1 FROM json_each(:paths) AS p
+                  WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))
+          AND (:excludes IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM json_each(:excludes) AS p
+                  WHERE f.path GLOB p.value OR f.path GLOB '*/' || p.value))))
 ORDER BY f.path, s.first_char, s.id
 LIMIT :limit;

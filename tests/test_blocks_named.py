@@ -12,7 +12,7 @@ from ragdb import RagDB
 from ragdb.generate import named
 from ragdb.generate.blocks import Block, BlocksAnswerer
 from ragdb.generate.prompt import PromptSource, prompt_source
-from ragdb.retrieve import Mode
+from ragdb.retrieve import Filters, Mode
 from ragdb.source_files import SourceFiles
 from tests.conftest import run_cli, write_corpus
 
@@ -72,6 +72,10 @@ def test_the_definition_comes_first_after_a_sample_that_calls_it(tmp_path: Path)
         # Defined twice, once in a test's fake: the source's definition alone is looked up.
         (found,) = named.Lookup(rag.conn, 5)("match_route")
         assert found.source.file_path == "proj/src/router.py" and found.line == 4
+        for filters in (Filters.of(excludes="proj/src/*"), Filters.of("examples/*"),
+                        Filters.of(langs="markdown")):
+            assert named.Lookup(rag.conn, 5, filters)("match_route") == []
+        assert len(named.Lookup(rag.conn, 5, Filters.of("src/"))("match_route")) == 1
         blocks, before, after = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
     assert blocks[0].number == len(before) + 1 and len(after) == len(before) + 1
@@ -123,6 +127,10 @@ def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     with RagDB(_index(tmp_path, pg_url), use_cache=False) as rag:
         (found,) = named.Lookup(rag.conn, 5)("match_route")
         assert found.source.file_path == "proj/src/router.py" and found.line == 4
+        for filters in (Filters.of(excludes="proj/src/*"), Filters.of("examples/*"),
+                        Filters.of(langs="markdown")):
+            assert named.Lookup(rag.conn, 5, filters)("match_route") == []
+        assert len(named.Lookup(rag.conn, 5, Filters.of("src/"))("match_route")) == 1
         blocks, _, _ = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
     _verbatim(tmp_path, blocks[0])
@@ -130,15 +138,17 @@ def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
 
 def test_every_door_lists_the_definition_it_adds(tmp_path: Path) -> None:
     """The definition the search did not retrieve is numbered after the hits: the answer's JSON
-    (HTTP, `ragdb answer --json`) lists it as that source, and a dataset's answers cite it past
-    the retrieved ranks, never as a retrieved source's rank (a skipped source shifted it)."""
+    (HTTP, `ragdb answer --json`) and MCP list it as that source, and a dataset's answers cite
+    it past the retrieved ranks, never as a retrieved source's rank (a skipped source shifted
+    it). The search's filters hold for it too (`--path`, `--exclude`, `--lang`)."""
     from ragdb.answering import added_sources, answer_json
-    from ragdb.retrieve import Filters
+    from ragdb.mcp_server import _added
     from ragdb.schemas import MinimalSearchResults, MinimalSource, StudentSearchResults
 
     with RagDB(_index(tmp_path), use_cache=False) as rag:
-        answer = rag.answer(QUESTION, 3, Mode.lexical, filters=Filters.of("proj/examples/*"),
-                            style="extractive")
+        hits = [h for h in rag.search(QUESTION, 10, Mode.lexical)
+                if h.file_path.endswith("examples/demo.py")]
+        answer = rag.answer_from(QUESTION, hits, k=10, mode=Mode.lexical, style="extractive")
         n = len(answer.hits) + 1
         assert [(m, s.file_path) for m, s in added_sources(answer)] == [(n, "proj/src/router.py")]
         assert n in answer.cited and f"[{n}] `proj/src/router.py:" in answer.text
@@ -147,8 +157,16 @@ def test_every_door_lists_the_definition_it_adds(tmp_path: Path) -> None:
         assert body["sources"][-1]["file_path"] == "proj/src/router.py"
         assert body["sources"][-1]["cited"] and body["sources"][-1]["rank"] is None
         assert n in [c["n"] for c in body["citations"]]
-        from ragdb.mcp_server import _added
         assert [(s.rank, s.file_path) for s in _added(answer)] == [(n, "proj/src/router.py")]
+
+        # A file the filters leave out is not added either.
+        for filters in (Filters.of(excludes="proj/src/*"), Filters.of("proj/examples/*")):
+            kept = rag.answer_from(QUESTION, hits, k=10, mode=Mode.lexical, style="extractive",
+                                   filters=filters)
+            assert "router.py" not in kept.text and not added_sources(kept)
+        searched = rag.answer(QUESTION, 3, Mode.lexical, filters=Filters.of("proj/examples/*"),
+                              style="extractive")
+        assert "router.py" not in searched.text and not added_sources(searched)
 
         hit = answer.hits[0]
         gone = MinimalSource(file_path="proj/gone.py", first_character_index=0,

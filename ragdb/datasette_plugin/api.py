@@ -34,6 +34,7 @@ from ragdb.errors import MissingIndexError, RagdbError, UnavailableError
 from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_dataset_questions, check_k, check_question
 from ragdb.retrieve import (
+    NO_FILTERS,
     Filters,
     Hit,
     Mode,
@@ -394,18 +395,20 @@ async def answer_view(service: RagdbService, request: Any, send: Any) -> Any:
     hits, rerank = found[0], found[4]
     search_ms = (time.perf_counter() - started) * 1000
     if not stream:
-        answer = await service.answer(question, k, mode, hits, search_ms, style=style)
+        answer = await service.answer(question, k, mode, hits, search_ms, style=style,
+                                      filters=filters)
         answer.timings.update(rerank or {})  # what reranking did, in the search worker
         return Response.json(answer_json(answer, service.chunk_url))
     await stream_answer(service, request, send, question, k, mode, hits, search_ms, style,
-                        rerank)
+                        rerank, filters)
     return None
 
 
 async def stream_answer(service: RagdbService, request: Any, send: Any, question: str, k: int,
                         mode: Mode, hits: list[Hit], search_ms: float,
                         style: Style = Style.auto,
-                        rerank: dict[str, Any] | None = None) -> None:
+                        rerank: dict[str, Any] | None = None,
+                        filters: Filters = NO_FILTERS) -> None:
     """Server-sent events: `sources`, then `token`s as they are generated, then `done` (the
     whole JSON answer) or `error`. Generation runs in a worker thread; tokens cross to the
     event loop through a queue, and a client that goes away stops the generation."""
@@ -419,7 +422,7 @@ async def stream_answer(service: RagdbService, request: Any, send: Any, question
     async def generate() -> None:
         try:
             answer = await service.answer(question, k, mode, hits, search_ms, on_token, cancelled,
-                                          style=style)
+                                          style=style, filters=filters)
             answer.timings.update(rerank or {})  # what reranking did, in the search worker
             queue.put_nowait(("done", answer_json(answer, service.chunk_url)))
         except Cancelled:

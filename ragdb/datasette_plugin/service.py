@@ -380,9 +380,11 @@ class RagdbService:
         on_token: Callable[[str], None] | None = None,
         cancelled: threading.Event | None = None,
         style: Style = Style.auto,
+        filters: Filters = NO_FILTERS,
     ) -> Answer:
-        """Answer from the hits in the answer worker, one at a time; pieces reach `on_token` as
-        they are made, and a set `cancelled` stops the generation."""
+        """Answer from the hits (searched under `filters`) in the answer worker, one at a
+        time; pieces reach `on_token` as they are made, and a set `cancelled` stops the
+        generation."""
         if self._manager is None:
             manager = SyncManager(ctx=multiprocessing.get_context("spawn"))
             manager.start(worker.die_with_parent, (os.getpid(),))  # no orphan on kill -9
@@ -412,7 +414,7 @@ class RagdbService:
             try:
                 answer: Answer = await self._call(
                     "answer", worker.answer, question, hits, k, mode, search_ms, style,
-                    tokens, cancel)
+                    tokens, cancel, filters)
             finally:
                 stop.set()
                 await forwarder

@@ -14,6 +14,7 @@ from ragdb.generate.blocks import MAX_LINES, Block, BlocksAnswerer, Located, _Ca
 from ragdb.generate.cuts import question_terms
 from ragdb.generate.prompt import PromptSource
 from ragdb.resources import sql
+from ragdb.retrieve import NO_FILTERS, Filters
 from ragdb.tokenize import written_names
 
 #: Code that shows how to use a definition (tests and generated code: _Candidate.secondary).
@@ -32,16 +33,17 @@ class Lookup(NamedTuple):
     greenlet's `switch()` got a test's `switch` first), nor, where the index holds several
     projects (sql/search_projects.sql: its roots, a folder of repositories' each repository),
     one outside the project of `near` (the first block's file; YARD's `merge` got another
-    repository's Go `merge()`)."""
+    repository's Go `merge()`), nor one in a file the search's `filters` leave out."""
     conn: Any
     symbol_max: int
+    filters: Filters = NO_FILTERS
 
     def __call__(self, name: str, near: str = "") -> list[Named]:
         held = [str(p) for _, p in self.conn.execute(sql("search_projects")).fetchall()
                 if near.startswith(f"{p}/")]
         rows = self.conn.execute(sql("block_named"), {
-            "name": name, "limit": self.symbol_max, "project": max(held, key=len, default="")
-        }).fetchall()
+            "name": name, "limit": self.symbol_max, "project": max(held, key=len, default=""),
+            **self.filters.as_sql()}).fetchall()
         return [Named(PromptSource(str(p), int(a), int(b), int(s), int(e), str(t)), int(n))
                 for p, kind, a, b, s, e, t, n, total in rows
                 if int(total) <= self.symbol_max and str(kind) not in PROSE_FILE_KINDS
