@@ -290,6 +290,13 @@ def _cells(rows: Sequence[dict[str, Any]], which: str | None, kind: str) -> str:
     return " / ".join(f"{recall(ranks, c):.3f}" for c in (1, 5, 10)) + f" ({len(ranks)})"
 
 
+def _parts(rows: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The rows the report reads in three parts: half A (fitted on), half B, the held set."""
+    return [("half A", [r for r in pooled(rows) if r["half"] == "A"]),
+            ("half B", [r for r in pooled(rows) if r["half"] == "B"]),
+            (HELD, pooled(rows, False))]
+
+
 def report(out: Path = OUT) -> None:
     saved = out / "features.json"
     if not saved.exists():
@@ -305,9 +312,7 @@ def report(out: Path = OUT) -> None:
               for f, w, m, s in zip(model["features"], model["weights"], model["mean"],
                                     model["sd"])))
     rows = data["rows"]
-    for label, chosen in (("half A", [r for r in pooled(rows) if r["half"] == "A"]),
-                          ("half B", [r for r in pooled(rows) if r["half"] == "B"]),
-                          (HELD, pooled(rows, False))):
+    for label, chosen in _parts(rows):
         if chosen:
             right = sum(1 for r in chosen if (r["p"] >= 0.5) == (r["kind"] == "code"))
             print(f"classifier accuracy (p >= 0.5), {label}: {right} / {len(chosen)} = "
@@ -358,9 +363,7 @@ def report(out: Path = OUT) -> None:
             print("| part | n | today's gate >= 0.5 right | p >= 0.5 right | code helped by "
                   "opening | docs hurt by opening |\n|---|---|---|---|---|---|")
             cut = float(chosen_v.split("=")[1]) if "=" in chosen_v else 0.5
-            for label, chosen in (("half A", [r for r in pooled(rows) if r["half"] == "A"]),
-                                  ("half B", [r for r in pooled(rows) if r["half"] == "B"]),
-                                  (HELD, pooled(rows, False))):
+            for label, chosen in _parts(rows):
                 if chosen:
                     print(diagnose(chosen, ranks, cut, label))
 
