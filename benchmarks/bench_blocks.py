@@ -307,7 +307,7 @@ def report(out: Path = OUT) -> None:
     """The readers' verdicts mapped back to variants, tallied per set and kind over every
     reading (one verdicts file a reader; a question two readers read counts twice); each
     variant against `before` where the key has one (a rule read on the answers it changed),
-    else against `extractive`, paired within a reader."""
+    else against `extractive`, paired within a reader (blank where no reading pairs)."""
     key = json.loads((out / "key.json").read_text())
     sets = {r["id"]: (set_group(r["set"]), r["kind"])
             for path in out.glob("answers_*.json") for r in json.loads(path.read_text())}
@@ -333,7 +333,9 @@ def report(out: Path = OUT) -> None:
                       if r["reading"] in base]
             better = sum(a > b for a, b in paired)
             worse = sum(a < b for a, b in paired)
-            versus = ("" if variant == base_variant
+            # Nothing to pair (no reading of the base, as for repos6's default alone): no
+            # comparison, not a 0 / 0 that reads as one.
+            versus = ("" if variant == base_variant or not paired
                       else f"{better} / {worse} (p = {sign_test(better, worse):.3f})")
             print(f"| {group} | {kind} | {variant} | {n} | "
                   f"{sum(bool(r['exam']) for r in rows) / n:.0%} | {sat[0]} / {sat[1]} / "
