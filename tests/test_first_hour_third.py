@@ -7,17 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import index_rows, run_cli
+from tests.conftest import index_rows, run_cli, write_corpus
 
 
 def _indexed(db: Path) -> list[str]:
     return [path for path, _sha, _size in index_rows(db)["files"]]
-
-
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
 
 
 def test_an_absolute_exclude_or_include_is_read_under_the_root(tmp_path: Path) -> None:
@@ -26,12 +20,12 @@ def test_an_absolute_exclude_or_include_is_read_under_the_root(tmp_path: Path) -
     search filters read one; a folder named without a trailing '/' is the folder, and a file
     named by its absolute path is that file, not every file of its name."""
     proj = tmp_path / "proj"
-    _write(proj, {"src/app.py": "def run():\n    return 1\n",
-                  "src/setup.py": "def build():\n    return 2\n",
-                  "setup.py": "def setup():\n    return 3\n",
-                  "tests/test_app.py": "def test_run():\n    assert True\n",
-                  "vendor/lib.py": "def lib():\n    return 4\n",
-                  "poetry.lock": "[[package]]\nname = \"x\"\n"})
+    write_corpus(proj, {"src/app.py": "def run():\n    return 1\n",
+                        "src/setup.py": "def build():\n    return 2\n",
+                        "setup.py": "def setup():\n    return 3\n",
+                        "tests/test_app.py": "def test_run():\n    assert True\n",
+                        "vendor/lib.py": "def lib():\n    return 4\n",
+                        "poetry.lock": "[[package]]\nname = \"x\"\n"})
     done = run_cli("index", "proj", "--no-vectors",
                    "--exclude", f"{proj}/tests/*", "--exclude", f"{proj}/vendor",
                    "--exclude", f"{proj}/setup.py", "--include", f"{proj}/poetry.lock",
@@ -78,7 +72,7 @@ def test_a_gnu_style_c_signature_head_holds_the_name_line(tmp_path: Path) -> Non
     """A C function whose return type is on the line above its name (`static int` /
     `send_request (...)`), cut to the region that answers, was headed by `static int` alone:
     the head holds the name line too, and the block is named after the function."""
-    _write(tmp_path / "proj", {"src/client.c": _gnu_function()})
+    write_corpus(tmp_path / "proj", {"src/client.c": _gnu_function()})
     done = run_cli("index", "proj", "--db", "rag.db", "--no-vectors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     asked = run_cli("answer", "What happens when the server answers 429 with a retry_after "
@@ -140,9 +134,9 @@ def test_a_credential_known_only_by_its_content_is_never_indexed(tmp_path: Path)
     credential by its form is skipped as 'may hold secrets'; code and docs that carry one as
     a sample, and placeholders, are kept."""
     proj = tmp_path / "proj"
-    _write(proj, {**TOKEN_FILES, **TOKEN_KEPT})
+    write_corpus(proj, {**TOKEN_FILES, **TOKEN_KEPT})
     env = tmp_path / "home" / ".env"
-    _write(env.parent, {".env": f"AWS_ACCESS_KEY_ID={_AWS_ID}\n"})
+    write_corpus(env.parent, {".env": f"AWS_ACCESS_KEY_ID={_AWS_ID}\n"})
     os.link(env, proj / "hardlinked_notes.txt")
     done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -166,10 +160,10 @@ def test_a_secret_indexed_before_leaves_no_trace_in_the_file(tmp_path: Path) -> 
     chunks' pages and in the full-text index's segments, which the Datasette door reads as
     rows (chunks_fts_data) and a copy of the file carries. Deleted content is overwritten
     (secure_delete) and the full-text index is rebuilt without it."""
-    _write(tmp_path, {"config.txt": f"aws_access_key_id = {_AWS_ID}\n"
-                                    f"aws_secret_access_key = {_AWS_SECRET}\n",
-                      "README.md": "# Project\n\nHow to run it.\n",
-                      "src/app.py": "def run():\n    return 1\n"})
+    write_corpus(tmp_path, {"config.txt": f"aws_access_key_id = {_AWS_ID}\n"
+                                          f"aws_secret_access_key = {_AWS_SECRET}\n",
+                            "README.md": "# Project\n\nHow to run it.\n",
+                            "src/app.py": "def run():\n    return 1\n"})
     first = run_cli("index", ".", "--include", "config.txt", "--no-vectors", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     db = tmp_path / "data" / "processed" / "rag.db"
@@ -192,7 +186,7 @@ def test_an_unknown_endpoint_names_the_ones_there_are(tmp_path: Path) -> None:
 
     from ragdb.datasette_plugin.serve import make_datasette
 
-    _write(tmp_path, {"README.md": "# Project\n\nHow to run it.\n"})
+    write_corpus(tmp_path, {"README.md": "# Project\n\nHow to run it.\n"})
     assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
 
     async def ask() -> tuple[int, dict[str, str]]:
@@ -212,8 +206,8 @@ def test_a_skipped_file_under_two_recorded_roots_is_counted_once(tmp_path: Path)
     """`ragdb index .`, then `ragdb index sub` (a subfolder, now a root of its own), then a
     plain `ragdb index`: the indexed files were counted once, the skipped ones once per root
     that holds them ('3 files ... 2 skipped (2 may hold secrets)' for one .env)."""
-    _write(tmp_path, {"sub/app.py": "def run():\n    return 1\n", "sub/.env": "A=1\n",
-                      "README.md": "# Project\n"})
+    write_corpus(tmp_path, {"sub/app.py": "def run():\n    return 1\n", "sub/.env": "A=1\n",
+                            "README.md": "# Project\n"})
     for args in ((".",), ("sub",), ()):
         done = run_cli("index", *args, "--no-vectors", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
@@ -225,8 +219,8 @@ def test_a_removed_root_leaves_no_trace_of_its_files_in_the_file(tmp_path: Path)
     """`ragdb roots --remove secrets` after `ragdb index secrets --include .env`: the rows
     went, but the .env's terms stayed in the full-text index's segments (rows of
     chunks_fts_data, which Datasette serves)."""
-    _write(tmp_path, {"secrets/.env": "API_TOKEN=W3tokenmarkRootEnv\n",
-                      "README.md": "# Project\n\nHow to run it.\n"})
+    write_corpus(tmp_path, {"secrets/.env": "API_TOKEN=W3tokenmarkRootEnv\n",
+                            "README.md": "# Project\n\nHow to run it.\n"})
     for args in (("index", "README.md"), ("index", "secrets", "--include", ".env")):
         done = run_cli(*args, "--no-vectors", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
