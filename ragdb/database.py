@@ -556,7 +556,9 @@ class RagDB:
         """Who answers: whole blocks of the sources when asked, or when the model that would
         answer is the small offline one (`auto`); otherwise the model, writing a few sentences
         over those blocks, checked, the offline SmolLM2 too: a sentence that fails the check is
-        never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,")."""
+        never shown (issue 37: SmolLM2 wrote "According to [1], [2] and [3],,,,"). Either way
+        the blocks add the definition the question names (generate/named.py) from a file the
+        search's `filters` allow."""
         files = SourceFiles(self.conn)  # each file read once by it
         blocks = BlocksAnswerer(files, files.included, partial(
             named.with_named,
