@@ -562,7 +562,8 @@ class RagDB:
         files = SourceFiles(self.conn)  # each file read once by it
         blocks = BlocksAnswerer(files, files.included, partial(
             named.with_named,
-            find=named.Lookup(self.conn, SearchParams().symbol_max, filters)))
+            find=named.Lookup(self.conn, SearchParams().symbol_max, filters)),
+            self.searcher.named_projects)
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)
