@@ -11,9 +11,7 @@ too and are in the default (blocks.HALVES_SHARE, cuts.with_lead); as variants th
 in commit 6fee578. `named` (the definition a question names, ragdb/generate/named.py) won too
 and is in the default; as a variant it last lived in commit 371b866. Their saved answers and
 verdicts (READINGS) stay what `report` reads, and `answer` now answers with `blocks` (the
-default, no model), `inproject` (the default with BlocksAnswerer.in_project: every block from
-a project the question names) and `writer` (the offline writer narrating over the default
-blocks).
+default, no model) and `writer` (the offline writer narrating over the default blocks).
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -70,7 +68,6 @@ from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, REPOS6, Asked, accept
                                host_line, tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
-from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.retrieve import Hit, Mode
 
 OUT = BENCH_DIR / "blocks"
@@ -90,16 +87,12 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks5f",  # repos5: as read (blocks5) and after the callers fix
             BENCH_DIR / "blocks_named",  # sample and repos5: the answers `named` changed
             BENCH_DIR / "blocks_namedf",  # ... and the answers its three fixes changed
-            BENCH_DIR / "blocks6",  # repos6: the default, for fresh blind readers
-            BENCH_DIR / "blocks_inproject")  # the answers `inproject` changed
+            BENCH_DIR / "blocks6")  # repos6: the default, for fresh blind readers
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
-#: The default with every block from a project the question names (BlocksAnswerer.in_project;
-#: issue 39), until read blind.
-INPROJECT = "inproject"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-ALL_VARIANTS = (BLOCKS, INPROJECT, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -183,15 +176,9 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
 
 
 def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int) -> Answer:
-    """`variant`'s answer from the hits, as RagDB makes it: the blocks (`inproject`: with
-    BlocksAnswerer.in_project on for this answer) or the writer."""
-    was = BlocksAnswerer.in_project
-    BlocksAnswerer.in_project = was or variant == INPROJECT
-    try:
-        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
-                               style="generate" if variant == WRITER else "extractive")
-    finally:
-        BlocksAnswerer.in_project = was
+    """`variant`'s answer from the hits, as RagDB makes it: the blocks or the writer."""
+    return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                           style="generate" if variant == WRITER else "extractive")
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:

@@ -562,8 +562,7 @@ class RagDB:
         files = SourceFiles(self.conn)  # each file read once by it
         blocks = BlocksAnswerer(files, files.included, partial(
             named.with_named,
-            find=named.Lookup(self.conn, SearchParams().symbol_max, filters)),
-            self.searcher.named_projects)
+            find=named.Lookup(self.conn, SearchParams().symbol_max, filters)))
         if extractive_wanted(Style(style), self.resolved_model):
             return blocks
         return CheckedAnswerer(self.generator(), blocks)

@@ -572,22 +572,12 @@ class Searcher:
     def _named_roots(self, question: str) -> str | None:
         """The projects (see SearchParams.root_prior) the question names, as JSON; None if none
         or if the prior is off."""
-        if self.params.root_prior == 1.0:
+        if self.params.root_prior == 1.0 or not self._projects:
             return None
-        named = self._named(question)
-        return json.dumps(named) if named else None
-
-    def _named(self, question: str) -> list[str]:
-        """The stored path prefixes of the projects the question names by folder name."""
         text = question.lower()
-        return sorted(path for name, path in self._projects
-                      if name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text))
-
-    def named_projects(self, question: str) -> list[str]:
-        """The projects the question names, as the root prior reads them (path prefixes, []
-        for none), for the answer: its blocks stay in them (BlocksAnswerer.in_project)."""
-        self._refresh()
-        return self._named(question)
+        named = sorted(path for name, path in self._projects
+                       if name and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text))
+        return json.dumps(named) if named else None
 
     def _rows(self, statement: str, params: dict[str, Any],
               legs: dict[Any, Any] | None = None) -> list[Hit]:

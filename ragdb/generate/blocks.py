@@ -463,27 +463,12 @@ class BlocksAnswerer:
     sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
-    #: Every block (the first too, and so named's definition, kept in the first block's
-    #: project) from a project the question names, where one of the candidates lies in one
-    #: (issue 39: readers met an HCL answer opening with eslint code): off until read blind
-    #: (benchmarks/README.md, "Every block in the project the question names").
-    in_project = False
 
     def __init__(self, locate: Locate, include: Include | None = None,
-                 named: AddNamed | None = None,
-                 projects: Callable[[str], Sequence[str]] | None = None) -> None:
+                 named: AddNamed | None = None) -> None:
         self.locate = locate
         self.include = include
         self.named = named
-        self.projects = projects
-
-    def in_named(self, question: str, candidates: list[_Candidate]) -> list[_Candidate]:
-        """The candidates in a project the question names (`projects`: the root prior's
-        reading, Searcher.named_projects), where `in_project` is on and any is; else all."""
-        within = self.projects(question) if self.in_project and self.projects else ()
-        inside = [c for c in candidates
-                  if any(c.source.file_path.startswith(f"{p}/") for p in within)]
-        return inside or candidates
 
     def included(self, block: Block, terms: frozenset[str], limit: int) -> Block:
         """A docs block that only includes snippets (MkDocs' `--8<-- "path:name"`, one a tab;
@@ -582,7 +567,6 @@ class BlocksAnswerer:
                                  "; not shown (`ragdb index` updates the index).")
                 continue
             candidates.append(_Candidate(number, source, located))
-        candidates = self.in_named(question, candidates)
         chosen, note = choose(question, candidates)
         if note:
             notes.append(note)
