@@ -31,6 +31,7 @@ from ragdb.db import (
     Location,
     Setting,
     bump_generation,
+    checkpoint,
     connect,
     data_version,
     get_setting,
@@ -270,6 +271,8 @@ class RagDB:
             embedder_name=embedder_name, embedder=embedder, progress=progress,
             on_files=on_files, on_embedded=on_embedded, wait=wait, on_wait=on_wait,
         )
+        if stats.files_indexed or stats.files_removed or stats.full_rebuild:
+            checkpoint(self._conn)  # old rows' page images leave rag.db-wal
         return IndexResult(stats, vstats, index_generation(self._conn), [str(p) for p in paths])
 
     def _reindex_recorded(self, **kwargs: Any) -> IndexResult:
@@ -337,6 +340,8 @@ class RagDB:
                 # .env in): FTS5 keeps a deleted row's terms in its segments until a merge.
                 conn.execute(sql("index_fts_optimize"))
             bump_generation(conn)
+        if removed:
+            checkpoint(conn)
         return removed
 
     def legs(self) -> Any:

@@ -459,6 +459,20 @@ def write_transaction(conn: Connection) -> Iterator[None]:
         raise
 
 
+def checkpoint(conn: Connection) -> None:
+    """Copy the WAL into rag.db and empty it (SQLite; PostgreSQL: nothing). After rows were
+    deleted or replaced: while a server holds rag.db open nothing else checkpoints, and
+    rag.db-wal kept the old page images (a removed secret's text) for anyone who copies the
+    folder; secure_delete's zeroed pages reach rag.db instead. A reader mid-request may keep
+    a few frames; the next run's checkpoint takes them."""
+    if isinstance(conn, PostgresConnection):
+        return
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except apsw.BusyError:
+        pass
+
+
 def get_setting(conn: Connection, key: str) -> str | None:
     value = scalar(conn, "SELECT value FROM settings WHERE key = :key", {"key": key})
     return None if value is None else str(value)

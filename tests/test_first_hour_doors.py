@@ -1,0 +1,44 @@
+"""Defects the fourth first-hour walkthrough found on the other doors (serve, MCP, watch,
+the symbol commands), each on real things: a real rag.db (SQLite, sqlite-vec) held open by a
+second connection as a server holds it, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from ragdb import RagDB
+from tests.conftest import write_corpus
+
+MARK = "HUNTER2ZQXSECRET"
+
+
+def test_removed_rows_leave_the_wal_while_a_server_holds_the_db_open(tmp_path: Path) -> None:
+    """A file indexed, then deleted and re-indexed while `ragdb serve` held rag.db open: its
+    rows were gone from every table, but rag.db-wal (which nothing checkpoints while a
+    reader keeps the database open) still held the old page images with its text; a copy of
+    the folder, or `grep` on it, read them. A run that changed rows now checkpoints
+    (TRUNCATE): the WAL is emptied and secure_delete's zeroed pages reach rag.db."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {"app.py": "def run():\n    return 1\n",
+                        "notes.txt": f"password = {MARK}\n"})
+    db = tmp_path / "rag.db"
+    with RagDB(db) as rag:
+        rag.index([proj], vectors=False)
+    server = apsw.Connection(str(db))  # the server's connection, open between requests
+    assert int(server.execute("SELECT count(*) FROM chunks").fetchall()[0][0] or 0) >= 2
+    with RagDB(db) as rag:  # indexed while the server holds it open: into the WAL
+        (proj / "extra.txt").write_text(f"another {MARK} line\n")
+        rag.index([proj], vectors=False)
+    (proj / "notes.txt").unlink()
+    (proj / "extra.txt").unlink()
+    with RagDB(db) as rag:
+        rag.index([proj], vectors=False)
+    rows = int(server.execute("SELECT count(*) FROM chunks WHERE text LIKE ?",
+                              (f"%{MARK}%",)).fetchall()[0][0] or 0)
+    assert rows == 0
+    wal = db.with_name("rag.db-wal")
+    assert not wal.exists() or MARK.encode() not in wal.read_bytes()
+    assert MARK.encode() not in db.read_bytes()
+    server.close()
