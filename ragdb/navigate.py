@@ -36,6 +36,7 @@ MAX_DEFINITIONS = 20_000
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000
 MAX_NAME_CHARS = 1000
+MAX_PATH_CHARS = 4096  # PATH_MAX on Linux: the longest path a file can be stored under
 _SEPARATORS = re.compile(r"::|->|#")
 
 
@@ -458,6 +459,8 @@ def outline(conn: Connection, path: str, filters: Filters = Filters(),
         path = path[2:]
     if not path:
         raise RagdbError("the path is empty: give a file or folder as the index stores it")
+    if len(path) > MAX_PATH_CHARS:  # no stored path is longer; the note would echo it all
+        raise RagdbError(f"the path is over {MAX_PATH_CHARS:,} characters")
     params = _params(filters, kinds, limit, offset)
     params["path"] = path
     rows = [tuple(r) for r in conn.execute(sql("symbol_outline"), params)]

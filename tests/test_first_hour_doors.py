@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import apsw
+import pytest
 
 from ragdb import RagDB
-from tests.conftest import write_corpus
+from ragdb.errors import RagdbError
+from tests.conftest import run_cli, write_corpus
 
 MARK = "HUNTER2ZQXSECRET"
 
@@ -42,3 +44,21 @@ def test_removed_rows_leave_the_wal_while_a_server_holds_the_db_open(tmp_path: P
     assert not wal.exists() or MARK.encode() not in wal.read_bytes()
     assert MARK.encode() not in db.read_bytes()
     server.close()
+
+
+def test_outline_of_a_huge_path_is_one_short_line(tmp_path: Path) -> None:
+    """`ragdb outline <10 KB path>` (and MCP's outline with a 1 MB path) answered "no
+    definitions in xxxx..." echoing the whole path back, where definition/references refuse a
+    name over 1,000 characters in one line. A path longer than any stored path is refused."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {"app.py": "def run():\n    return 1\n"})
+    done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    huge = "x" * 10_000
+    out = run_cli("outline", huge, cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip() == "ragdb: the path is over 4,096 characters"
+    with RagDB(tmp_path / "data" / "processed" / "rag.db") as rag:
+        with pytest.raises(RagdbError, match="over 4,096"):
+            rag.outline("y" * 1_000_000)
+        assert [p.path for p in rag.outline("proj/app.py").places] == ["proj/app.py"] * 2
