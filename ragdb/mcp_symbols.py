@@ -12,6 +12,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from ragdb.database import RagDB
+from ragdb.repo_map import empty_note
 from ragdb.retrieve import Filters
 from ragdb.schemas import FilterValue
 
@@ -115,9 +116,10 @@ def add_symbol_tools(server: MCPServer, rag: RagDB, call: Callable[[Any], Any]) 
                  ) -> Annotated[CallToolResult, RepoMapResult]:
         """The codebase at a glance: its most referenced definitions (ranked over the
         reference graph) with their signatures, grouped by file, within `tokens`."""
-        text, entries = call(lambda: rag.repo_map(tokens, Filters.of(path, lang)))
+        filters = call(lambda: Filters.of(path, lang))
+        text, entries = call(lambda: rag.repo_map(tokens, filters))
         result = RepoMapResult(tokens=int(tokens), map=text,
                                entries=[MapEntryModel(**e.to_json()) for e in entries])
         return CallToolResult(content=[TextContent(type="text", text=text or
-                                                   "no definitions in the index")],
+                                                   empty_note(filters))],
                               structured_content=result.model_dump(mode="json"))

@@ -131,6 +131,14 @@ def signature(head: str, language: str) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def empty_note(filters: Filters) -> str:
+    """What an empty map means: an index without definitions, or filters that kept none (`map
+    --path 'src['` said the index had none and told the user to index again)."""
+    if filters.paths or filters.langs or filters.excludes:
+        return "no definitions in the files --path/--lang/--exclude keep"
+    return "no definitions in the index: `ragdb index` reads them from the code"
+
+
 def repo_map(conn: Connection, tokens: int, filters: Filters = Filters()
              ) -> tuple[str, list[MapEntry]]:
     """The best-ranked definitions, grouped by file, within `tokens`: the text and its

@@ -62,3 +62,20 @@ def test_outline_of_a_huge_path_is_one_short_line(tmp_path: Path) -> None:
         with pytest.raises(RagdbError, match="over 4,096"):
             rag.outline("y" * 1_000_000)
         assert [p.path for p in rag.outline("proj/app.py").places] == ["proj/app.py"] * 2
+
+
+def test_an_empty_map_under_filters_does_not_say_the_index_is_empty(tmp_path: Path) -> None:
+    """`ragdb map --path 'nothere/*'` on an index full of definitions said "no definitions in
+    the index: `ragdb index` reads them from the code", sending the user to re-index; it now
+    says the filters kept none (and says the index has none only where that is so)."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {"app.py": "def run():\n    return helper()\n\n\ndef helper():\n"
+                                  "    return 1\n"})
+    assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
+    whole = run_cli("map", cwd=tmp_path)
+    assert whole.returncode == 0 and "def run" in whole.stdout, whole.stderr
+    for option in (["--path", "nothere/*"], ["--path", "src["], ["--exclude", "*.py"]):
+        none = run_cli("map", *option, cwd=tmp_path)
+        assert none.returncode == 0, none.stderr
+        assert none.stderr.strip() == (
+            "ragdb: no definitions in the files --path/--lang/--exclude keep"), option

@@ -102,12 +102,15 @@ def map_command(
     reference graph) with their signatures, grouped by file, within --tokens."""
     from ragdb.retrieve import Filters
 
-    text, entries = open_rag(db).repo_map(tokens, Filters.of(path, lang, exclude))
+    from ragdb.repo_map import empty_note
+
+    filters = Filters.of(path, lang, exclude)
+    text, entries = open_rag(db).repo_map(tokens, filters)
     if as_json:
         typer.echo(json.dumps({"tokens": tokens, "entries": [e.to_json() for e in entries]},
                               indent=2, ensure_ascii=False))
         return
     if not entries:
-        err("no definitions in the index: `ragdb index` reads them from the code")
+        err(empty_note(filters))
         return
     typer.echo(text)
