@@ -120,6 +120,36 @@ def write_question_set(root: Path, asked: list[tuple[str, str, str]]) -> Path:
     return folder
 
 
+#: Questions over write_corpus's project, a reference file each (kind, question, path): the
+#: sets the benchmarks' variant runners are tested on (bench_ablation, bench_code_gate).
+PROJ_ASKED = [
+    ("docs", "How do I load a LoRA adapter at run time?", "data/raw/proj/docs/features/lora.md"),
+    ("code", "Which class is one decoder layer of Gemma 2?", "data/raw/proj/pkg/layers.py"),
+    ("docs", "Does the scheduler support chunked prefill?", "data/raw/proj/notes.txt"),
+    ("code", "What does trust_remote_code_default return?", "data/raw/proj/pkg/layers.py"),
+    ("docs", "How are LoRA adapters served?", "data/raw/proj/docs/features/lora.md"),
+    ("code", "Where is the Gemma2DecoderLayer forward pass?", "data/raw/proj/pkg/layers.py"),
+]
+
+
+def indexed_question_set(root: Path, asked: list[tuple[str, str, str]]
+                         ) -> tuple[Path, list[Any], list[Any]]:
+    """write_corpus's project under root/data/raw/proj indexed into root/rag.db, `asked` as a
+    question set over it: (the db, its questions loaded, today's ranks of them)."""
+    from benchmarks.bench_repos import run as bench_run
+    from benchmarks.common import repo_questions
+    from ragdb import RagDB
+
+    write_corpus(root / "data" / "raw" / "proj")
+    folder = write_question_set(root, asked)
+    db = root / "rag.db"
+    with RagDB(db) as rag:
+        rag.index(["data/raw/proj"])
+        loaded = repo_questions(folder, ("proj",))
+        today, _ = bench_run(rag, loaded)
+    return db, loaded, today
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A working folder with a small corpus under data/raw/proj, as a user would lay it out."""

@@ -10,30 +10,15 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_ablation as ablation
-from benchmarks.bench_repos import run as bench_run
-from benchmarks.common import repo_questions
-from ragdb import RagDB
 from ragdb.retrieve import SearchParams
-from tests.conftest import write_corpus, write_question_set
+from tests.conftest import PROJ_ASKED, indexed_question_set
 
 
 def test_every_variant_runs_on_a_real_index_and_the_report_reads_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    write_corpus(tmp_path / "data" / "raw" / "proj")
-    lora = "data/raw/proj/docs/features/lora.md"
-    layers = "data/raw/proj/pkg/layers.py"
-    asked = [("docs", "How do I load a LoRA adapter at run time?", lora),
-             ("code", "Which class is one decoder layer of Gemma 2?", layers),
-             ("docs", "Does the scheduler support chunked prefill?", "data/raw/proj/notes.txt"),
-             ("code", "What does trust_remote_code_default return?", layers)]
-    folder = write_question_set(tmp_path, asked)
-    db = tmp_path / "rag.db"
-    with RagDB(db) as rag:
-        rag.index(["data/raw/proj"])
-        loaded = repo_questions(folder, ("proj",))
-        today, _ = bench_run(rag, loaded)
+    db, loaded, today = indexed_question_set(tmp_path, PROJ_ASKED[:4])
     out = tmp_path / "ablation"
     going = ablation.run([("proj", db, loaded)], out)
 

@@ -15,16 +15,8 @@ from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.retrieve import Filters, Mode
 from ragdb.source_files import SourceFiles
 from tests.conftest import run_cli, write_corpus
+from tests.test_blocks_halves import ROUTER
 
-ROUTER = (
-    "import re\n\n\n"
-    "def match_route(routes, path):\n"
-    '    """Pick the first route whose pattern matches the whole path."""\n'
-    "    for route in routes:\n"
-    "        if route.pattern.fullmatch(path):\n"
-    "            return route\n"
-    "    return None\n"
-)
 DEMO = (
     "from router import match_route\n\n\n"
     "def main():\n"
@@ -62,6 +54,17 @@ def _answer(rag: RagDB, only: str, symbol_max: int = 5, question: str = QUESTION
     return shown, sources, after
 
 
+def _lookups(rag: RagDB) -> None:
+    """Defined twice, once in a test's fake: the source's definition alone is looked up, and
+    none that the search's filters leave out."""
+    (found,) = named.Lookup(rag.conn, 5)("match_route")
+    assert found.source.file_path == "proj/src/router.py" and found.line == 4
+    for filters in (Filters.of(excludes="proj/src/*"), Filters.of("examples/*"),
+                    Filters.of(langs="markdown")):
+        assert named.Lookup(rag.conn, 5, filters)("match_route") == []
+    assert len(named.Lookup(rag.conn, 5, Filters.of("src/"))("match_route")) == 1
+
+
 def _verbatim(tmp_path: Path, block: Block) -> None:
     lines = (tmp_path / block.path).read_text().split("\n")
     assert block.lines == lines[block.start_line - 1:block.end_line]
@@ -69,13 +72,7 @@ def _verbatim(tmp_path: Path, block: Block) -> None:
 
 def test_the_definition_comes_first_after_a_sample_that_calls_it(tmp_path: Path) -> None:
     with RagDB(_index(tmp_path), use_cache=False) as rag:
-        # Defined twice, once in a test's fake: the source's definition alone is looked up.
-        (found,) = named.Lookup(rag.conn, 5)("match_route")
-        assert found.source.file_path == "proj/src/router.py" and found.line == 4
-        for filters in (Filters.of(excludes="proj/src/*"), Filters.of("examples/*"),
-                        Filters.of(langs="markdown")):
-            assert named.Lookup(rag.conn, 5, filters)("match_route") == []
-        assert len(named.Lookup(rag.conn, 5, Filters.of("src/"))("match_route")) == 1
+        _lookups(rag)
         blocks, before, after = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
     assert blocks[0].number == len(before) + 1 and len(after) == len(before) + 1
@@ -125,12 +122,7 @@ def test_a_first_block_defining_another_written_name_stays_first(tmp_path: Path)
 
 def test_the_same_definition_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     with RagDB(_index(tmp_path, pg_url), use_cache=False) as rag:
-        (found,) = named.Lookup(rag.conn, 5)("match_route")
-        assert found.source.file_path == "proj/src/router.py" and found.line == 4
-        for filters in (Filters.of(excludes="proj/src/*"), Filters.of("examples/*"),
-                        Filters.of(langs="markdown")):
-            assert named.Lookup(rag.conn, 5, filters)("match_route") == []
-        assert len(named.Lookup(rag.conn, 5, Filters.of("src/"))("match_route")) == 1
+        _lookups(rag)
         blocks, _, _ = _answer(rag, "examples/demo.py")
     assert [b.path for b in blocks] == ["proj/src/router.py", "proj/examples/demo.py"]
     _verbatim(tmp_path, blocks[0])
