@@ -269,10 +269,10 @@ def choose(question: str, candidates: Sequence[_Candidate]
 
 
 def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int) -> Block:
+               terms: frozenset[str], limit: int, rest: int = 0) -> Block:
     """The definition the chunk (lines first..last, 0-based) lies in or starts, whole when it
     fits in `limit` lines; else the region of it around the chunk's best line, headed by the
-    signature lines it lies in."""
+    signature lines it lies in (`rest`: cuts.region's, the lines after it first)."""
     source = cand.source
     signatures = signature_lines(lines, cand.located.context, first, last)
     if definition_name(lines[first]) and first not in signatures:
@@ -288,7 +288,8 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
         focus = (max(first, about.first), min(last, about.last))
         if focus[0] > focus[1]:
             focus = (first, last)
-    a, b = _trimmed(lines, *region(lines, lo, hi, terms, limit, focus=focus), markers=False)
+    a, b = _trimmed(lines, *region(lines, lo, hi, terms, limit, focus=focus, rest=rest),
+                    markers=False)
     b = without_lead_in(lines, a, b)
     outer = [i for i in signatures if i < a][-3:]
     heads = [(i + 1, lines[i]) for i in head_lines(lines, outer, cand.located.context)
@@ -463,6 +464,14 @@ class BlocksAnswerer:
     sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
+    #: Two candidates of issue 39 for a code block that stops before the deciding branch, off
+    #: until read blind (benchmarks/README.md, "Code blocks that run on to the deciding
+    #: branch"); each a number of lines for the first slot, half of it for later slots:
+    #: `longer`: a code block's limit in place of MAX_LINES (SECOND_LINES); `rest`: the limit
+    #: stays, the block then runs on below its region through the rest of the definition, up
+    #: to this many lines in all (cuts.region's `rest`). 0: off.
+    longer = 0
+    rest = 0
 
     def __init__(self, locate: Locate, include: Include | None = None,
                  named: AddNamed | None = None) -> None:
@@ -511,7 +520,12 @@ class BlocksAnswerer:
         a page of includes includes)."""
         lines, first, last = _lines_of(cand)
         if cand.code:
-            return code_block(cand, lines, first, last, terms, limit)
+            first_slot = limit >= MAX_LINES
+            if self.longer:
+                limit = self.longer if first_slot else self.longer // 2
+            rest = self.rest if first_slot else self.rest // 2
+            return code_block(cand, lines, first, last, terms, limit,
+                              max(rest, limit) if self.rest else 0)
         return self.included(docs_block(cand, lines, first, last, terms, limit), terms, limit)
 
     def other_half(self, question: str, candidates: Sequence[_Candidate],
