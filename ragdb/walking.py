@@ -52,7 +52,8 @@ BINARY_SUFFIXES = frozenset("""
 _SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
                       r"|keystore|jks|env)|\.git-credentials|\.npmrc|\.dockercfg|\.htpasswd"
-                      r"|credentials\.json|client_secret[\w.-]*\.json|.+\.tfstate(?:\.backup)?")
+                      r"|credentials\.json|client_secret[\w.-]*\.json|.+\.tfstate(?:\.backup)?"
+                      r"|wp-config\.php|secrets\.yml")
 #: A private key with its base64 body (PEM: PKCS#1/#8, EC, DSA, OpenSSH, encrypted PKCS#8;
 #: an armored PGP secret key), as a key file or a JSON credential's "private_key" string holds
 #: it (lines broken by `\n` escapes there): its optional headers (Proc-Type, DEK-Info,
@@ -81,16 +82,24 @@ _TOKENS = tuple(re.compile(p) for p in (
     # key, a Docker config's registry login.
     r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}", r"client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}",
     r"\"auth\"[ \t]*:[ \t]*\"[A-Za-z0-9+/]{12,}=*\"",
+    # Rails' secret_key_base (config/secrets.yml, a copy of it): signs every session cookie.
+    r"secret_key_base[\"']?[ \t]*[:=][ \t]*[\"']?[0-9a-fA-F]{30,}",
 ))
-#: A .env line (hard-linked or copied under another name): an upper-case name (_ENV_NAME
-#: before it on its line) that ends saying secret, set to a value that is not a reference, a
-#: number or a placeholder.
+#: A .env line (hard-linked or copied under another name, or in a config file): a name in one
+#: case (upper, or lower as some .env and INI files write it; _ENV_NAMES before it on its
+#: line) that ends saying secret, set (`=`, not `==`) to a literal value of 4+ characters (a
+#: short or lower-case password is one too: `DB_PASSWORD=hunter2`), not a reference (`${VAR}`,
+#: `%(var)s`), a number, an expression or a placeholder that is the whole value (`changeme`,
+#: `your-token-here`; `changeme-abc123` is a password).
 _ENV_SECRET = re.compile(
-    r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN)[ \t]*=[ \t]*"
-    r"[\"']?(?![$<{*]|\d+\b|(?i:changeme|change_me|your|xxx|none|null|true|false)\b)"
-    r"[^\s\"'#]{8,}")
-_ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
-_ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
+    r"(SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN"
+    r"|secret_key|access_key|private_key|api_?key|secret|password|passwd|token)"
+    r"[ \t]*=(?![=~])[ \t]*[\"']?(?![$<{*%(\[]|\d+(?![^\s\"'#])|(?i:changeme|change_me"
+    r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password)"
+    r"(?![^\s\"'#]))[^\s\"'#]{4,}")
+_ENV_NAMES = {True: re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*"),
+              False: re.compile(r"[ \t]*(?:export[ \t]+)?[a-z0-9_]*")}
+_ENV_WORDS = ("secret", "passw", "token", "key")
 
 
 def holds_token(text: str) -> bool:
@@ -102,10 +111,11 @@ def holds_token(text: str) -> bool:
             found = m.group(0).upper()
             if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
                 return True
-    if any(word in text for word in _ENV_WORDS):
+    lowered = text.lower()
+    if any(word in lowered for word in _ENV_WORDS):
         for m in _ENV_SECRET.finditer(text):
             line = text.rfind("\n", 0, m.start()) + 1
-            if _ENV_NAME.fullmatch(text, line, m.start()):
+            if _ENV_NAMES[m.group(1).isupper()].fullmatch(text, line, m.start()):
                 return True
     return False
 

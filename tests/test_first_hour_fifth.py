@@ -1,0 +1,145 @@
+"""Defects the fifth first-hour walkthrough found, each on real things: the CLI as a
+subprocess, a real rag.db (SQLite, sqlite-vec), a real PostgreSQL reached over TCP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.conftest import free_port, index_rows, one_line_error, run_cli, write_corpus
+
+
+def _indexed(db: Path) -> list[str]:
+    return [path for path, _sha, _size in index_rows(db)["files"]]
+
+
+def _held(db: Path) -> bytes:
+    """Every byte of rag.db and what lies beside it (-wal), lowercased as FTS5 stores terms."""
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*")).lower()
+
+
+#: Credentials the fourth walkthrough's rules let in: a Rails app's secrets.yml (its
+#: secret_key_base signs every session), a copy of it, WordPress's deployed wp-config.php (the
+#: database password, in PHP), and .env lines whose values are short or lower-case, or whose
+#: names are, in files under other names (a hard link, a config file, Terraform's variables).
+MISSED_SECRETS = {
+    "config/secrets.yml": "development:\n  secret_key_base: 3b7cd727ee24e8444053437c36cc66c3"
+                          "W0mark\nproduction:\n"
+                          "  secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>\n",
+    "backup/rails_secrets.txt": "production:\n  secret_key_base: 9f86d081884c7d659a2feaa0"
+                                "c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n",
+    "wp-config.php": "<?php\ndefine( 'DB_NAME', 'wordpress' );\n"
+                     "define( 'DB_PASSWORD', 'W0markWp' );\n",
+    "deploy/app.cfg": "DEBUG=0\nDB_PASSWORD=hunt3r\n",            # short: 6 characters
+    "deploy/settings.ini": "[db]\ndb_password = w0markini\n",     # a lower-case name
+    "deploy/keys.conf": "SECRET_KEY=changeme-w0markcm\n",         # a placeholder it starts with
+    "infra/terraform.tfvars": 'region = "eu-west-1"\ndb_password = "w0marktf"\n',
+}
+
+#: Kept: placeholders, references, pins, templates and the sample that WordPress ships.
+KEPT = {
+    "wp-config-sample.php": "<?php\ndefine( 'DB_PASSWORD', 'password_here' );\n",
+    "deploy/example.cfg": "DB_PASSWORD=changeme\nAPI_TOKEN=${API_TOKEN}\n"
+                          "SECRET_KEY=your-key-here\n",
+    "deploy/tox.ini": "[tox]\npassword = %(env_password)s\nmax_token = 4096\n",
+    "requirements.txt": "tiktoken==0.7.0\ntokenizers>=0.19\n",
+    "src/app.py": "import os\n\nDB_PASSWORD = os.environ['DB_PASSWORD']\n",
+    "config/secrets.example.yml": "production:\n  secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>\n",
+}
+
+
+def test_rails_wordpress_and_short_env_secrets_are_never_indexed(tmp_path: Path) -> None:
+    """A Rails `config/secrets.yml`, a WordPress `wp-config.php`, and .env lines setting a
+    short (`hunt3r`), lower-case (`db_password = ...`) or placeholder-prefixed
+    (`changeme-...`) value in files under other names were indexed and served: each is now
+    left out as 'may hold secrets', and nothing of them reaches rag.db's bytes; templates,
+    references and placeholders stay."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {**MISSED_SECRETS, **KEPT})
+    env = tmp_path / "home" / ".env.production"
+    write_corpus(env.parent, {env.name: "DB_PASSWORD=w0rmlnk\n"})  # 7 characters, lower-case
+    os.link(env, proj / "notes.txt")
+    done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert _indexed(db) == sorted(f"proj/{rel}" for rel in KEPT), done.stdout
+    assert f"{len(MISSED_SECRETS) + 1} may hold secrets" in done.stdout, done.stdout
+    held = _held(db)
+    for mark in (b"w0mark", b"hunt3r", b"w0rmlnk", b"9f86d081884c7d659a2f"):
+        assert mark not in held, mark
+    found = run_cli("search", "db_password", "--db", str(db), "--json", cwd=tmp_path)
+    assert found.returncode == 0 and "w0mark" not in found.stdout.lower()
+
+
+# -- PostgreSQL over TCP -------------------------------------------------------------------------
+
+def _forward(listener: socket.socket, unix_path: str) -> None:
+    """Accept TCP connections on `listener` and relay each to the server's Unix socket: the
+    client (libpq in ragdb) speaks TCP to 127.0.0.1, as to any remote server."""
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    while True:
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            return
+        server = socket.socket(socket.AF_UNIX)
+        server.connect(unix_path)
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+
+@pytest.fixture
+def tcp_port(pg_server: Any) -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that reaches the session's PostgreSQL (which listens only on
+    its Unix socket)."""
+    query = parse_qs(urlsplit(pg_server.get_uri()).query)
+    socket_dir = query["host"][0]
+    port = query.get("port", ["5432"])[0]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", free_port()))
+    listener.listen()
+    threading.Thread(target=_forward, args=(listener, f"{socket_dir}/.s.PGSQL.{port}"),
+                     daemon=True).start()
+    yield int(listener.getsockname()[1])
+    listener.close()
+
+
+@pytest.mark.parametrize("given", ["wrong-pass-5093", ""])
+def test_a_wrong_or_missing_password_over_tcp_is_one_line(
+        project: Path, pg_server: Any, own_role: tuple[str, str, str], tcp_port: int,
+        given: str) -> None:
+    """A role WITH a password, reached over TCP at 127.0.0.1 (as docs/postgresql.md's Docker
+    server is), with a wrong password or none: one line on stderr naming the server and the
+    cause, a non-zero exit, no traceback, and neither the given nor the right password."""
+    role, password, database = own_role
+    auth = f"{role}:{given}" if given else role
+    url = f"postgresql://{auth}@127.0.0.1:{tcp_port}/{database}"
+    for args in (("index", "data/raw", "--no-vectors"), ("search", "lora"), ("roots",)):
+        done = run_cli(*args, "--db", url, cwd=project, env={"PGPASSWORD": ""})
+        line = one_line_error(done)
+        assert line.startswith(f"ragdb: cannot connect to PostgreSQL at postgresql://{role}@"
+                               f"127.0.0.1:{tcp_port}/{database}"), line
+        cause = "password authentication failed" if given else "no password supplied"
+        assert cause in line, line
+        shown = done.stdout + done.stderr
+        assert password not in shown and (not given or given not in shown), shown
