@@ -143,3 +143,45 @@ def test_a_wrong_or_missing_password_over_tcp_is_one_line(
         assert cause in line, line
         shown = done.stdout + done.stderr
         assert password not in shown and (not given or given not in shown), shown
+
+
+# -- A source changed on disk since it was indexed ------------------------------------------------
+
+_BILLING = ('def monthly_invoice(customer):\n'
+            '    """The invoice a customer gets each month: the plan price plus usage fees."""\n'
+            '    price = customer.plan.price\n'
+            '    fees = sum(item.fee for item in customer.usage)\n'
+            '    return {"customer": customer.id, "total": price + fees}  # oldline\n')
+
+
+def _replace_by_link_to_secret(path: Path) -> None:
+    (path.parent.parent / ".env").write_text("DB_PASSWORD=linkedsecretmark\n")
+    path.unlink()
+    path.symlink_to(Path("..") / ".env")
+
+
+@pytest.mark.parametrize("change", ["edit", "truncate", "empty", "delete", "link_to_secret"])
+def test_an_answer_never_shows_lines_no_longer_in_the_file(tmp_path: Path, change: str) -> None:
+    """Issue 39 ("Bad input"): a source edited, truncated, emptied, deleted or replaced by a
+    symlink to a .env after `ragdb index`: the answer shows neither the indexed lines that
+    are gone nor what the file holds now unchecked, and says the file changed."""
+    source = tmp_path / "proj" / "src" / "billing.py"
+    write_corpus(tmp_path / "proj", {"src/billing.py": _BILLING})
+    assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
+    if change == "edit":
+        source.write_text(_BILLING.replace("# oldline", "# newline"))
+    elif change == "truncate":
+        source.write_text(_BILLING[:40])
+    elif change == "empty":
+        source.write_text("")
+    elif change == "delete":
+        source.unlink()
+    else:
+        _replace_by_link_to_secret(source)
+    done = run_cli("answer", "How is the monthly invoice computed?", "--k", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    answer = done.stdout.split("\nSources:")[0]
+    for gone in ("oldline", "newline", "linkedsecretmark", "customer.plan.price"):
+        assert gone not in answer, answer
+    said = "was deleted" if change == "delete" else "changed since it was indexed"
+    assert f"`proj/src/billing.py` {said}" in answer, answer
