@@ -105,9 +105,9 @@ WRITER = "writer"
 #: slot's lines of each (later slots half), chosen on the tuning questions only (`cover
 #: --tuning --kind code --variant V --lines N`; the rule and the figures are in the README).
 LONG = "long"
-LONG_LINES = 0
+LONG_LINES = 60  # the rule's choice: the default's own limits (every N showed the same)
 REST = "rest"
-REST_LINES = 0
+REST_LINES = 80
 ALL_VARIANTS = (BLOCKS, LONG, REST, WRITER)
 SEED = 39
 
