@@ -35,7 +35,7 @@ from typing import Any
 
 from ragdb import snippets
 from ragdb.chunking import PROSE_FILE_KINDS
-from ragdb.file_types import is_generated_or_minified, not_implementation
+from ragdb.file_types import is_generated_or_minified
 from ragdb.generate.generator import GeneratedAnswer, no_sources
 from ragdb.generate.prompt import PromptSource
 from ragdb.generate.support import _TOKEN, FRAME
@@ -199,6 +199,10 @@ def _elision(line: str) -> str:
 
 # -- which sources --------------------------------------------------------------------------
 
+_TEST_PATH = re.compile(r"(?:^|/)(?:tests?|__tests__|spec|specs|testing|testdata)/|"
+                        r"(?:^|/)test_[^/]*$|_test\.\w+$|\.(?:test|spec)\.\w+$|Tests?\.\w+$")
+
+
 @dataclass
 class _Candidate:
     number: int  # 1-based rank
@@ -211,9 +215,8 @@ class _Candidate:
 
     @property
     def secondary(self) -> str:
-        """'test' (tests, samples, harnesses: file_types.not_implementation) or 'generated'
-        for code a developer asks about last, else ''."""
-        if not_implementation(self.source.file_path):
+        """'test' or 'generated' for code a developer asks about last, else ''."""
+        if _TEST_PATH.search(self.source.file_path):
             return "test"
         text = self.located.text or self.source.text
         if is_generated_or_minified(self.source.file_path, text) == "generated":
@@ -237,7 +240,7 @@ def first_choice(question: str, candidates: Sequence[_Candidate]
         return first, f"rank {first.number}: no code in the top {CODE_WITHIN}", ""
     rule = f"rank {chosen.number}: the best-ranked code in the top {CODE_WITHIN}"
     if chosen.secondary and not re.search(r"\btests?\b|\bgenerated\b", question, re.I):
-        kind = "tests or samples" if chosen.secondary == "test" else "generated code"
+        kind = "tests" if chosen.secondary == "test" else "generated code"
         return chosen, rule, (f"The code found for this question is {kind} only; the best of "
                               "it is shown.")
     return chosen, rule, ""

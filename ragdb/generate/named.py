@@ -17,6 +17,9 @@ from ragdb.resources import sql
 from ragdb.retrieve import NO_FILTERS, Filters
 from ragdb.tokenize import written_names
 
+#: Code that shows how to use a definition (tests and generated code: _Candidate.secondary).
+SAMPLE_PATH = re.compile(r"(?:^|/)(?:examples?|samples?|demos?)/|fuzz|harness", re.I)
+
 
 class Named(NamedTuple):
     source: PromptSource  # the chunk holding the definition's first line
@@ -53,9 +56,9 @@ class Lookup(NamedTuple):
 
 
 def secondary(path: str, text: str) -> bool:
-    """Whether code lies in a test, a sample or a harness (file_types.not_implementation, the
-    ranking's path prior), or is generated."""
-    return bool(_Candidate(0, PromptSource(path, 0, 0, 0, 0, text), Located()).secondary)
+    """Whether code lies in a test, a sample or a harness, or is generated."""
+    return SAMPLE_PATH.search(path) is not None or bool(
+        _Candidate(0, PromptSource(path, 0, 0, 0, 0, text), Located()).secondary)
 
 
 def shows(block: Block, path: str, line: int) -> bool:
