@@ -6,7 +6,6 @@ chunkers only cut the text they are given."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 
@@ -164,39 +163,3 @@ def is_generated_or_minified(path: str, text: str) -> str | None:
         if len(text) > MAX_LINE_CHARS and max(map(len, text.splitlines())) > MAX_LINE_CHARS:
             return "minified"
     return None
-
-
-# --- code that is not the implementation -----------------------------------------------------
-
-# One definition of the files that repeat the implementation's names without being it (tests,
-# samples, fuzz harnesses, release histories), read by the ranking's path prior
-# (retrieve.SearchParams.prior_paths, GLOBbed in SQL on the ASCII-lower-cased path), by the
-# answer's first slot (blocks: asked about last) and by the definition block (named: never
-# added from them). Measured: benchmarks/README.md, "One list for code that is not the
-# implementation". Folders count at the top of a path and under any folder.
-_NOT_IMPLEMENTATION_DIRS = ("tests", "test", "__tests__", "spec", "specs", "testing", "testdata",
-                            "examples", "example", "samples", "demos")
-_NOT_IMPLEMENTATION_NAMES = ("test_*", "conftest.py", "changelog*", "changes.*", "changes",
-                             "history.*", "news.*", "news")
-_NOT_IMPLEMENTATION_ANYWHERE = ("*_test.*", "*.test.*", "*.spec.*", "*fuzz*", "*harness*")
-# xUnit's class-per-file naming (FooTest.java, FooTests.cs): lower-cased, only where it is the
-# convention (a lower-cased `*tests.*` would take eslint-plugin-jest's `no-focused-tests.js`).
-_CAMEL_TEST_SUFFIXES = ("java", "kt", "cs", "swift")
-
-#: Lower-cased GLOBs (`*` only, which crosses `/`, as SQLite's GLOB) of code that is not the
-#: implementation; `not_implementation` matches a path as the SQL does.
-NOT_IMPLEMENTATION: tuple[str, ...] = (
-    *(glob for d in _NOT_IMPLEMENTATION_DIRS for glob in (f"{d}/*", f"*/{d}/*")),
-    *(glob for n in _NOT_IMPLEMENTATION_NAMES for glob in (n, f"*/{n}")),
-    *_NOT_IMPLEMENTATION_ANYWHERE,
-    *(f"*{word}.{suffix}" for suffix in _CAMEL_TEST_SUFFIXES for word in ("test", "tests")),
-)
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_NOT_IMPLEMENTATION_RE = re.compile("|".join(f"(?:{fnmatch.translate(glob)})"
-                                             for glob in NOT_IMPLEMENTATION))
-
-
-def not_implementation(path: str) -> bool:
-    """Whether a stored path is code that is not the implementation (NOT_IMPLEMENTATION), as
-    `lower(path) GLOB pattern` decides in SQL (SQLite's lower() folds ASCII letters only)."""
-    return _NOT_IMPLEMENTATION_RE.match(path.translate(_ASCII_LOWER)) is not None
