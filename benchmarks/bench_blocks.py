@@ -60,6 +60,7 @@ questions whose answer text changed, blind, as `before` and `after`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import random
@@ -70,8 +71,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, REPOS6, Asked, accept_sample,
-                               host_line, tuning_questions)
+from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, REPOS6, REPOS7, Asked,
+                               accept_sample, host_line, tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
 from ragdb.generate.blocks import BlocksAnswerer
@@ -95,6 +96,7 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks_named",  # sample and repos5: the answers `named` changed
             BENCH_DIR / "blocks_namedf",  # ... and the answers its three fixes changed
             BENCH_DIR / "blocks6",  # repos6: the default, for fresh blind readers
+            BENCH_DIR / "blocks7",  # repos7: the default, for fresh blind readers
             BENCH_DIR / "blocks_long")  # sample and repos5: the answers the chosen cut changed
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
@@ -113,7 +115,7 @@ SEED = 39
 
 
 def set_group(question_set: str) -> str:
-    """The set a question belongs to in reports: vllm, repos, repos2 ... repos6."""
+    """The set a question belongs to in reports: vllm, repos, repos2 ... repos7."""
     if question_set.startswith("vllm"):
         return "vllm"
     for held in BY_NAME.values():
@@ -127,7 +129,7 @@ def questions(sets: Sequence[str], kind: str, tuning: bool = False) -> list[Aske
     not built is left out, said once."""
     chosen = (tuning_questions() if tuning
               else accept_sample(repos3=True, repos4=True, repos5=REPOS5.name in sets,
-                                 repos6=REPOS6.name in sets))
+                                 repos6=REPOS6.name in sets, repos7=REPOS7.name in sets))
     out: list[Asked] = []
     missing: set[Path] = set()
     for asked in chosen:
@@ -233,14 +235,20 @@ def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
     (out / "key.json").write_text(json.dumps(key, indent=1))
 
 
-def compare(before: Path, after: Path, out: Path) -> list[str]:
+def compare(before: Path, after: Path, out: Path, most: int = 0) -> list[str]:
     """Two saved answer files (`answers_*.json`, e.g. made by two versions of the code) as
     variants `before` and `after`: the questions whose answer text differs, written to `out`
-    as answers_before.json, answers_after.json, blind files and key.json; their ids."""
+    as answers_before.json, answers_after.json, blind files and key.json; their ids. `most`
+    (0: all): where more changed, the `most` whose sha256(id) sorts first, in the files'
+    order (a fixed choice no one makes by reading them)."""
     rows = {name: {r["id"]: r for r in json.loads(path.read_text())}
             for name, path in (("before", before), ("after", after))}
     changed = [qid for qid, row in rows["before"].items()
                if qid in rows["after"] and rows["after"][qid]["answer"] != row["answer"]]
+    if most and len(changed) > most:
+        chosen = set(sorted(changed, key=lambda q: hashlib.sha256(q.encode()).hexdigest())[:most])
+        print(f"{len(changed)} changed: the {most} whose sha256(id) sorts first are kept")
+        changed = [qid for qid in changed if qid in chosen]
     records = {name: [by_id[qid] for qid in changed] for name, by_id in rows.items()}
     out.mkdir(parents=True, exist_ok=True)
     for name, kept in records.items():
@@ -376,8 +384,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("answer", "cover", "report", "compare"))
     parser.add_argument("--sets", default="", help="comma-separated: vllm, repos, repos2, "
-                        "repos3, repos4, repos5, repos6 [default: all whose index is built, "
-                        "repos5 and repos6 only when named]")
+                        "repos3, repos4, repos5, repos6, repos7 [default: all whose index is "
+                        "built, repos5, repos6 and repos7 only when named]")
     parser.add_argument("--variants", default=BLOCKS,
                         help=f"comma-separated, of {', '.join(ALL_VARIANTS)}")
     parser.add_argument("--kind", default="", choices=("", "docs", "code"))
@@ -392,6 +400,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--before", type=Path, help="compare: the saved answers before")
     parser.add_argument("--after", type=Path, help="compare: the saved answers after")
+    parser.add_argument("--most", type=int, default=0,
+                        help="compare: at most this many changed answers, by sha256 of the "
+                        "id [default: all]")
     args = parser.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     variants = [v for v in args.variants.split(",") if v]
@@ -403,7 +414,7 @@ def main() -> None:
     elif args.action == "compare":
         if args.before is None or args.after is None:
             raise SystemExit("compare needs --before and --after (two answers_*.json files)")
-        compare(args.before, args.after, args.out)
+        compare(args.before, args.after, args.out, max(0, args.most))
     elif args.action == "cover":
         if args.lines < 0 or not (args.lines or {LONG: LONG_LINES, REST: REST_LINES}
                                   .get(args.variant, 1)):
