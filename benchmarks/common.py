@@ -136,7 +136,10 @@ REPOS5 = HeldOut("repos5", Path("benchmarks/repos5"), Path("data/raw-repos5"),
 REPOS6 = HeldOut("repos6", Path("benchmarks/repos6"), Path("data/raw-repos6"),
                  ("cattrs", "eslint-plugin-jest", "golang-github-hashicorp-hcl-v2"),
                  BENCH_DIR / "repos6.db")
-BY_NAME = {held.name: held for held in (*HELD_OUT, REPOS5, REPOS6)}
+#: repos7 for issue 39, made as repos6 was (benchmarks/repos7/README.md), reached by name only too.
+REPOS7 = HeldOut("repos7", Path("benchmarks/repos7"), Path("data/raw-repos7"),
+                 ("plumbum", "markdownlint", "criterion"), BENCH_DIR / "repos7.db")
+BY_NAME = {held.name: held for held in (*HELD_OUT, REPOS5, REPOS6, REPOS7)}
 
 
 @dataclass(frozen=True)
@@ -228,16 +231,17 @@ CONTEXT_DIR = WRITER_DIR / "context"
 Asked = tuple[Question, str, Path]  # a question, its reference answer, the index it is asked of
 
 
-def accept_sample(repos3: bool = False, repos4: bool = False,
-                  repos5: bool = False, repos6: bool = False) -> list[Asked]:
+def accept_sample(repos3: bool = False, repos4: bool = False, repos5: bool = False,
+                  repos6: bool = False, repos7: bool = False) -> list[Asked]:
     """The held-out sample in a fixed order: public docs questions 51-100, the public code
     questions at positions 0 and 2 modulo 5, the repos set's half B, all of repos2; `repos3`
     appends the 60 questions of benchmarks/repos3 after those 190, `repos4` the 60 of
-    benchmarks/repos4 after everything before it, `repos5` those of benchmarks/repos5 and `repos6`
-    those of benchmarks/repos6."""
+    benchmarks/repos4 after everything before it, `repos5` those of benchmarks/repos5, `repos6`
+    those of benchmarks/repos6 and `repos7` those of benchmarks/repos7."""
     answers = reference_answers((REPOS_SET, REPOS2.folder, REPOS3.folder, REPOS4.folder,
                                  *((REPOS5.folder,) if repos5 else ()),
-                                 *((REPOS6.folder,) if repos6 else ())))
+                                 *((REPOS6.folder,) if repos6 else ()),
+                                 *((REPOS7.folder,) if repos7 else ())))
     public = vllm_questions()
     docs = [q for q in public if q.kind == "docs"][50:100]
     code = [q for i, q in enumerate(q for q in public if q.kind == "code") if i % 5 in (0, 2)]
@@ -252,6 +256,8 @@ def accept_sample(repos3: bool = False, repos4: bool = False,
         sets.append((repo_questions(REPOS5.folder, REPOS5.names), REPOS5.db))
     if repos6:
         sets.append((repo_questions(REPOS6.folder, REPOS6.names), REPOS6.db))
+    if repos7:
+        sets.append((repo_questions(REPOS7.folder, REPOS7.names), REPOS7.db))
     return [(q, answers[q.question_id], db) for questions, db in sets for q in questions]
 
 
@@ -286,13 +292,14 @@ def answer_record(question: Question, reference: str, result: Any, seconds: floa
 
 def evaluated_sets(only: Sequence[str] = ()) -> list[tuple[str, Path, list[Question]]]:
     """Every evaluated set whose bench rag.db is built (or those named): (name, db, questions);
-    the names are vllm, repos, repos2, repos3, repos4, and repos5 or repos6 only when named."""
+    the names are vllm, repos, repos2, repos3, repos4, and repos5, repos6 or repos7 only when
+    named."""
     found: list[tuple[str, Path, list[Question]]] = []
     if VLLM_DB.exists():
         found.append(("vllm", VLLM_DB, vllm_questions()))
     if REPOS_DB.exists():
         found.append(("repos", REPOS_DB, repo_questions()))
-    for held in (*HELD_OUT, *(h for h in (REPOS5, REPOS6) if h.name in only)):
+    for held in (*HELD_OUT, *(h for h in (REPOS5, REPOS6, REPOS7) if h.name in only)):
         if held.db.exists():
             found.append((held.name, held.db, repo_questions(held.folder, held.names)))
     return [entry for entry in found if not only or entry[0] in only]

@@ -1,6 +1,6 @@
 """The benchmarks' question sets: the held-out repos3 and repos4 sets join bench_repos and the
-answer samples without changing what the earlier sets hold, and repos5 is reached only by name
-(real dataset files, no index needed)."""
+answer samples without changing what the earlier sets hold, and repos5, repos6 and repos7 are
+reached only by name (real dataset files, no index needed)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from benchmarks import bench_accept
 from benchmarks import bench_blocks
-from benchmarks.common import (BY_NAME, HELD_OUT, REPOS3, REPOS4, REPOS5, accept_sample,
-                               evaluated_sets, repo_questions)
+from benchmarks.common import (BY_NAME, HELD_OUT, REPOS3, REPOS4, REPOS5, REPOS6, REPOS7,
+                               HeldOut, accept_sample, evaluated_sets, repo_questions)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -64,6 +64,39 @@ def test_repos5_has_the_shape_and_is_reached_only_by_name(tmp_path: Path,
     (tmp_path / "repos5.db").touch()
     assert "repos5" not in [name for name, _, _ in evaluated_sets()]
     assert [name for name, _, _ in evaluated_sets(["repos5"])] == ["repos5"]
+
+
+@pytest.mark.parametrize("held", [REPOS6, REPOS7], ids=lambda held: held.name)
+def test_later_sets_have_the_shape_and_are_reached_only_by_name(
+        held: HeldOut, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    questions = repo_questions(held.folder, held.names)
+    shape = collections.Counter((q.set_name, q.kind, q.difficulty) for q in questions)
+    assert shape == {(name, kind, diff): n for name in held.names for kind in ("docs", "code")
+                     for diff, n in (("identifier", 4), ("paraphrase", 3), ("conceptual", 3))}
+    assert all(src[0].startswith(f"{held.root}/{q.set_name}/")
+               for q in questions for src in q.sources)
+    others = {q.question_id for other in (*HELD_OUT, REPOS5, REPOS6, REPOS7) if other is not held
+              for q in repo_questions(other.folder, other.names)}
+    assert len({q.question_id for q in questions}) == 60
+    assert not {q.question_id for q in questions} & others
+    assert held not in HELD_OUT and BY_NAME[held.name] is held
+    assert {bench_blocks.set_group(name) for name in held.names} == {held.name}
+    # evaluated_sets lists the set only when it is named (its rag.db stood in by an empty file)
+    monkeypatch.setattr(f"benchmarks.common.{held.name.upper()}", HeldOut(
+        held.name, held.folder, held.root, held.names, tmp_path / f"{held.name}.db"))
+    (tmp_path / f"{held.name}.db").touch()
+    assert held.name not in [name for name, _, _ in evaluated_sets()]
+    assert [name for name, _, _ in evaluated_sets([held.name])] == [held.name]
+
+
+@needs_shared
+def test_accept_sample_appends_repos7_only_when_asked() -> None:
+    before = accept_sample(repos3=True, repos4=True, repos6=True)
+    with_repos7 = accept_sample(repos3=True, repos4=True, repos6=True, repos7=True)
+    assert with_repos7[:len(before)] == before and len(with_repos7) == len(before) + 60
+    added = with_repos7[len(before):]
+    assert {db for _, _, db in added} == {REPOS7.db}
+    assert {q.set_name for q, _, _ in added} == set(REPOS7.names)
 
 
 @needs_shared

@@ -29,14 +29,15 @@ from pathlib import Path
 PINS = Path(__file__).with_name("packages.tsv")
 
 # Packages the project's question sets are about (../shared/datasets, benchmarks/repos2,
-# benchmarks/repos3, benchmarks/repos4, benchmarks/repos5, benchmarks/repos6, the vLLM sets, the
-# sets new users tried): never training data.
+# benchmarks/repos3, benchmarks/repos4, benchmarks/repos5, benchmarks/repos6, benchmarks/repos7,
+# the vLLM sets, the sets new users tried): never training data.
 EVALUATED = frozenset({
     "vllm", "click", "orjson", "psutil", "web-vitals", "fastify", "cryptography",
     "greenlet", "ent", "golang-entgo-ent-dev", "starlette", "yard", "requests", "yyjson",
     "tornado", "undici", "lz4", "flask", "mercurius", "libonig", "oniguruma",
     "cattrs", "eslint-plugin-jest", "golang-github-hashicorp-hcl-v2",
     "golang-github-hashicorp-hcl-v2-dev", "hcl",
+    "plumbum", "markdownlint", "criterion", "libcriterion-dev", "libcriterion3",
 })
 
 REGISTRIES = ("pypi", "npm", "deb", "debsrc")
