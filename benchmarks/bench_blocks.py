@@ -245,16 +245,18 @@ def compare(before: Path, after: Path, out: Path, most: int = 0) -> list[str]:
             for name, path in (("before", before), ("after", after))}
     changed = [qid for qid, row in rows["before"].items()
                if qid in rows["after"] and rows["after"][qid]["answer"] != row["answer"]]
-    if most and len(changed) > most:
+    total = len(changed)
+    if most and total > most:
         chosen = set(sorted(changed, key=lambda q: hashlib.sha256(q.encode()).hexdigest())[:most])
-        print(f"{len(changed)} changed: the {most} whose sha256(id) sorts first are kept")
         changed = [qid for qid in changed if qid in chosen]
     records = {name: [by_id[qid] for qid in changed] for name, by_id in rows.items()}
     out.mkdir(parents=True, exist_ok=True)
     for name, kept in records.items():
         (out / f"answers_{name}.json").write_text(json.dumps(kept, indent=1))
     write_blind(records, out)
-    print(f"{len(changed)} of {len(rows['before'])} answers changed; wrote {out}/blind/, "
+    capped = (f" (the {len(changed)} whose sha256(id) sorts first kept)"
+              if len(changed) < total else "")
+    print(f"{total} of {len(rows['before'])} answers changed{capped}; wrote {out}/blind/, "
           f"{out}/key.json")
     for qid in changed:
         print(qid)
