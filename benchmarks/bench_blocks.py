@@ -51,7 +51,7 @@ indexes; a set whose index is not built is left out).
         [--lines N]]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
-        --out FOLDER
+        --out FOLDER [--most N]
 
 `compare` pairs two saved answer files (two versions of the code, each run with `answer`): the
 questions whose answer text changed, blind, as `before` and `after`.
