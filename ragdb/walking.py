@@ -635,6 +635,11 @@ def check_roots(roots: Sequence[Path]) -> None:
             raise RagdbError(f"cannot index {_escaped(root)}: its name is not UTF-8")
         if not root.exists():
             raise RagdbError(f"cannot index {root}: no such file or directory")
+        if not root.is_dir() and not root.is_file():
+            # A device, FIFO or socket (/dev/null, a named pipe) holds no file to index: as a
+            # root it was recorded, and every later run named it as skipped.
+            raise RagdbError(f"cannot index {root}: not a file or folder (a device, a FIFO or "
+                             "a socket)")
         if not os.access(root, os.R_OK) or (root.is_dir() and not os.access(root, os.X_OK)):
             raise RagdbError(f"cannot index {root}: permission denied")
 

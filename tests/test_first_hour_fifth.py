@@ -185,3 +185,26 @@ def test_an_answer_never_shows_lines_no_longer_in_the_file(tmp_path: Path, chang
         assert gone not in answer, answer
     said = "was deleted" if change == "delete" else "changed since it was indexed"
     assert f"`proj/src/billing.py` {said}" in answer, answer
+
+
+# -- Bad flags and bad paths ---------------------------------------------------------------------
+
+def test_a_device_or_fifo_is_refused_as_a_root_and_never_recorded(tmp_path: Path) -> None:
+    """`ragdb index /dev/null` (or a named pipe) exited 0 and recorded the device as a root:
+    every later plain `ragdb index` named it as skipped, for ever. Now one line, exit 1, and
+    the roots are as before."""
+    write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n"})
+    assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
+    db = tmp_path / "data" / "processed" / "rag.db"
+    before = index_rows(db)
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    for given in ("/dev/null", str(fifo), "pipe.md"):
+        line = one_line_error(run_cli("index", given, "--no-vectors", cwd=tmp_path, timeout=30))
+        assert line == f"ragdb: cannot index {given}: not a file or folder (a device, a FIFO " \
+                       "or a socket)", line
+    roots = run_cli("roots", cwd=tmp_path)
+    assert [r.split()[0] for r in roots.stdout.splitlines()] == ["proj"], roots.stdout
+    again = run_cli("index", "--no-vectors", cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert index_rows(db) == before
