@@ -58,7 +58,9 @@ from ragdb.generate.models import ResolvedModel, resolve_model
 from ragdb.generate.prompt import PromptSource, prompt_source
 from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
 from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted
-from ragdb.indexing import MAX_CHUNK_SIZE, IndexStats, check_working_folder, update_index
+from ragdb.indexing import (
+    MAX_CHUNK_SIZE, IndexStats, check_chunk_size, check_working_folder, update_index,
+)
 from ragdb.input_rules import (
     MAX_K, check_dataset_questions, check_k, check_path, check_question,
 )
@@ -247,16 +249,14 @@ class RagDB:
         waits for it to end (`on_wait` is told once). `recorded`: the roots and options are
         the recorded ones (an absolute glob outside them is then not refused: the folder moved).
         """
+        if max_chunk_size is not None:
+            check_chunk_size(max_chunk_size)
         if not roots:
             return self._reindex_recorded(
                 max_chunk_size=max_chunk_size, vectors=vectors, embedder_name=embedder_name,
                 embedder=embedder, progress=progress, on_files=on_files,
                 on_embedded=on_embedded, wait=wait, on_wait=on_wait)
         paths = distinct_roots([Path(check_path(r)) for r in roots])
-        if max_chunk_size is not None and not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
-            raise RagdbError(
-                f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}, got {max_chunk_size}"
-            )
         options = WalkOptions(include=tuple(include), exclude=tuple(exclude), ignore=ignore,
                               hidden=hidden, follow_symlinks=follow_symlinks)
         check_roots(paths)  # fail on a bad root before creating rag.db

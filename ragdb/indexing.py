@@ -62,6 +62,21 @@ from ragdb.walking import (
 )
 
 MAX_CHUNK_SIZE = 2000
+#: The smallest chunk: below it a chunk holds less than a line or two of code (prose is cut at
+#: half), so no question finds its answer in one, and a typo (`--max_chunk_size 10`, read as
+#: lines or tokens) rebuilt every root into hundreds of thousands of fragments.
+MIN_CHUNK_SIZE = 100
+
+
+def check_chunk_size(max_chunk_size: int) -> None:
+    """Refuse a chunk size given outside MIN_CHUNK_SIZE..MAX_CHUNK_SIZE, before anything is
+    done. An index an older ragdb built smaller keeps its size on a plain run (index_paths
+    takes any from 1)."""
+    if not MIN_CHUNK_SIZE <= max_chunk_size <= MAX_CHUNK_SIZE:
+        raise RagdbError(f"--max_chunk_size must be between {MIN_CHUNK_SIZE} and "
+                         f"{MAX_CHUNK_SIZE} characters, got {max_chunk_size}")
+
+
 #: Where `ragdb search_dataset` and `answer_dataset` save results by default (relative to the
 #: folder they run in): ragdb's output, never its input.
 RESULT_DIRS = (Path("data/outputs/answers"), Path("data/outputs/search_results"))
@@ -172,7 +187,7 @@ def index_paths(
     A kill or Ctrl-C before the commit leaves the previous index whole: WAL readers never see
     a half-written run.
     """
-    if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:
+    if not 1 <= max_chunk_size <= MAX_CHUNK_SIZE:  # the doors refuse one below MIN_CHUNK_SIZE
         raise RagdbError(f"--max_chunk_size must be between 1 and {MAX_CHUNK_SIZE}")
     started = time.perf_counter()
     started_at = _now()

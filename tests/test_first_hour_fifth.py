@@ -208,3 +208,24 @@ def test_a_device_or_fifo_is_refused_as_a_root_and_never_recorded(tmp_path: Path
     again = run_cli("index", "--no-vectors", cwd=tmp_path)
     assert again.returncode == 0 and again.stderr == "", again.stderr
     assert index_rows(db) == before
+
+
+def test_a_chunk_size_no_question_can_use_is_refused(tmp_path: Path) -> None:
+    """`--max_chunk_size 1` or `10` (read as lines or tokens) was taken: every recorded root
+    was rebuilt into one- to ten-character fragments (wcwidth: 670,720 chunks, killed after
+    a minute), and no search found `deep clone` in klona's readme. Below 100 characters is
+    refused in one line before anything changes; 100 and 2,000 are still taken."""
+    write_corpus(tmp_path / "proj", {"docs/guide.md": "# Guide\n\nDeep clone copies values.\n"})
+    assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
+    db = tmp_path / "data" / "processed" / "rag.db"
+    before = index_rows(db)
+    for size in ("1", "10", "99"):
+        for args in (("index", "proj"), ("index",)):
+            line = one_line_error(run_cli(*args, "--no-vectors", "--max_chunk_size", size,
+                                          cwd=tmp_path))
+            assert line == ("ragdb: --max_chunk_size must be between 100 and 2000 characters, "
+                            f"got {size}"), line
+    assert index_rows(db) == before
+    for size in ("100", "2000"):
+        done = run_cli("index", "proj", "--no-vectors", "--max_chunk_size", size, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr

@@ -17,7 +17,7 @@ import typer
 from ragdb.cli.shared import DbOption, Progress, err, from_project_folder, open_rag
 from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
-from ragdb.indexing import MAX_CHUNK_SIZE
+from ragdb.indexing import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from ragdb.input_rules import check_path, one_line
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
@@ -36,8 +36,8 @@ def index(
         None,
         "--max_chunk_size",
         "--max-chunk-size",
-        help=f"Largest chunk in characters (at most {MAX_CHUNK_SIZE}) [default: the size "
-        f"rag.db was built with, else {MAX_CHUNK_SIZE}].",
+        help=f"Largest chunk in characters ({MIN_CHUNK_SIZE} to {MAX_CHUNK_SIZE}) [default: "
+        f"the size rag.db was built with, else {MAX_CHUNK_SIZE}].",
         show_default=False,
     ),
     include: list[str] = typer.Option(
