@@ -38,7 +38,9 @@ from ragdb.walking import language_of
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "
     "`search` returns the places (file_path:start_line-end_line with their text), `answer` "
-    "a cited answer from a local model, `status` what is indexed, `index` re-indexes it. "
+    "a cited answer: the deciding blocks of the sources, verbatim under their "
+    "path:start-end (where a writer model is installed, or with style generate, a few "
+    "checked sentences may come above them), `status` what is indexed, `index` re-indexes it. "
     "`definition`, `references`, `callers` and `outline` find where a name is defined and "
     "used (path:line), `map` lists the most referenced definitions with their signatures."
 )

@@ -229,3 +229,22 @@ def test_a_chunk_size_no_question_can_use_is_refused(tmp_path: Path) -> None:
     for size in ("100", "2000"):
         done = run_cli("index", "proj", "--no-vectors", "--max_chunk_size", size, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
+
+
+def test_mcp_tells_agents_the_answer_is_the_sources_blocks(tmp_path: Path) -> None:
+    """`ragdb mcp`'s instructions told agents `answer` was "a cited answer from a local
+    model", while by default it is the sources' own blocks, verbatim, with no model."""
+    import json
+    import subprocess
+    import sys
+
+    write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n"})
+    assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+    done = subprocess.run([sys.executable, "-m", "ragdb", "mcp"], input=hello + "\n",
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    told = json.loads(done.stdout.splitlines()[0])["result"]["instructions"]
+    assert "from a local model" not in told
+    assert "blocks of the sources, verbatim" in told, told
