@@ -82,6 +82,9 @@ _TOKENS = tuple(re.compile(p) for p in (
     # key, a Docker config's registry login.
     r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}", r"client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}",
     r"\"auth\"[ \t]*:[ \t]*\"[A-Za-z0-9+/]{12,}=*\"",
+    # An OpenSSH private key's body without its BEGIN/END lines (a key pasted into a config,
+    # an id_ed25519 copied bare): base64 of "openssh-key-v1\0", which only such a key opens with.
+    r"b3BlbnNzaC1rZXktdjEA[A-Za-z0-9+/=\s]{40,}",
     # Rails' secret_key_base (config/secrets.yml, a copy of it): signs every session cookie.
     r"secret_key_base[\"']?[ \t]*[:=][ \t]*[\"']?[0-9a-fA-F]{30,}",
 ))

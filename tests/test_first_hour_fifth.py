@@ -41,6 +41,9 @@ MISSED_SECRETS = {
     "deploy/settings.ini": "[db]\ndb_password = w0markini\n",     # a lower-case name
     "deploy/keys.conf": "SECRET_KEY=changeme-w0markcm\n",         # a placeholder it starts with
     "infra/terraform.tfvars": 'region = "eu-west-1"\ndb_password = "w0marktf"\n',
+    # An OpenSSH key's body pasted without its BEGIN/END lines.
+    "backup/deploy.txt": "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+                         "QyNTUxOQAAACBaW0markSshKeyBodyAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
 }
 
 #: Kept: placeholders, references, pins, templates and the sample that WordPress ships.
@@ -56,9 +59,10 @@ KEPT = {
 
 
 def test_rails_wordpress_and_short_env_secrets_are_never_indexed(tmp_path: Path) -> None:
-    """A Rails `config/secrets.yml`, a WordPress `wp-config.php`, and .env lines setting a
-    short (`hunt3r`), lower-case (`db_password = ...`) or placeholder-prefixed
-    (`changeme-...`) value in files under other names were indexed and served: each is now
+    """A Rails `config/secrets.yml`, a WordPress `wp-config.php`, an OpenSSH key's body
+    without its BEGIN line, and .env lines setting a short (`hunt3r`), lower-case
+    (`db_password = ...`) or placeholder-prefixed (`changeme-...`) value in files under other
+    names were indexed and served: each is now
     left out as 'may hold secrets', and nothing of them reaches rag.db's bytes; templates,
     references and placeholders stay."""
     proj = tmp_path / "proj"
