@@ -16,7 +16,9 @@ candidates for code blocks that stop before the deciding branch (issue 39; off i
 doors until read blind): `long` (a code block's limit LONG_LINES in the first slot, half in
 later ones: BlocksAnswerer.longer) and `rest` (the limits stay; the block runs on below its
 region through the rest of the definition, up to REST_LINES lines in the first slot, half in
-later ones: BlocksAnswerer.rest).
+later ones: BlocksAnswerer.rest), and `second` (where the default shows one block and `named`
+adds none, a second: the best-ranked source not shown whose block does not overlap the first,
+SECOND_LINES lines: BlocksAnswerer.second; benchmarks/README.md, "A second block always").
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -48,7 +50,7 @@ indexes; a set whose index is not built is left out).
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
     uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant long \
-        [--lines N]]
+        [--lines N]] [--variant second]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
         --out FOLDER [--most N]
@@ -97,7 +99,8 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks_namedf",  # ... and the answers its three fixes changed
             BENCH_DIR / "blocks6",  # repos6: the default, for fresh blind readers
             BENCH_DIR / "blocks7",  # repos7: the default, for fresh blind readers
-            BENCH_DIR / "blocks_long")  # sample and repos5: the answers the chosen cut changed
+            BENCH_DIR / "blocks_long",  # sample and repos5: the answers the chosen cut changed
+            BENCH_DIR / "blocks_second")  # sample and repos5: the answers `second` changed
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
@@ -110,7 +113,9 @@ LONG = "long"
 LONG_LINES = 60  # the rule's choice: the default's own limits (every N showed the same)
 REST = "rest"
 REST_LINES = 80
-ALL_VARIANTS = (BLOCKS, LONG, REST, WRITER)
+#: Issue 39's candidate: a second block where the default shows one (BlocksAnswerer.second).
+SECOND = "second"
+ALL_VARIANTS = (BLOCKS, LONG, REST, SECOND, WRITER)
 SEED = 39
 
 
@@ -197,17 +202,19 @@ def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int
                 lines: int = 0) -> Answer:
     """`variant`'s answer from the hits, as RagDB makes it: the blocks (`long`, `rest`: with
     BlocksAnswerer.longer or .rest set to `lines`, else LONG_LINES or REST_LINES, for this
-    answer) or the writer."""
-    was = BlocksAnswerer.longer, BlocksAnswerer.rest
+    answer; `second`: with BlocksAnswerer.second) or the writer."""
+    was = BlocksAnswerer.longer, BlocksAnswerer.rest, BlocksAnswerer.second
     if variant == LONG:
         BlocksAnswerer.longer = lines or LONG_LINES
     elif variant == REST:
         BlocksAnswerer.rest = lines or REST_LINES
+    elif variant == SECOND:
+        BlocksAnswerer.second = True
     try:
         return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
                                style="generate" if variant == WRITER else "extractive")
     finally:
-        BlocksAnswerer.longer, BlocksAnswerer.rest = was
+        BlocksAnswerer.longer, BlocksAnswerer.rest, BlocksAnswerer.second = was
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -394,7 +401,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, LONG, REST),
+    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, LONG, REST, SECOND),
                         help="cover: the variant measured [default: blocks]")
     parser.add_argument("--lines", type=int, default=0,
                         help="cover: the first slot's lines of `long` or `rest` "

@@ -70,6 +70,8 @@ MAX_LINES = 60
 #: The second block's lines: it is there in case the first is the wrong one, not to be read
 #: first (the issue's two-block variant showed 30 lines of each).
 SECOND_LINES = 30
+#: The rule of `second`'s block (BlocksAnswerer.second, a variant of issue 39).
+NEXT_BEST = "the next best source not shown"
 #: The first slot takes the best-ranked code source among the top CODE_WITHIN.
 CODE_WITHIN = 5
 #: A second block joins when the best source of another file scores at least this share of
@@ -472,6 +474,10 @@ class BlocksAnswerer:
     #: to this many lines in all (cuts.region's `rest`). 0: off.
     longer = 0
     rest = 0
+    #: Issue 39's candidate `second`, off until read blind (benchmarks/README.md, "A second
+    #: block always"): where the answer has one block and `named` adds none, a second, the
+    #: best-ranked source not shown whose block does not overlap the first (next_best).
+    second = False
 
     def __init__(self, locate: Locate, include: Include | None = None,
                  named: AddNamed | None = None) -> None:
@@ -566,6 +572,21 @@ class BlocksAnswerer:
                       + block.rule)
         return cand, block
 
+    def next_best(self, candidates: Sequence[_Candidate], first_choice: _Candidate,
+                  first: Block, terms: frozenset[str]) -> tuple[_Candidate, Block] | None:
+        """`second`'s block: the best-ranked candidate (the sources choose may show, by rank;
+        tests and generated code only where the first is one) whose block (SECOND_LINES)
+        shows no line of the first block: another section or definition of its file, or
+        another file; None where there is none."""
+        for cand in candidates:
+            if cand is first_choice or (cand.secondary and not first_choice.secondary):
+                continue
+            block = self.block(cand, terms, SECOND_LINES)
+            if not overlaps(block, first):
+                block.rule = f"rank {cand.number}: {NEXT_BEST}" + block.rule
+                return cand, block
+        return None
+
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
         """The blocks that answer, in order, and the notes the reader is given (a stale file, a
@@ -594,6 +615,10 @@ class BlocksAnswerer:
             other = self.other_half(question, candidates, chosen[0][0], blocks[0], terms)
             if other is not None:
                 chosen, blocks = [chosen[0], (other[0], other[1].rule)], [blocks[0], other[1]]
+        if self.second and len(blocks) == 1:
+            more = self.next_best(candidates, chosen[0][0], blocks[0], terms)
+            if more is not None:
+                chosen, blocks = [chosen[0], (more[0], more[1].rule)], [blocks[0], more[1]]
         for cand, _ in chosen:
             if cand.located.text is None:
                 notes.append(f"`{one_line(cand.source.file_path)}` "
@@ -616,7 +641,17 @@ class BlocksAnswerer:
         blocks, notes = self.build(question, sources)
         if self.named is None:
             return blocks, notes, list(sources)
+        # `second`'s block stays only where `named` adds none to the one before it.
+        extra = (blocks.pop() if self.second and len(blocks) == 2 and NEXT_BEST in blocks[1].rule
+                 else None)
         blocks, shown = self.named(self, question, sources, blocks)
+        if extra is not None and len(blocks) == 1:
+            blocks.append(extra)
+        elif extra is not None:  # its file's note goes with it, unless another block shows it
+            gone = sources[extra.number - 1].file_path
+            if all(sources[b.number - 1].file_path != gone for b in blocks
+                   if b.number <= len(sources)):
+                notes = [n for n in notes if not n.startswith(f"`{one_line(gone)}` ")]
         return blocks, notes, shown
 
     def shown_answer(self, blocks: Sequence[Block], notes: Sequence[str],
