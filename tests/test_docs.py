@@ -119,3 +119,24 @@ def test_links_between_pages_resolve(page: Path) -> None:
         if anchor and linked.suffix == ".md":
             assert anchor in _anchors(linked.read_text(encoding="utf-8")), (
                 f"{page.name}: no heading for #{anchor} in {linked.name}")
+
+
+def test_every_mcp_tool_is_documented(tmp_path: Path) -> None:
+    """serving.md's MCP table and `ragdb mcp --help` name every tool the server lists (both
+    named four while the server gave nine)."""
+    import anyio
+
+    from ragdb.mcp_server import build_server
+
+    tools = [tool.name for tool in anyio.run(build_server(tmp_path / "rag.db").list_tools)]
+    serving = PAGES[REPO / "docs" / "serving.md"]
+    table = serving[serving.index("\n## MCP"):]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    group = typer.main.get_command(app)
+    assert isinstance(group, click.Group)
+    helped = group.commands["mcp"].help or ""
+    for name in tools:
+        assert any(f"`{name}`" in row.split(" | ")[0] for row in rows), (
+            f"serving.md's MCP table lacks the tool {name}")
+        assert re.search(rf"\b{name}\b", helped), f"`ragdb mcp --help` does not name {name}"
+    assert not list(tmp_path.iterdir()), "listing the tools wrote a file"

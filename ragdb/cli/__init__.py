@@ -82,7 +82,8 @@ def mcp_command(
     model: Optional[str] = ModelOption,
     db: Optional[str] = DbOption,
 ) -> None:
-    """Run a Model Context Protocol server over stdio: tools search, answer, index, status."""
+    """Run a Model Context Protocol server over stdio for coding agents: tools search, answer,
+    index, status, definition, references, callers, outline, map."""
     from ragdb.mcp_server import run_stdio
 
     run_stdio(from_project_folder(location(db), anywhere=True)[0], model=model)
