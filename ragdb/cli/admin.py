@@ -71,11 +71,14 @@ def copy_command(
 def legs_command(
     lexical: Optional[str] = typer.Option(
         None, "--lexical",
-        help="The lexical leg: postings (exact BM25, as rag.db) or pg_textsearch."),
+        help="The lexical leg: postings (exact BM25, as rag.db) or pg_textsearch "
+        "[default: the one it has]."),
     vectors: Optional[str] = typer.Option(
-        None, "--vectors", help="The vector leg: exact (as rag.db) or hnsw."),
+        None, "--vectors",
+        help="The vector leg: exact (as rag.db) or hnsw [default: the one it has]."),
     ef_search: Optional[int] = typer.Option(
-        None, "--ef-search", help="With --vectors hnsw: the HNSW scan's candidates (1-1000)."),
+        None, "--ef-search", help="With --vectors hnsw: the HNSW scan's candidates (1-1000) "
+        "[default: the one it has]."),
     db: Optional[str] = DbOption,
 ) -> None:
     """Show or choose the legs a PostgreSQL index ranks with (builds or drops their indexes)."""

