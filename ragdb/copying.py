@@ -134,6 +134,7 @@ def _to_postgres(source: Path, url: str, replace: bool, ranking: PgRanking,
         with read_transaction(lite):  # one committed state of rag.db
             if not lite.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
                 raise RagdbError(f"{source} holds no index: nothing to copy")
+            _refuse_secrets(lite, source)
             engine = _pg(url, create=True)
             pg = engine.driver
             try:
@@ -156,6 +157,20 @@ def _to_postgres(source: Path, url: str, replace: bool, ranking: PgRanking,
     finally:
         lite.close()
     return stats
+
+
+def _refuse_secrets(lite: apsw.Connection, source: Path) -> None:
+    """A rag.db an older ragdb built can hold files today's rules leave out as secrets (a
+    Rails secrets.yml, a .cfg setting DB_PASSWORD): the next `ragdb index` removes them, but a
+    copy would first put them on a server others search. Refused, nothing written."""
+    from ragdb.indexing import secrets_held
+
+    held = secrets_held(lite)
+    if held:
+        named = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise RagdbError(f"{source} holds {len(held)} files that may hold secrets ({named}), "
+                         "indexed by an older ragdb: run `ragdb index` first, which removes "
+                         "them; nothing was copied")
 
 
 def _prepare_target(pg: psycopg.Connection[Any], shown: str, replace: bool) -> None:

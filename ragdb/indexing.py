@@ -46,12 +46,14 @@ from ragdb.vectors import (
 )
 from ragdb.walking import (
     SECRETS,
+    INCLUDED,
     WalkOptions,
     below_root,
     distinct_roots,
     file_language,
     holds,
     name_ok,
+    read_for_secrets,
     real_root,
     relative,
     scan_also,
@@ -339,6 +341,29 @@ def index_paths(
             },
         )
     return stats
+
+
+def secrets_held(conn: Connection) -> list[str]:
+    """The stored paths of the files this index holds that the rules now leave out as secrets
+    (by name, or by what their chunks hold: secret_by_content), as an older ragdb indexed
+    them; the next `ragdb index` removes them. A file its root's recorded --include names was
+    let in by its user and is not counted. `ragdb copy` refuses to carry one to a server."""
+    base = get_setting(conn, Setting.BASE_DIR) or os.getcwd()
+    roots = [(str(path), WalkOptions.from_json(str(walk)).under(os.path.join(base, str(path))))
+             for path, walk, _last in conn.execute(sql("index_roots_known")).fetchall()]
+    held = []
+    for file_id, path, _sha, _version in conn.execute(sql("index_files_known")).fetchall():
+        path = str(path)
+        name = path.rsplit("/", 1)[-1]
+        if any(holds(root, path) and options.verdict(
+                name, name if path == root else below_root(path, [root])) == INCLUDED
+               for root, options in roots):
+            continue
+        if secret_name(name) or (read_for_secrets(name) and secret_by_content(
+                Path(path), "\n".join(str(row[0]) for row in conn.execute(
+                    sql("index_file_texts"), {"file_id": file_id})))):
+            held.append(path)
+    return sorted(held)
 
 
 class _Purge:

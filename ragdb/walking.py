@@ -184,6 +184,12 @@ def secret_by_content(path: Path, text: str) -> bool:
     return holds_private_key(text) or holds_token(text)
 
 
+def read_for_secrets(name: str) -> bool:
+    """Whether secret_by_content reads a file of this name for a credential (code and docs
+    pages keep theirs as samples; a file whose language its #! line tells is read)."""
+    return file_language(name, "") not in _SAMPLE_KINDS
+
+
 #: Reasons a file is left out by its name alone (counted, not named one by one).
 EXCLUDED = "excluded"
 BINARY = "binary"

@@ -3,10 +3,15 @@ subprocess, a real rag.db (SQLite, sqlite-vec), a real PostgreSQL reached over T
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -238,10 +243,6 @@ def test_a_chunk_size_no_question_can_use_is_refused(tmp_path: Path) -> None:
 def test_mcp_tells_agents_the_answer_is_the_sources_blocks(tmp_path: Path) -> None:
     """`ragdb mcp`'s instructions told agents `answer` was "a cited answer from a local
     model", while by default it is the sources' own blocks, verbatim, with no model."""
-    import json
-    import subprocess
-    import sys
-
     write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n"})
     assert run_cli("index", "proj", "--no-vectors", cwd=tmp_path).returncode == 0
     hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -252,3 +253,41 @@ def test_mcp_tells_agents_the_answer_is_the_sources_blocks(tmp_path: Path) -> No
     told = json.loads(done.stdout.splitlines()[0])["result"]["instructions"]
     assert "from a local model" not in told
     assert "blocks of the sources, verbatim" in told, told
+
+
+def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
+        tmp_path: Path, pg_url: str) -> None:
+    """A rag.db an older ragdb built holds what today's rules leave out (a Rails
+    secrets.yml, a .cfg setting DB_PASSWORD=hunt3r): the next `ragdb index` removes them, but
+    `ragdb copy rag.db postgresql://...` put them on the shared server first, searchable by
+    everyone. Refused in one line, nothing written; after `ragdb index`, copied without them.
+    A file the user let in with --include (recorded with its root) is theirs to copy."""
+    import psycopg
+
+    write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n",
+                                     "deploy/app.cfg": "DB_PASSWORD=hunt3r\n",
+                                     "config/secrets.yml": "production:\n  secret_key_base: "
+                                                           "3b7cd727ee24e8444053437c36cc66c3\n",
+                                     "notes/token.txt": "API_TOKEN=w0rmlnk9\n"})
+    done = run_cli("index", "proj", "--no-vectors", "--include", "app.cfg", "--include",
+                   "secrets.yml", "--include", "token.txt", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert len(_indexed(db)) == 4
+    # As an older ragdb recorded the root: without the --include that lets them in now.
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE roots SET options = json_set(options, '$.include', "
+                     "json('[\"token.txt\"]'))")
+    line = one_line_error(run_cli("copy", str(db), pg_url, cwd=tmp_path))
+    assert line == (f"ragdb: {db} holds 2 files that may hold secrets (proj/config/secrets.yml, "
+                    "proj/deploy/app.cfg), indexed by an older ragdb: run `ragdb index` first, "
+                    "which removes them; nothing was copied"), line
+    with psycopg.connect(pg_url) as pg:
+        assert pg.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                          ).fetchone() == (0,)
+    assert run_cli("index", "--no-vectors", cwd=tmp_path).returncode == 0
+    copied = run_cli("copy", str(db), pg_url, cwd=tmp_path)
+    assert copied.returncode == 0, copied.stderr
+    with psycopg.connect(pg_url) as pg:
+        paths = [row[0] for row in pg.execute("SELECT path FROM files ORDER BY path")]
+    assert paths == ["proj/notes/token.txt", "proj/src/app.py"]
