@@ -100,6 +100,13 @@ _ENV_SECRET = re.compile(
     r"[ \t]*=(?![=~])[ \t]*[\"']?(?![$<{*%(\[]|\d+(?![^\s\"'#])|(?i:changeme|change_me"
     r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password)"
     r"(?![^\s\"'#]))[^\s\"'#]{4,}")
+#: A URL that carries a password (`DATABASE_URL: postgres://app:s3cret@db/app` in a
+#: docker-compose.yml, `sqlalchemy.url = postgresql://scott:tiger@host/db` in alembic.ini,
+#: `redis://:pw@host`), other than a placeholder (`user:pass@`, `user:password@`) or a
+#: reference (`${PW}`, `%(pw)s`, `<password>`).
+_URL_PASSWORD = re.compile(
+    r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"<>{}$%]*:(?!(?i:pass|password|passwd|pwd|pw|secret"
+    r"|changeme|x+|\*+)@)[^\s:/@'\"<>{}$%]{3,}@[\w.-]+")
 _ENV_NAMES = {True: re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*"),
               False: re.compile(r"[ \t]*(?:export[ \t]+)?[a-z0-9_]*")}
 _ENV_WORDS = ("secret", "passw", "token", "key")
@@ -114,6 +121,8 @@ def holds_token(text: str) -> bool:
             found = m.group(0).upper()
             if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
                 return True
+    if "://" in text and "@" in text and _URL_PASSWORD.search(text):
+        return True
     lowered = text.lower()
     if any(word in lowered for word in _ENV_WORDS):
         for m in _ENV_SECRET.finditer(text):

@@ -46,6 +46,10 @@ MISSED_SECRETS = {
     "deploy/settings.ini": "[db]\ndb_password = w0markini\n",     # a lower-case name
     "deploy/keys.conf": "SECRET_KEY=changeme-w0markcm\n",         # a placeholder it starts with
     "infra/terraform.tfvars": 'region = "eu-west-1"\ndb_password = "w0marktf"\n',
+    # A password in a URL, where no name says secret.
+    "docker-compose.yml": "services:\n  web:\n    environment:\n"
+                          "      DATABASE_URL: postgres://app:w0markurl@db:5432/app\n",
+    "cache.cfg": "[cache]\nurl = redis://:w0markredis@cache:6379/0\n",
     # An OpenSSH key's body pasted without its BEGIN/END lines.
     "backup/deploy.txt": "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
                          "QyNTUxOQAAACBaW0markSshKeyBodyAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
@@ -59,15 +63,18 @@ KEPT = {
     "deploy/tox.ini": "[tox]\npassword = %(env_password)s\nmax_token = 4096\n",
     "requirements.txt": "tiktoken==0.7.0\ntokenizers>=0.19\n",
     "src/app.py": "import os\n\nDB_PASSWORD = os.environ['DB_PASSWORD']\n",
+    "alembic.ini": "[alembic]\nsqlalchemy.url = driver://user:pass@localhost/dbname\n",
+    "deploy/urls.cfg": "repo = https://github.com/pallets/flask\nssh = git@github.com:a/b.git\n"
+                       "db = postgres://${DB_USER}:${DB_PASSWORD}@db/app\n",
     "config/secrets.example.yml": "production:\n  secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>\n",
 }
 
 
 def test_rails_wordpress_and_short_env_secrets_are_never_indexed(tmp_path: Path) -> None:
     """A Rails `config/secrets.yml`, a WordPress `wp-config.php`, an OpenSSH key's body
-    without its BEGIN line, and .env lines setting a short (`hunt3r`), lower-case
-    (`db_password = ...`) or placeholder-prefixed (`changeme-...`) value in files under other
-    names were indexed and served: each is now
+    without its BEGIN line, a password in a URL (docker-compose's DATABASE_URL), and .env
+    lines setting a short (`hunt3r`), lower-case (`db_password = ...`) or placeholder-prefixed
+    (`changeme-...`) value in files under other names were indexed and served: each is now
     left out as 'may hold secrets', and nothing of them reaches rag.db's bytes; templates,
     references and placeholders stay."""
     proj = tmp_path / "proj"
