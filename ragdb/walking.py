@@ -48,12 +48,16 @@ BINARY_SUFFIXES = frozenset("""
 #: Files that hold credentials by convention (.env, private keys): never indexed unless an
 #: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
 #: Also the stores of git, npm and Docker logins, htpasswd files, OAuth client and service
-#: credentials, and Terraform state (which holds every secret of what it built in plain text).
+#: credentials, Terraform state (which holds every secret of what it built in plain text),
+#: WordPress's and Rails' deployed configs, the MySQL and s3cmd logins, and shell and REPL
+#: histories (`export TOKEN=...`, `mysql -phunter2`, `psql postgres://me:pw@...` as typed).
 _SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
-                      r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)|.+\.(?:pem|key|p12|pfx"
-                      r"|keystore|jks|env)|\.git-credentials|\.npmrc|\.dockercfg|\.htpasswd"
-                      r"|credentials\.json|client_secret[\w.-]*\.json|.+\.tfstate(?:\.backup)?"
-                      r"|wp-config\.php|secrets\.yml")
+                      r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?"
+                      r"|.+\.(?:pem|key|p12|pfx|keystore|jks|env)|\.git-credentials|\.npmrc"
+                      r"|\.dockercfg|\.htpasswd|credentials\.json|client_secret[\w.-]*\.json"
+                      r"|.+\.tfstate(?:\.backup)?|wp-config\.php|secrets\.yml|\.my\.cnf|\.s3cfg"
+                      r"|\.histfile|\.(?:bash|zsh|sh|python|psql|mysql|sqlite|node_repl|rediscli"
+                      r"|irb|pry)_history")
 #: A private key with its base64 body (PEM: PKCS#1/#8, EC, DSA, OpenSSH, encrypted PKCS#8;
 #: an armored PGP secret key), as a key file or a JSON credential's "private_key" string holds
 #: it (lines broken by `\n` escapes there): its optional headers (Proc-Type, DEK-Info,

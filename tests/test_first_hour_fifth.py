@@ -262,6 +262,36 @@ def test_mcp_tells_agents_the_answer_is_the_sources_blocks(tmp_path: Path) -> No
     assert "blocks of the sources, verbatim" in told, told
 
 
+#: Files whose names say they hold logins or what was typed: a shell or REPL history
+#: (`export GITHUB_TOKEN=...`, `mysql -u root -phunter2`), MySQL's and s3cmd's client
+#: configs, a FIDO SSH key. Their content need not match any form.
+HISTORIES = {
+    ".bash_history": "cd app\nmysql -u root -pw0markhist appdb\n",
+    ".zsh_history": ": 1700000000:0;psql -W w0markzsh\n",
+    ".python_history": "login('admin', 'w0markpy')\n",
+    ".psql_history": "ALTER ROLE app PASSWORD 'w0markpsql';\n",
+    ".my.cnf": "[client]\nuser=root\npass=w0markcnf\n",
+    ".s3cfg": "[default]\naccess_key = AK\nsecret = w0marks3\n",
+    "id_ed25519_sk": "sk-ssh-ed25519 w0marksk\n",
+}
+
+
+def test_histories_and_client_logins_are_never_indexed(tmp_path: Path) -> None:
+    """A home folder or a repository that committed one by mistake: `.bash_history` with
+    `mysql -pPASSWORD` typed in it, `.my.cnf`, `.s3cfg` and a FIDO key `id_ed25519_sk` were
+    indexed as text (no form the content rules know). Left out by their names, as .env is;
+    `history.rst` and `mock-call-history.js` stay."""
+    proj = tmp_path / "proj"
+    write_corpus(proj, {**HISTORIES, "docs/history.rst": "History\n=======\n\n1.0 released.\n",
+                        "lib/mock-call-history.js": "export const calls = [];\n"})
+    done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert _indexed(db) == ["proj/docs/history.rst", "proj/lib/mock-call-history.js"]
+    assert f"{len(HISTORIES)} may hold secrets" in done.stdout, done.stdout
+    assert b"w0mark" not in _held(db)
+
+
 def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
         tmp_path: Path, pg_url: str) -> None:
     """A rag.db an older ragdb built holds what today's rules leave out (a Rails
