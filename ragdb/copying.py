@@ -163,14 +163,9 @@ def _refuse_secrets(lite: apsw.Connection, source: Path) -> None:
     """A rag.db an older ragdb built can hold files today's rules leave out as secrets (a
     Rails secrets.yml, a .cfg setting DB_PASSWORD): the next `ragdb index` removes them, but a
     copy would first put them on a server others search. Refused, nothing written."""
-    from ragdb.indexing import secrets_held
+    from ragdb.indexing import refuse_held_secrets
 
-    held = secrets_held(lite)
-    if held:
-        named = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
-        raise RagdbError(f"{source} holds {len(held)} files that may hold secrets ({named}), "
-                         "indexed by an older ragdb: run `ragdb index` first, which removes "
-                         "them; nothing was copied")
+    refuse_held_secrets(lite, str(source), "nothing was copied")
 
 
 def _prepare_target(pg: psycopg.Connection[Any], shown: str, replace: bool) -> None:

@@ -366,6 +366,17 @@ def secrets_held(conn: Connection) -> list[str]:
     return sorted(held)
 
 
+def refuse_held_secrets(conn: Connection, shown: str, outcome: str) -> None:
+    """Refuse (one line ending in `outcome`) to copy or serve an index that holds files the
+    rules now leave out as secrets (secrets_held): `ragdb index` removes them first."""
+    held = secrets_held(conn)
+    if held:
+        named = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise RagdbError(f"{shown} holds {len(held)} files that may hold secrets ({named}), "
+                         f"indexed by an older ragdb: run `ragdb index` first, which removes "
+                         f"them; {outcome}")
+
+
 class _Purge:
     """Whether a run removed the rows of a secret (a file now skipped as one, or whose chunks
     held one as walking.secret_by_content judges it: an --include let it in, or a ragdb

@@ -27,6 +27,8 @@ from ragdb.db import Location, Setting, check_is_ragdb, get_setting, location
 from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.style import Style
+from ragdb.indexing import refuse_held_secrets
+from ragdb.postgres import PostgresConnection
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
@@ -100,8 +102,15 @@ def _busy(fn: Any) -> Any:
 
 
 def check(db_path: str) -> None:
-    """Open (and migrate) rag.db once, refusing a foreign database: `ragdb serve`'s start."""
-    RagDB(location(db_path)).conn.close()
+    """Open (and migrate) rag.db once, refusing a foreign database, and one that holds files
+    today's rules leave out as secrets (an older ragdb indexed them; Datasette would serve
+    every row): `ragdb serve`'s start."""
+    rag = RagDB(location(db_path))
+    try:
+        if not isinstance(rag.conn, PostgresConnection):
+            refuse_held_secrets(rag.conn, str(db_path), "nothing was served")
+    finally:
+        rag.conn.close()
 
 
 def warm_up() -> None:

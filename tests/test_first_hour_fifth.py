@@ -292,15 +292,10 @@ def test_histories_and_client_logins_are_never_indexed(tmp_path: Path) -> None:
     assert b"w0mark" not in _held(db)
 
 
-def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
-        tmp_path: Path, pg_url: str) -> None:
-    """A rag.db an older ragdb built holds what today's rules leave out (a Rails
-    secrets.yml, a .cfg setting DB_PASSWORD=hunt3r): the next `ragdb index` removes them, but
-    `ragdb copy rag.db postgresql://...` put them on the shared server first, searchable by
-    everyone. Refused in one line, nothing written; after `ragdb index`, copied without them.
-    A file the user let in with --include (recorded with its root) is theirs to copy."""
-    import psycopg
-
+def _older_index_with_secrets(tmp_path: Path) -> Path:
+    """A rag.db as an older ragdb left it: a .cfg setting DB_PASSWORD=hunt3r and a Rails
+    secrets.yml indexed (let in here by --include, then the root recorded without it, as an
+    older ragdb recorded it), and a token.txt its root's --include still names."""
     write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n",
                                      "deploy/app.cfg": "DB_PASSWORD=hunt3r\n",
                                      "config/secrets.yml": "production:\n  secret_key_base: "
@@ -311,14 +306,30 @@ def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
     assert done.returncode == 0, done.stderr
     db = tmp_path / "data" / "processed" / "rag.db"
     assert len(_indexed(db)) == 4
-    # As an older ragdb recorded the root: without the --include that lets them in now.
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE roots SET options = json_set(options, '$.include', "
                      "json('[\"token.txt\"]'))")
+    return db
+
+
+def _refused(db: Path | str, outcome: str) -> str:
+    return (f"ragdb: {db} holds 2 files that may hold secrets (proj/config/secrets.yml, "
+            "proj/deploy/app.cfg), indexed by an older ragdb: run `ragdb index` first, which "
+            f"removes them; {outcome}")
+
+
+def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
+        tmp_path: Path, pg_url: str) -> None:
+    """A rag.db an older ragdb built holds what today's rules leave out (a Rails
+    secrets.yml, a .cfg setting DB_PASSWORD=hunt3r): the next `ragdb index` removes them, but
+    `ragdb copy rag.db postgresql://...` put them on the shared server first, searchable by
+    everyone. Refused in one line, nothing written; after `ragdb index`, copied without them.
+    A file the user let in with --include (recorded with its root) is theirs to copy."""
+    import psycopg
+
+    db = _older_index_with_secrets(tmp_path)
     line = one_line_error(run_cli("copy", str(db), pg_url, cwd=tmp_path))
-    assert line == (f"ragdb: {db} holds 2 files that may hold secrets (proj/config/secrets.yml, "
-                    "proj/deploy/app.cfg), indexed by an older ragdb: run `ragdb index` first, "
-                    "which removes them; nothing was copied"), line
+    assert line == _refused(db, "nothing was copied"), line
     with psycopg.connect(pg_url) as pg:
         assert pg.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
                           ).fetchone() == (0,)
@@ -328,3 +339,25 @@ def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
     with psycopg.connect(pg_url) as pg:
         paths = [row[0] for row in pg.execute("SELECT path FROM files ORDER BY path")]
     assert paths == ["proj/notes/token.txt", "proj/src/app.py"]
+
+
+def _mcp_hello(cwd: Path) -> subprocess.CompletedProcess[str]:
+    hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+    return subprocess.run([sys.executable, "-m", "ragdb", "mcp"], input=hello + "\n",
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_serve_and_mcp_refuse_an_older_indexs_secrets(tmp_path: Path) -> None:
+    """`ragdb serve` (Datasette serves every row, its SQL included) and `ragdb mcp` served
+    the secrets an older ragdb indexed until someone ran `ragdb index`. Both refuse to start
+    in one line; after `ragdb index` removed them, both start."""
+    db = _older_index_with_secrets(tmp_path)
+    port = str(free_port())
+    served = run_cli("serve", "--port", port, cwd=tmp_path, timeout=120)
+    shown = db.relative_to(tmp_path)  # as the index a plain command there finds
+    assert one_line_error(served) == _refused(shown, "nothing was served")
+    assert one_line_error(_mcp_hello(tmp_path)) == _refused(shown, "nothing was served")
+    assert run_cli("index", "--no-vectors", cwd=tmp_path).returncode == 0
+    assert "serverInfo" in _mcp_hello(tmp_path).stdout
