@@ -324,6 +324,23 @@ class Runner:
         return f" (after earlier examples failed: {', '.join(failed)})" if failed else ""
 
 
+def _copy_checkout(folder: str, project: Path) -> None:
+    """The checkout's `folder` as git sees it (tracked files and new ones not ignored): a
+    scratch file someone left there and git ignores (a copy of a module kept for a timing) would
+    be indexed and move the examples' results. Outside a git checkout, the whole folder."""
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard", folder],
+                            cwd=REPO, capture_output=True)
+    names = [n for n in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    if listed.returncode != 0 or not names:
+        shutil.copytree(REPO / folder, project / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        return
+    for name in names:
+        if (REPO / name).is_file():  # not one deleted in the working tree
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, project / name)
+
+
 @pytest.fixture(scope="session")
 def runner() -> Iterator[Runner]:
     """The shared project: a copy of this checkout's package, docs and SQL, where the README's
@@ -333,8 +350,7 @@ def runner() -> Iterator[Runner]:
     top = Path(tempfile.mkdtemp(prefix="ragdb-docs-"))
     project, scratch = top / "project", top / "scratch"
     for folder in ("ragdb", "docs", "sql", "migrations"):
-        shutil.copytree(REPO / folder, project / folder,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        _copy_checkout(folder, project)
     (scratch / "runtime").mkdir(parents=True, mode=0o700)  # XDG_RUNTIME_DIR, as a login has
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGDB_")}
     env.update(
