@@ -31,6 +31,9 @@ Conventions a doc writer follows (docs/development.md says the same):
   a PostgreSQL URL; else data/processed/rag.db); ```python blocks run with `python -`.
 - A block that cannot run here carries `<!-- example: not run (the reason) -->` on the line
   right above its fence.
+- A `ragdb ...` in backticks in the prose names a real command and real options; one a reader
+  types as it is (no synopsis word such as NAME, not a bare command name and options) is run
+  by a fenced example or by INLINE_RUN below, or INLINE_NOT_RUN says why not.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -518,3 +522,140 @@ def check_mcp_client(server: dict[str, Any], runner: Runner, elsewhere: Path) ->
     assert not result.is_error, result
     assert result.structured_content["sources"], result
     assert not list(elsewhere.iterdir()), f"the MCP server wrote {list(elsewhere.iterdir())}"
+
+
+# -- commands written inline, in the prose --------------------------------------------------------
+
+#: `ragdb ...` (or `python -m ragdb ...`) in backticks outside the fenced blocks; a span may wrap.
+INLINE = re.compile(r"`((?:python\s+-m\s+)?ragdb(?:\s[^`]*)?)`")
+#: A word of a synopsis, not of a command line: `NAME`, `[PATHS...]`, `"question"`, `"who calls
+#: X?"`, `postgresql://...`.
+SYNOPSIS = re.compile(r"\.\.\.|\b[A-Z][A-Z_]*\b|^question$")
+
+#: Inline commands a reader types as they are, run in the shared project (exit 0, some output).
+INLINE_RUN = ("ragdb --help", "ragdb --version", "python -m ragdb", "ragdb index", "ragdb roots",
+              "ragdb roots --json", "ragdb models list", "ragdb models list --json",
+              "ragdb legs")
+#: Inline command lines that no example here runs, and why.
+INLINE_NOT_RUN = {
+    "ragdb models install writer": "needs the writer's 22 parts, 1.1 GB (`make install-writer`, "
+    "not run here); tests/test_writer.py runs it where they are installed",
+    "ragdb index ../api ../web": "names a reader's own repositories; indexing.md's examples "
+    "and tests/test_reliability_index.py index several roots",
+    "ragdb index --db ../proj/data/processed/rag.db": "a run refused from a sibling folder; "
+    "tests/test_first_hour.py::test_index_from_a_sibling_folder_is_refused_and_removes_nothing",
+    "ragdb answer -": "answers.md's 'Many questions, one load' example runs it, with --k and "
+    "--json",
+}
+
+
+def _resolved(words: list[str]) -> tuple[Any, list[str], str | None]:
+    """The click command the words after `ragdb` name, the words left, and what is wrong."""
+    import click
+    import typer
+
+    from ragdb.cli import app
+
+    command: click.Command = typer.main.get_command(app)
+    words = list(words)
+    while words and isinstance(command, click.Group) and not words[0].startswith("-"):
+        if SYNOPSIS.search(words[0]):
+            break  # `ragdb COMMAND --help`
+        if words[0] not in command.commands:
+            return command, words, f"no command {words[0]!r}"
+        command = command.commands[words.pop(0)]
+    return command, words, None
+
+
+@dataclass(frozen=True)
+class Inline:
+    doc: str
+    line: int
+    command: str  # its words, on one line
+
+    @property
+    def words(self) -> list[str]:
+        """The words after `ragdb`."""
+        return shlex.split(self.command.removeprefix("python -m "))[1:]
+
+    @property
+    def mention(self) -> bool:
+        """A command's name, with options at most: `ragdb index --watch`."""
+        _command, rest, _error = _resolved(self.words)
+        return all(w.startswith("--") and "=" not in w for w in rest)
+
+    @property
+    def synopsis(self) -> bool:
+        return any(SYNOPSIS.search(w) for w in self.words)
+
+
+def inline_commands() -> list[Inline]:
+    found = []
+    for path in DOCS:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for block in read_blocks(path):
+            lines[block.line - 1:block.end] = [""] * (block.end - block.line + 1)
+        text = "\n".join(lines)
+        for m in INLINE.finditer(text):
+            found.append(Inline(path.relative_to(REPO).as_posix(),
+                                text.count("\n", 0, m.start()) + 1, " ".join(m[1].split())))
+    return found
+
+
+def _fenced_commands() -> set[str]:
+    """The commands the runnable shell examples run."""
+    commands = set()
+    for block in ALL:
+        if block.lang in SHELL and block.not_run is None:
+            texts = ([c.text for c in transcript(block.text)] if block.lang == "console"
+                     else block.text.splitlines())
+            commands |= {" ".join(t.split()) for t in texts}
+    return commands
+
+
+def inline_error(inline: Inline) -> str | None:
+    """What is wrong with an inline command: a command or option ragdb does not have."""
+    import click
+
+    command, rest, error = _resolved(inline.words)
+    if error:
+        return error
+    options = {"--help"} | {o for p in command.params if isinstance(p, click.Option)
+                            for o in p.opts + p.secondary_opts}
+    for word in rest:
+        for option in word.split("=")[0].split("/") if word.startswith("--") else ():
+            if option not in options:
+                return f"`{command.name}` has no option {option}"
+    return None
+
+
+def test_every_inline_command_is_real_and_runs_or_says_why() -> None:
+    """Each `ragdb ...` the prose writes names a real command and real options; one a reader
+    types as it is (not a synopsis with NAME, not a command's name) is run: by an example, by
+    test_inline_command_runs, or its reason not to be is in INLINE_NOT_RUN."""
+    found = inline_commands()
+    assert len(found) > 50, "inline commands not found"
+    fenced = _fenced_commands()
+    for inline in found:
+        where = f"{inline.doc}:{inline.line}: `{inline.command}`"
+        error = inline_error(inline)
+        assert error is None, f"{where}: {error}"
+        if not (inline.mention or inline.synopsis):
+            assert (inline.command in fenced or inline.command in INLINE_RUN
+                    or inline.command in INLINE_NOT_RUN), (
+                f"{where} is run by no example: add one, add it to INLINE_RUN, or say why in "
+                "INLINE_NOT_RUN")
+    written = {inline.command for inline in found}
+    for command in (*INLINE_RUN, *INLINE_NOT_RUN):
+        assert command in written, f"`{command}` is no longer in the docs"
+
+
+@pytest.mark.parametrize("command", INLINE_RUN)
+def test_inline_command_runs(command: str, runner: Runner) -> None:
+    """Run after the README's examples, in the shared project, as a one-command transcript."""
+    block = Block("README.md", 1_000_000 + INLINE_RUN.index(command), 0, "console",
+                  f"$ {command}\n", None)
+    ran = runner.run(block)
+    assert len(ran.commands) == 1, ran.output[-4000:]
+    _text, rc, output = ran.commands[0]
+    assert rc == 0 and output.strip(), f"`{command}`: exit status {rc}\n{output[-4000:]}"
