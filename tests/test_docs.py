@@ -110,7 +110,10 @@ def _anchors(text: str) -> set[str]:
 
 @pytest.mark.parametrize("page", list(PAGES), ids=lambda p: p.name)
 def test_links_between_pages_resolve(page: Path) -> None:
-    for target in re.findall(r"\]\(([^)\s]+)\)", PAGES[page]):
+    targets = re.findall(r"\]\(([^)\s]+)\)", PAGES[page])
+    assert len(targets) == PAGES[page].count("]("), (
+        f"{page.name}: a link this test cannot read (a title, a space in its target)")
+    for target in targets:
         if re.match(r"[a-z]+:", target):
             continue  # a web address
         name, _, anchor = target.partition("#")
