@@ -9,7 +9,7 @@ options, errors, progress bars) in shared.
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import apsw
 import click
@@ -89,26 +89,54 @@ def mcp_command(
     run_stdio(from_project_folder(location(db), anywhere=True)[0], model=model)
 
 
-app.command("index")(index)
-app.command("roots")(roots_command)
-app.command("copy")(copy_command)
-app.command("legs")(legs_command)
-app.command("search")(search_command)
-app.command("search-dataset")(search_dataset_command)
-app.command("search_dataset", hidden=True)(search_dataset_command)
-app.command("evaluate")(evaluate_command)
-app.command("answer")(answer_command)
-app.command("definition")(definition_command)
-app.command("references")(references_command)
-app.command("callers")(callers_command)
-app.command("callees")(callees_command)
-app.command("outline")(outline_command)
-app.command("map")(map_command)
-app.command("answer-dataset")(answer_dataset_command)
-app.command("answer_dataset", hidden=True)(answer_dataset_command)
-app.add_typer(models_app, name="models")
-app.command("serve")(serve_command)
-app.command("mcp")(mcp_command)
+#: Each command's line in `ragdb --help` (its docstring's first line, cut to the terminal's
+#: width, read "List the indexed roots with their file and chunk...").
+SHORT = {
+    "index": "Index files and folders into rag.db (then what changed).",
+    "roots": "The indexed roots with their counts; --remove one.",
+    "copy": "Copy an index between rag.db and PostgreSQL.",
+    "legs": "Show or choose the legs a PostgreSQL index ranks with.",
+    "search": "The best places for a question, as path:start-end.",
+    "search-dataset": "Search a dataset's questions; save the results.",
+    "evaluate": "Recall@1/3/5/10 of a results file against a dataset.",
+    "answer": "Answer a question, citing its sources as [n].",
+    "definition": "Where a name is defined.",
+    "references": "Every use of a name.",
+    "callers": "The functions and methods that call a name.",
+    "callees": "What a function or method calls.",
+    "outline": "A file's definitions in reading order.",
+    "map": "The most referenced definitions, within --tokens.",
+    "answer-dataset": "Answer every question of a search-dataset output.",
+    "serve": "Serve rag.db: web pages, question page, HTTP API.",
+    "mcp": "A Model Context Protocol server for coding agents.",
+    "models": "The answer models here; install the offline writer.",
+}
+
+
+def _command(name: str, function: Callable[..., Any], hidden: bool = False) -> None:
+    app.command(name, hidden=hidden, short_help=SHORT.get(name))(function)
+
+
+_command("index", index)
+_command("roots", roots_command)
+_command("copy", copy_command)
+_command("legs", legs_command)
+_command("search", search_command)
+_command("search-dataset", search_dataset_command)
+_command("search_dataset", search_dataset_command, hidden=True)
+_command("evaluate", evaluate_command)
+_command("answer", answer_command)
+_command("definition", definition_command)
+_command("references", references_command)
+_command("callers", callers_command)
+_command("callees", callees_command)
+_command("outline", outline_command)
+_command("map", map_command)
+_command("answer-dataset", answer_dataset_command)
+_command("answer_dataset", answer_dataset_command, hidden=True)
+app.add_typer(models_app, name="models", short_help=SHORT["models"])
+_command("serve", serve_command)
+_command("mcp", mcp_command)
 
 
 def main(argv: Optional[list[str]] = None) -> None:
