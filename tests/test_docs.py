@@ -148,9 +148,14 @@ def test_every_mcp_tool_is_documented(tmp_path: Path) -> None:
 def test_every_command_has_one_whole_line_in_the_help() -> None:
     """`ragdb --help` lists each command on one line at 80 columns, not cut short ("List the
     indexed roots with their file and chunk...")."""
-    width = 80 - 6 - max(len(name) for name, _command in _commands())  # click's own limit
-    for name, command in _commands():
-        if not command.hidden:
-            line = command.get_short_help_str(limit=width)
-            assert line and not line.endswith("...") and len(line) <= width, (
-                f"ragdb {name}: {line!r}")
+    groups = [("", dict(_commands()))]
+    while groups:
+        prefix, commands = groups.pop()
+        width = 80 - 6 - max(len(name) for name in commands)  # click's own limit
+        for name, command in commands.items():
+            if isinstance(command, click.Group):
+                groups.append((f"{prefix}{name} ", dict(command.commands)))
+            if not command.hidden:
+                line = command.get_short_help_str(limit=width)
+                assert line and not line.endswith("...") and len(line) <= width, (
+                    f"ragdb {prefix}{name}: {line!r}")

