@@ -92,15 +92,13 @@ _TOKENS = tuple(re.compile(p) for p in (
     # Rails' secret_key_base (config/secrets.yml, a copy of it): signs every session cookie.
     r"secret_key_base[\"']?[ \t]*[:=][ \t]*[\"']?[0-9a-fA-F]{30,}",
 ))
-#: A .env line (hard-linked or copied under another name, or in a config file): a name in one
-#: case (upper, or lower as some .env and INI files write it; _ENV_NAMES before it on its
-#: line) that ends saying secret, set (`=`, not `==`) to a literal value of 4+ characters (a
-#: short or lower-case password is one too: `DB_PASSWORD=hunter2`), not a reference (`${VAR}`,
-#: `%(var)s`), a number, an expression or a placeholder that is the whole value (`changeme`,
-#: `your-token-here`; `changeme-abc123` is a password).
+#: A .env line (hard-linked or copied under another name): an upper-case name (_ENV_NAME
+#: before it on its line) that ends saying secret, set (`=`, not `==`) to a literal value of
+#: 4+ characters (a short or lower-case password is one too: `DB_PASSWORD=hunter2`), not a
+#: reference (`${VAR}`, `%(var)s`), a number, an expression or a placeholder that is the whole
+#: value (`changeme`, `your-token-here`; `changeme-abc123` is a password).
 _ENV_SECRET = re.compile(
-    r"(SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN"
-    r"|secret_key|access_key|private_key|api_?key|secret|password|passwd|token)"
+    r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN)"
     r"[ \t]*=(?![=~])[ \t]*[\"']?(?![$<{*%(\[]|\d+(?![^\s\"'#])|(?i:changeme|change_me"
     r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password)"
     r"(?![^\s\"'#]))[^\s\"'#]{4,}")
@@ -111,9 +109,8 @@ _ENV_SECRET = re.compile(
 _URL_PASSWORD = re.compile(
     r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"<>{}$%]*:(?!(?i:pass|password|passwd|pwd|pw|secret"
     r"|changeme|x+|\*+)@)[^\s:/@'\"<>{}$%]{3,}@[\w.-]+")
-_ENV_NAMES = {True: re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*"),
-              False: re.compile(r"[ \t]*(?:export[ \t]+)?[a-z0-9_]*")}
-_ENV_WORDS = ("secret", "passw", "token", "key")
+_ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
+_ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 
 
 def holds_token(text: str) -> bool:
@@ -127,11 +124,10 @@ def holds_token(text: str) -> bool:
                 return True
     if "://" in text and "@" in text and _URL_PASSWORD.search(text):
         return True
-    lowered = text.lower()
-    if any(word in lowered for word in _ENV_WORDS):
+    if any(word in text for word in _ENV_WORDS):
         for m in _ENV_SECRET.finditer(text):
             line = text.rfind("\n", 0, m.start()) + 1
-            if _ENV_NAMES[m.group(1).isupper()].fullmatch(text, line, m.start()):
+            if _ENV_NAME.fullmatch(text, line, m.start()):
                 return True
     return False
 

