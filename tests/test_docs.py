@@ -159,3 +159,12 @@ def test_every_command_has_one_whole_line_in_the_help() -> None:
                 line = command.get_short_help_str(limit=width)
                 assert line and not line.endswith("...") and len(line) <= width, (
                     f"ragdb {prefix}{name}: {line!r}")
+
+
+def test_every_command_that_reads_an_index_takes_db() -> None:
+    """README: every command that reads an index takes --db; copy names both ends, evaluate
+    and models read none (it said every command took --db)."""
+    assert "`copy` names both ends, `evaluate` and `models` read none" in README
+    for name, command in _commands():
+        options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+        assert ("--db" in options) == (name not in ("copy", "evaluate", "models")), name
