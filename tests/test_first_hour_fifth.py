@@ -1,5 +1,28 @@
 """Defects the fifth first-hour walkthrough found, each on real things: the CLI as a
-subprocess, a real rag.db (SQLite, sqlite-vec), a real PostgreSQL reached over TCP."""
+subprocess, a real rag.db (SQLite, sqlite-vec), a real PostgreSQL reached over TCP.
+
+Material: wcwidth 0.9.4 (pip sdist: Python, C, rst) and klona 2.0.6 (npm: JavaScript, .d.ts),
+indexed alone and as two roots of one index; search, answer, serve (curl), mcp (JSON-RPC on
+stdin), --watch while editing, moving and deleting, bad flags and paths.
+
+Surprises judged not defects (no change):
+- A wrong or missing PostgreSQL password over TCP, and issue 39's changed sources, were
+  already handled: their tests here are guards.
+- `answer --json`'s sources carry each chunk's indexed text (the search's record, as `ragdb
+  search` shows it); the answer itself shows no line of a changed file.
+- `--watch` watches the roots it started with; a root another `ragdb index` adds meanwhile is
+  not watched (its start line names the roots).
+- `ragdb index FILE` under a recorded root records the file as a root of its own (removing
+  it removes 0 files); `ragdb index /proc/self` or `/` walks procfs (pseudo-files change every
+  run; environ and cmdline hold NULs and are skipped as binary).
+- A command whose output pipe closes (`| head`) exits 1, silently; `outline`, `callers` of
+  nothing exit 0 with a note; a symlink loop as a root is "no such file or directory".
+- A docs page with `DB_PASSWORD=hunter2`, Django's `SECRET_KEY = '...'` in settings.py (code
+  and docs keep samples), lower-case INI or .tfvars names (`db_password = "..."`; the fourth
+  walkthrough's notes.txt `password = ...` fixture relies on it) and YAML `password: x` are
+  indexed: a policy question, not changed here. Plain `datasette rag.db` does not refuse an
+  older index's secrets as `ragdb serve` now does.
+"""
 
 from __future__ import annotations
 
