@@ -567,6 +567,31 @@ def _resolved(words: list[str]) -> tuple[Any, list[str], str | None]:
     return command, words, None
 
 
+#: What the docs name that needs a model hub, which these tests never reach (they run offline):
+#: each is run elsewhere against a local stand-in, as said.
+NEEDS_HUB = {
+    "OpenVINO/Qwen3-0.6B-int4-ov": "answers.md's default answer model where a hub is reachable; "
+    "tests/test_models.py fetches a model through a stand-in hub "
+    "(test_download_lands_in_models_dir_only_when_complete, "
+    "test_downloaded_model_is_used_without_network) and falls back offline "
+    "(test_offline_hub_falls_back_fast_with_one_warning)",
+    "convert:ORG/NAME": "answers.md: converting a hub model needs the hub and torch (the convert "
+    "extra); tests/test_models.py::test_conversion_without_optimum_says_what_to_install",
+    "cross-encoder/ms-marco-MiniLM-L-6-v2": "search.md's hub rerankers; tests/test_rerank.py "
+    "reranks with a tiny cross-encoder built locally (tests/rerank_support.py)",
+    "a model hub id fetched on first use": "indexing.md's --embedder from a hub; "
+    "tests/test_reliability_state.py switches to a local one, tests/test_hybrid.py refuses one "
+    "that cannot be loaded",
+}
+
+
+def test_what_needs_a_hub_is_still_in_the_docs() -> None:
+    """NEEDS_HUB stays the list of what the docs name and no example here can run."""
+    docs = "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
+    for named in NEEDS_HUB:
+        assert named in " ".join(docs.split()), f"{named!r} is no longer in the docs"
+
+
 @dataclass(frozen=True)
 class Inline:
     doc: str
