@@ -168,3 +168,12 @@ def test_every_command_that_reads_an_index_takes_db() -> None:
     for name, command in _commands():
         options = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
         assert ("--db" in options) == (name not in ("copy", "evaluate", "models")), name
+
+
+def test_every_module_is_in_the_layout() -> None:
+    """development.md's Layout names each module of ragdb/ (15 were missing: the symbol
+    readers, the reranker, resources, ...)."""
+    development = PAGES[REPO / "docs" / "development.md"]
+    layout = development[development.index("## Layout"):development.index("## Tests")]
+    for module in sorted((REPO / "ragdb").glob("[a-z]*.py")):
+        assert f"`{module.stem}`" in layout, f"development.md's Layout lacks {module.stem}"
