@@ -1,5 +1,7 @@
-"""The docs a user reads: every command, option, HTTP route and plugin setting is in README.md
-or docs/*.md; the README stays a short front page that links every doc; links resolve.
+"""The docs a user reads: every command, option, HTTP route, MCP tool and plugin setting is in
+README.md or docs/*.md, every module in development.md's Layout; `ragdb --help` gives each
+command one whole line; the README stays a short front page that links every doc; links
+resolve.
 
 (Every example in them runs in tests/test_docs_examples.py.)"""
 
