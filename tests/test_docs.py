@@ -179,3 +179,11 @@ def test_every_module_is_in_the_layout() -> None:
     layout = development[development.index("## Layout"):development.index("## Tests")]
     for module in sorted((REPO / "ragdb").glob("[a-z]*.py")):
         assert f"`{module.stem}`" in layout, f"development.md's Layout lacks {module.stem}"
+
+
+@pytest.mark.parametrize("name", [p.stem.removeprefix("canned_")
+                                  for p in sorted((REPO / "sql").glob("canned_*.sql"))])
+def test_every_canned_query_is_documented(name: str) -> None:
+    """serving.md's Browsing lists each canned query's page (it lacked symbol and
+    file_outline)."""
+    assert f"/rag/{name}" in PAGES[REPO / "docs" / "serving.md"], f"serving.md lacks /rag/{name}"
