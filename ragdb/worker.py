@@ -29,6 +29,7 @@ from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.style import Style
 from ragdb.indexing import refuse_held_secrets
 from ragdb.postgres import PostgresConnection
+from ragdb.repo_map import check_tokens
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
 
@@ -149,8 +150,9 @@ def symbols(what: str, arg: Any, options: dict[str, Any]) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         rag = _rag()
         if what == "map":
-            text, entries = rag.repo_map(arg, options.get("filters", NO_FILTERS))
-            return {"tokens": arg, "map": text, "entries": [e.to_json() for e in entries]}
+            tokens = check_tokens(arg)  # the HTTP query string gives "64": answer 64, as MCP
+            text, entries = rag.repo_map(tokens, options.get("filters", NO_FILTERS))
+            return {"tokens": tokens, "map": text, "entries": [e.to_json() for e in entries]}
         result: dict[str, Any] = getattr(rag, what)(arg, **options).to_json()
         return result
     found: dict[str, Any] = _busy(run)

@@ -143,6 +143,18 @@ def test_missing_index(project: Path) -> None:
     assert not (project / "nowhere").exists()
 
 
+def test_ragdb_debug_adds_the_traceback_above_the_one_line(project: Path) -> None:
+    """`make debug` sets RAGDB_DEBUG: the error's traceback for whoever chases it, then the
+    same one line; without it, the one line alone."""
+    plain = run_cli("search", "lora", "--db", "nowhere/rag.db", cwd=project)
+    _one_line_error(plain, "run `ragdb index` first")
+    debug = run_cli("search", "lora", "--db", "nowhere/rag.db", cwd=project,
+                    env={"RAGDB_DEBUG": "1"})
+    assert debug.returncode == plain.returncode
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.rstrip().splitlines()[-1] == plain.stderr.strip()
+
+
 def test_unreadable_corpus_path(project: Path) -> None:
     result = run_cli("index", "no/such/folder", "--db", "rag.db", cwd=project)
     _one_line_error(result, "no such file or directory")

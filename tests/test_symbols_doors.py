@@ -272,6 +272,7 @@ def test_http_routes(served: str) -> None:
     assert status == 200 and body["results"][0]["qualified"] == "src/web/util.log"
     status, body = get(f"{served}/-/ragdb/map?tokens=200")
     assert status == 200 and body["entries"] and "Cart" in body["map"]
+    assert body["tokens"] == 200  # a number, as MCP gives it, though the query string said "200"
     status, body = get(f"{served}/-/ragdb/definition?name={quote(chr(39) + '; DROP --')}")
     assert status == 200 and body["total"] == 0 and "no definition" in body["note"]
     for query, needle in [("definition", "name is required"),

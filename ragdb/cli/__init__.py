@@ -8,7 +8,9 @@ options, errors, progress bars) in shared.
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from typing import Any, Callable, Optional
 
 import apsw
@@ -139,11 +141,24 @@ _command("serve", serve_command)
 _command("mcp", mcp_command)
 
 
+def _run(command: click.Command, argv: Optional[list[str]]) -> Any:
+    """The command itself; with RAGDB_DEBUG set (`make debug`), an error's traceback goes to
+    stderr before the one line `main` prints, for whoever is chasing it."""
+    try:
+        return command.main(args=argv, prog_name="ragdb", standalone_mode=False)
+    except (click.exceptions.Exit, click.exceptions.NoArgsIsHelpError):
+        raise
+    except BaseException:
+        if os.environ.get("RAGDB_DEBUG"):
+            traceback.print_exc()
+        raise
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Run the CLI; any RagdbError, bad option or interrupt ends in one line and a non-zero exit."""
     command = typer.main.get_command(app)
     try:
-        status = command.main(args=argv, prog_name="ragdb", standalone_mode=False)
+        status = _run(command, argv)
     except click.exceptions.NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
