@@ -100,7 +100,8 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
             BENCH_DIR / "blocks6",  # repos6: the default, for fresh blind readers
             BENCH_DIR / "blocks7",  # repos7: the default, for fresh blind readers
             BENCH_DIR / "blocks_long",  # sample and repos5: the answers the chosen cut changed
-            BENCH_DIR / "blocks_second")  # sample and repos5: the answers `second` changed
+            BENCH_DIR / "blocks_second",  # sample and repos5: the answers `second` changed
+            BENCH_DIR / "blocks7w")  # repos7: the writer's written answers, and the default
 #: The answer made without a model (RagDB.answer with style "extractive").
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
