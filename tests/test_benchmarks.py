@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_accept, bench_blocks, bench_writer
+from benchmarks import bench_accept, bench_blocks, bench_cleaning, bench_writer
 from benchmarks.bench_repos import run
 from benchmarks.common import ACCEPT_DIR, cell, repo_questions
 from ragdb import RagDB
@@ -161,6 +161,7 @@ def test_every_tracked_file_under_data_bench_is_read_by_a_benchmark() -> None:
     read |= {str(p.relative_to(REPO)) for style in bench_accept.STYLES
              for p in (REPO / ACCEPT_DIR).glob(f"verdicts_{style}*.json")}
     read |= {str(path) for path in (bench_writer.DRAFTS, bench_writer.LABELS, bench_writer.JUDGED)}
+    read.add(str(bench_cleaning.RAW))  # models' raw output, before cleaning
     # The blind comparison of answer variants (issue 39): what `bench_blocks report` reads.
     patterns = ("answers_*.json", "verdicts_*.json", "key.json")
     read |= {str(p.relative_to(REPO)) for folder in bench_blocks.READINGS

@@ -150,9 +150,8 @@ def _source_words(text: str) -> _SourceWords:
 
 
 def _in(token: str, keys: frozenset[str] | set[str]) -> bool:
-    """A source holds the token: its joined form, or every part of an identifier."""
-    joined, parts = _keys(token)
-    return joined in keys or (len(parts) > 1 and all(p in keys for p in parts))
+    """A source holds the token's joined form (its parts alone changed nothing measured)."""
+    return _keys(token)[0] in keys
 
 
 def _content(token: str) -> bool:
