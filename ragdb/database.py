@@ -314,6 +314,12 @@ class RagDB:
         except MissingIndexError:
             return []
 
+    def root_paths(self) -> list[Path]:
+        """The recorded roots' paths, a light read (`ragdb index --watch` looks for roots
+        another run added every ROOTS_CHECK_MS)."""
+        return [Path(str(path)) for path, _walk, _last
+                in self.conn.execute(sql("index_roots_known")).fetchall()]
+
     def roots(self) -> list[Root]:
         """The indexed roots, with their files and chunks counted from the rows."""
         return [Root(str(p), str(a), str(t), int(f), int(c), json.loads(str(o) or "{}"))

@@ -15,6 +15,9 @@ from ragdb.errors import RagdbError
 from ragdb.indexing import ragdb_files
 
 DEBOUNCE_MS = 500  # changes closer together than this form one batch (a save, a git checkout)
+#: How often a watch of the recorded roots looks for a root another `ragdb index` added (it
+#: was never watched: its edits waited for a change under another root).
+ROOTS_CHECK_MS = 2000
 
 
 _WALK_OPTIONS = ("include", "exclude", "ignore", "hidden", "follow_symlinks", "into_existing")
@@ -50,11 +53,18 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
         print("ragdb: another index run is in progress; waiting for it to end",
               file=sys.stderr, flush=True)
 
+    def current() -> list[Path]:
+        """The roots to watch: those given, or with `recorded` rag.db's roots as they are now
+        (a `ragdb index other` beside the watch adds one), those that exist."""
+        found = rag.root_paths() if recorded else roots
+        return [r for r in found or roots if r.exists()]
+
     print(f"ragdb: watching {', '.join(str(r) for r in roots)} (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     runs = 0
-    for _changes in _batches(roots, relevant, debounce_ms, stop):
-        existing = [r for r in roots if r.exists()]
+    for _changes in _batches(current, relevant, debounce_ms, stop,
+                             ROOTS_CHECK_MS if recorded else None):
+        existing = [r for r in roots if r.exists()] if not recorded else current()
         if not existing:
             print("ragdb: every watched root is gone; stopping", file=sys.stderr, flush=True)
             break
@@ -70,9 +80,12 @@ def watch_roots(rag: RagDB, roots: list[Path], options: dict[str, Any],
     return runs
 
 
-def _batches(roots: list[Path], relevant: Callable[[Any, str], bool], debounce_ms: int,
-             stop: threading.Event | None) -> Iterator[object]:
-    """watchfiles' batches of changes until Ctrl-C or `stop`.
+def _batches(current: Callable[[], list[Path]], relevant: Callable[[Any, str], bool],
+             debounce_ms: int, stop: threading.Event | None,
+             check_ms: int | None = None) -> Iterator[object]:
+    """watchfiles' batches of changes under the roots `current()` gives, until Ctrl-C or
+    `stop`. With `check_ms`, every check_ms the roots are read again: a root added is watched
+    from then on (said on stderr), a root gone is no longer watched.
 
     Its Rust side gives up on a name that is not UTF-8 ("Unable to decode path", raised from
     the iterator, which then ends): that batch is lost, so it is taken as a change (the index
@@ -81,11 +94,29 @@ def _batches(roots: list[Path], relevant: Callable[[Any, str], bool], debounce_m
     from watchfiles import watch
     from watchfiles._rust_notify import WatchfilesRustInternalError
 
+    watched = current()
     while stop is None or not stop.is_set():
-        try:
-            yield from watch(*roots, watch_filter=relevant, debounce=debounce_ms,
-                             stop_event=stop, raise_interrupt=False, yield_on_timeout=False)
+        if not watched:
+            yield set()  # every root is gone: the caller says so and stops
             return
+        try:
+            for changes in watch(*watched, watch_filter=relevant, debounce=debounce_ms,
+                                 stop_event=stop, raise_interrupt=False,
+                                 rust_timeout=check_ms or 5_000,
+                                 yield_on_timeout=check_ms is not None):
+                if changes:
+                    yield changes
+                if check_ms is not None:
+                    now = current()
+                    if {str(r) for r in now} != {str(r) for r in watched}:
+                        added = [str(r) for r in now if r not in watched]
+                        if added:
+                            print(f"ragdb: watching {', '.join(added)} too", file=sys.stderr,
+                                  flush=True)
+                        watched = now
+                        break  # watch again, over the roots as they are now
+            else:
+                return
         except WatchfilesRustInternalError as exc:
             if "decode path" not in str(exc):
                 raise RagdbError(f"watching stopped: {exc}") from None

@@ -382,3 +382,45 @@ def test_serve_and_mcp_refuse_an_older_indexs_secrets(tmp_path: Path) -> None:
     assert one_line_error(_mcp_hello(tmp_path)) == _refused(shown, "nothing was served")
     assert run_cli("index", "--no-vectors", cwd=tmp_path).returncode == 0
     assert "serverInfo" in _mcp_hello(tmp_path).stdout
+
+
+def test_a_watch_of_the_recorded_roots_watches_a_root_added_beside_it(tmp_path: Path) -> None:
+    """`ragdb index --watch` running, then `ragdb index other` (a second repository into
+    the same index): edits under `other` were never indexed until something changed under a
+    root the watch had started with. The watch now reads the recorded roots every
+    ROOTS_CHECK_MS, says it watches the new one, and indexes its edits."""
+    import queue
+    import signal
+    import time
+
+    write_corpus(tmp_path / "api", {"src/app.py": "def run():\n    return 1\n"})
+    write_corpus(tmp_path / "web", {"docs/guide.md": "# Guide\n\nFirst words.\n"})
+    assert run_cli("index", "api", "--no-vectors", cwd=tmp_path).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "ragdb", "index", "--watch", "--no-vectors"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stderr is not None
+    said: "queue.Queue[str]" = queue.Queue()
+    stream = proc.stderr
+
+    def pump() -> None:
+        for line in stream:
+            said.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        assert "watching api" in said.get(timeout=60)
+        assert run_cli("index", "web", "--no-vectors", cwd=tmp_path).returncode == 0
+        assert said.get(timeout=30).strip() == "ragdb: watching web too"
+        time.sleep(1.0)  # the watch starts again over both roots just after it says so
+        (tmp_path / "web" / "docs" / "guide.md").write_text("# Guide\n\nCapybara words.\n")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            found = run_cli("search", "capybara", "--k", "1", cwd=tmp_path)
+            if "web/docs/guide.md" in found.stdout:
+                break
+            time.sleep(0.5)
+        assert "web/docs/guide.md" in found.stdout, found.stdout + found.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
