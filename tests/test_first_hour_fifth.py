@@ -10,8 +10,6 @@ Surprises judged not defects (no change):
   already handled: their tests here are guards.
 - `answer --json`'s sources carry each chunk's indexed text (the search's record, as `ragdb
   search` shows it); the answer itself shows no line of a changed file.
-- `--watch` watches the roots it started with; a root another `ragdb index` adds meanwhile is
-  not watched (its start line names the roots).
 - `ragdb index FILE` under a recorded root records the file as a root of its own (removing
   it removes 0 files); `ragdb index /proc/self` or `/` walks procfs (pseudo-files change every
   run; environ and cmdline hold NULs and are skipped as binary).
