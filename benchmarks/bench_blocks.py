@@ -11,14 +11,11 @@ too and are in the default (blocks.HALVES_SHARE, cuts.with_lead); as variants th
 in commit 6fee578. `named` (the definition a question names, ragdb/generate/named.py) won too
 and is in the default; as a variant it last lived in commit 371b866. Their saved answers and
 verdicts (READINGS) stay what `report` reads, and `answer` now answers with `blocks` (the
-default, no model), `writer` (the offline writer narrating over the default blocks), and two
-candidates for code blocks that stop before the deciding branch (issue 39; off in ragdb's
-doors until read blind): `long` (a code block's limit LONG_LINES in the first slot, half in
-later ones: BlocksAnswerer.longer) and `rest` (the limits stay; the block runs on below its
-region through the rest of the definition, up to REST_LINES lines in the first slot, half in
-later ones: BlocksAnswerer.rest), and `second` (where the default shows one block and `named`
-adds none, a second: the best-ranked source not shown whose block does not overlap the first,
-SECOND_LINES lines: BlocksAnswerer.second; benchmarks/README.md, "A second block always").
+default, no model) and `writer` (the offline writer narrating over the default blocks). Three
+candidates read blind and lost, so they left: `long` and `rest` (a code block run on to the
+deciding branch) and `second` (a second block always); they last lived in commit cdaaf41
+(benchmarks/README.md, "Code blocks that run on to the deciding branch", "A second block
+always").
 
 `answer` searches each question once (hybrid, k 10) and answers it with each variant asked,
 writing into data/bench/blocks/ (or --out):
@@ -49,8 +46,7 @@ indexes; a set whose index is not built is left out).
 
     uv run --frozen python -m benchmarks.bench_blocks answer [--sets repos2,repos3,repos4] \
         [--variants blocks,writer] [--kind code] [--out FOLDER]
-    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning] [--variant long \
-        [--lines N]] [--variant second]
+    uv run --frozen python -m benchmarks.bench_blocks cover [--tuning]
     uv run --frozen python -m benchmarks.bench_blocks report
     uv run --frozen python -m benchmarks.bench_blocks compare --before A.json --after B.json \
         --out FOLDER [--most N]
@@ -77,7 +73,6 @@ from benchmarks.common import (BENCH_DIR, BY_NAME, REPOS5, REPOS6, REPOS7, Asked
                                accept_sample, host_line, tuning_questions)
 from ragdb import RagDB
 from ragdb.answering import Answer
-from ragdb.generate.blocks import BlocksAnswerer
 from ragdb.retrieve import Hit, Mode
 
 OUT = BENCH_DIR / "blocks"
@@ -106,17 +101,7 @@ READINGS = (OUT, BENCH_DIR / "blocks4", BENCH_DIR / "blocks4w", BENCH_DIR / "blo
 BLOCKS = "blocks"
 #: The offline writer narrating over the default blocks (`--model writer`), as a variant.
 WRITER = "writer"
-#: Issue 39's candidates for a code block that stops before the deciding branch, until read
-#: blind (benchmarks/README.md, "Code blocks that run on to the deciding branch"): the first
-#: slot's lines of each (later slots half), chosen on the tuning questions only (`cover
-#: --tuning --kind code --variant V --lines N`; the rule and the figures are in the README).
-LONG = "long"
-LONG_LINES = 60  # the rule's choice: the default's own limits (every N showed the same)
-REST = "rest"
-REST_LINES = 80
-#: Issue 39's candidate: a second block where the default shows one (BlocksAnswerer.second).
-SECOND = "second"
-ALL_VARIANTS = (BLOCKS, LONG, REST, SECOND, WRITER)
+ALL_VARIANTS = (BLOCKS, WRITER)
 SEED = 39
 
 
@@ -199,23 +184,10 @@ def answer_all(sets: Sequence[str], variants: Sequence[str], kind: str, k: int,
     print(f"wrote {out}/answers_*.json, {out}/blind/, {out}/key.json")
 
 
-def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int,
-                lines: int = 0) -> Answer:
-    """`variant`'s answer from the hits, as RagDB makes it: the blocks (`long`, `rest`: with
-    BlocksAnswerer.longer or .rest set to `lines`, else LONG_LINES or REST_LINES, for this
-    answer; `second`: with BlocksAnswerer.second) or the writer."""
-    was = BlocksAnswerer.longer, BlocksAnswerer.rest, BlocksAnswerer.second
-    if variant == LONG:
-        BlocksAnswerer.longer = lines or LONG_LINES
-    elif variant == REST:
-        BlocksAnswerer.rest = lines or REST_LINES
-    elif variant == SECOND:
-        BlocksAnswerer.second = True
-    try:
-        return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
-                               style="generate" if variant == WRITER else "extractive")
-    finally:
-        BlocksAnswerer.longer, BlocksAnswerer.rest, BlocksAnswerer.second = was
+def answer_with(rag: RagDB, variant: str, question: str, hits: list[Hit], k: int) -> Answer:
+    """`variant`'s answer from the hits, as RagDB makes it: the blocks or the writer."""
+    return rag.answer_from(question, hits, k=k, mode=Mode.hybrid,
+                           style="generate" if variant == WRITER else "extractive")
 
 
 def write_blind(records: dict[str, list[dict[str, Any]]], out: Path) -> None:
@@ -304,20 +276,17 @@ def _shown_lines(found: Any) -> list[tuple[str, int, int]]:
     return [(c["file_path"], c["start_line"], c["end_line"]) for c in _cited(found)]
 
 
-def cover(sets: Sequence[str], kind: str, k: int, tuning: bool, variant: str = BLOCKS,
-          size: int = 0) -> None:
-    """Per set and kind (`size`: the `long` or `rest` variant's lines): the share of
-    `variant`'s answers whose shown
-    lines overlap the reference span, the share of the reference's lines shown (mean: a
-    passage cut before the part that answers overlaps, but shows little of it), and the lines
-    shown (median)."""
+def cover(sets: Sequence[str], kind: str, k: int, tuning: bool) -> None:
+    """Per set and kind: the share of the default's answers whose shown lines overlap the
+    reference span, the share of the reference's lines shown (mean: a passage cut before the
+    part that answers overlaps, but shows little of it), and the lines shown (median)."""
     rows: dict[tuple[str, str], list[tuple[bool, float, int]]] = defaultdict(list)
     rags: dict[Path, RagDB] = {}
     for question, _, db in questions(sets, kind, tuning):
         rag = rags.setdefault(db, RagDB(db, use_cache=False))
         hits = rag.search(question.question, k, Mode.hybrid)
         reference = _reference_lines(question)
-        found = answer_with(rag, variant, question.question, hits, k, size)
+        found = answer_with(rag, BLOCKS, question.question, hits, k)
         shown = _shown_lines(found)
         hit = any(p == rp and a <= rb and ra <= b
                   for p, a, b in shown for rp, ra, rb in reference)
@@ -402,11 +371,6 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--tuning", action="store_true",
                         help="cover: on the tuning questions, not the sample")
-    parser.add_argument("--variant", default=BLOCKS, choices=(BLOCKS, LONG, REST, SECOND),
-                        help="cover: the variant measured [default: blocks]")
-    parser.add_argument("--lines", type=int, default=0,
-                        help="cover: the first slot's lines of `long` or `rest` "
-                        "[default: LONG_LINES, REST_LINES]")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--before", type=Path, help="compare: the saved answers before")
     parser.add_argument("--after", type=Path, help="compare: the saved answers after")
@@ -426,11 +390,7 @@ def main() -> None:
             raise SystemExit("compare needs --before and --after (two answers_*.json files)")
         compare(args.before, args.after, args.out, max(0, args.most))
     elif args.action == "cover":
-        if args.lines < 0 or not (args.lines or {LONG: LONG_LINES, REST: REST_LINES}
-                                  .get(args.variant, 1)):
-            raise SystemExit("cover --variant long/rest needs --lines N (N > 0) until its "
-                             "lines are chosen")
-        cover(sets, args.kind, args.k, args.tuning, args.variant, args.lines)
+        cover(sets, args.kind, args.k, args.tuning)
     else:
         report(args.out)
 

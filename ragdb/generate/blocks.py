@@ -70,8 +70,6 @@ MAX_LINES = 60
 #: The second block's lines: it is there in case the first is the wrong one, not to be read
 #: first (the issue's two-block variant showed 30 lines of each).
 SECOND_LINES = 30
-#: The rule of `second`'s block (BlocksAnswerer.second, a variant of issue 39).
-NEXT_BEST = "the next best source not shown"
 #: The first slot takes the best-ranked code source among the top CODE_WITHIN.
 CODE_WITHIN = 5
 #: A second block joins when the best source of another file scores at least this share of
@@ -271,10 +269,10 @@ def choose(question: str, candidates: Sequence[_Candidate]
 
 
 def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
-               terms: frozenset[str], limit: int, rest: int = 0) -> Block:
+               terms: frozenset[str], limit: int) -> Block:
     """The definition the chunk (lines first..last, 0-based) lies in or starts, whole when it
     fits in `limit` lines; else the region of it around the chunk's best line, headed by the
-    signature lines it lies in (`rest`: cuts.region's, the lines after it first)."""
+    signature lines it lies in."""
     source = cand.source
     signatures = signature_lines(lines, cand.located.context, first, last)
     if definition_name(lines[first]) and first not in signatures:
@@ -290,8 +288,7 @@ def code_block(cand: _Candidate, lines: list[str], first: int, last: int,
         focus = (max(first, about.first), min(last, about.last))
         if focus[0] > focus[1]:
             focus = (first, last)
-    a, b = _trimmed(lines, *region(lines, lo, hi, terms, limit, focus=focus, rest=rest),
-                    markers=False)
+    a, b = _trimmed(lines, *region(lines, lo, hi, terms, limit, focus=focus), markers=False)
     b = without_lead_in(lines, a, b)
     outer = [i for i in signatures if i < a][-3:]
     heads = [(i + 1, lines[i]) for i in head_lines(lines, outer, cand.located.context)
@@ -466,18 +463,6 @@ class BlocksAnswerer:
     sources (build), each cited [n]; `locate` re-reads a source's file."""
 
     model = BLOCKS_NAME
-    #: Two candidates of issue 39 for a code block that stops before the deciding branch, off
-    #: until read blind (benchmarks/README.md, "Code blocks that run on to the deciding
-    #: branch"); each a number of lines for the first slot, half of it for later slots:
-    #: `longer`: a code block's limit in place of MAX_LINES (SECOND_LINES); `rest`: the limit
-    #: stays, the block then runs on below its region through the rest of the definition, up
-    #: to this many lines in all (cuts.region's `rest`). 0: off.
-    longer = 0
-    rest = 0
-    #: Issue 39's candidate `second`, off until read blind (benchmarks/README.md, "A second
-    #: block always"): where the answer has one block and `named` adds none, a second, the
-    #: best-ranked source not shown whose block does not overlap the first (next_best).
-    second = False
 
     def __init__(self, locate: Locate, include: Include | None = None,
                  named: AddNamed | None = None) -> None:
@@ -526,12 +511,7 @@ class BlocksAnswerer:
         a page of includes includes)."""
         lines, first, last = _lines_of(cand)
         if cand.code:
-            first_slot = limit >= MAX_LINES
-            if self.longer:
-                limit = self.longer if first_slot else self.longer // 2
-            rest = self.rest if first_slot else self.rest // 2
-            return code_block(cand, lines, first, last, terms, limit,
-                              max(rest, limit) if self.rest else 0)
+            return code_block(cand, lines, first, last, terms, limit)
         return self.included(docs_block(cand, lines, first, last, terms, limit), terms, limit)
 
     def other_half(self, question: str, candidates: Sequence[_Candidate],
@@ -572,21 +552,6 @@ class BlocksAnswerer:
                       + block.rule)
         return cand, block
 
-    def next_best(self, candidates: Sequence[_Candidate], first_choice: _Candidate,
-                  first: Block, terms: frozenset[str]) -> tuple[_Candidate, Block] | None:
-        """`second`'s block: the best-ranked candidate (the sources choose may show, by rank;
-        tests and generated code only where the first is one) whose block (SECOND_LINES)
-        shows no line of the first block: another section or definition of its file, or
-        another file; None where there is none."""
-        for cand in candidates:
-            if cand is first_choice or (cand.secondary and not first_choice.secondary):
-                continue
-            block = self.block(cand, terms, SECOND_LINES)
-            if not overlaps(block, first):
-                block.rule = f"rank {cand.number}: {NEXT_BEST}" + block.rule
-                return cand, block
-        return None
-
     def build(self, question: str, sources: Sequence[PromptSource]
               ) -> tuple[list[Block], list[str]]:
         """The blocks that answer, in order, and the notes the reader is given (a stale file, a
@@ -615,10 +580,6 @@ class BlocksAnswerer:
             other = self.other_half(question, candidates, chosen[0][0], blocks[0], terms)
             if other is not None:
                 chosen, blocks = [chosen[0], (other[0], other[1].rule)], [blocks[0], other[1]]
-        if self.second and len(blocks) == 1:
-            more = self.next_best(candidates, chosen[0][0], blocks[0], terms)
-            if more is not None:
-                chosen, blocks = [chosen[0], (more[0], more[1].rule)], [blocks[0], more[1]]
         for cand, _ in chosen:
             if cand.located.text is None:
                 notes.append(f"`{one_line(cand.source.file_path)}` "
@@ -641,17 +602,7 @@ class BlocksAnswerer:
         blocks, notes = self.build(question, sources)
         if self.named is None:
             return blocks, notes, list(sources)
-        # `second`'s block stays only where `named` adds none to the one before it.
-        extra = (blocks.pop() if self.second and len(blocks) == 2 and NEXT_BEST in blocks[1].rule
-                 else None)
         blocks, shown = self.named(self, question, sources, blocks)
-        if extra is not None and len(blocks) == 1:
-            blocks.append(extra)
-        elif extra is not None:  # its file's note goes with it, unless another block shows it
-            gone = sources[extra.number - 1].file_path
-            if all(sources[b.number - 1].file_path != gone for b in blocks
-                   if b.number <= len(sources)):
-                notes = [n for n in notes if not n.startswith(f"`{one_line(gone)}` ")]
         return blocks, notes, shown
 
     def shown_answer(self, blocks: Sequence[Block], notes: Sequence[str],

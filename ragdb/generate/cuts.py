@@ -82,17 +82,12 @@ def _branch(lines: list[str], at: int, lo: int, hi: int) -> tuple[int, int]:
 
 
 def region(lines: list[str], lo: int, hi: int, terms: frozenset[str], limit: int,
-           focus: tuple[int, int] | None = None, rest: int = 0) -> tuple[int, int]:
+           focus: tuple[int, int] | None = None) -> tuple[int, int]:
     """At most `limit` lines of lines[lo:hi+1] (inclusive bounds returned): all of them when
     they fit; else, around the line of `focus` (default: all) that holds most of the
     question's terms, the block that line opens and the enclosing branches, the largest that
     fits, with lines around it up to `limit` (a third above, the rest below), cut at
-    statement boundaries. Never a cut through that line or its branch.
-
-    `rest` (issue 39's candidate, 0: off): the branch is still grown within `limit`, but the
-    lines around it, up to `rest` in all, go below it first, through the rest of lines[:hi+1]
-    (the control flow after the matching lines, where the deciding branch often lies), and
-    only what is left of them above it."""
+    statement boundaries. Never a cut through that line or its branch."""
     if hi - lo + 1 <= limit:
         return lo, hi
     f_lo, f_hi = focus if focus is not None else (lo, hi)
@@ -106,13 +101,8 @@ def region(lines: list[str], lo: int, hi: int, terms: frozenset[str], limit: int
         if nb - na + 1 > limit or (na, nb) == (a, b):
             break
         a, b = na, max(b, nb)
-    if rest:
-        limit = max(limit, rest)
-        spare = limit - (b - a + 1)
-        start = max(lo, a - max(0, spare - (hi - b)))  # the rest below first
-    else:
-        spare = limit - (b - a + 1)
-        start = max(lo, a - spare // 3)
+    spare = limit - (b - a + 1)
+    start = max(lo, a - spare // 3)
     end = min(hi, b + spare - (a - start))
     start = max(lo, min(start, end - limit + 1))
     level = _indent(lines[a])
