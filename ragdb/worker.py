@@ -28,7 +28,7 @@ from ragdb.embedder import Embedder, embedder_identity, load_embedder
 from ragdb.errors import DatabaseBusyError, MissingIndexError
 from ragdb.generate.style import Style
 from ragdb.indexing import refuse_held_secrets
-from ragdb.postgres import PostgresConnection
+from ragdb.postgres import PostgresConnection, display
 from ragdb.repo_map import check_tokens
 from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 from ragdb.retrieve import NO_FILTERS, Filters, Hit, Mode
@@ -105,11 +105,11 @@ def _busy(fn: Any) -> Any:
 def check(db_path: str) -> None:
     """Open (and migrate) rag.db once, refusing a foreign database, and one that holds files
     today's rules leave out as secrets (an older ragdb indexed them; Datasette would serve
-    every row): `ragdb serve`'s start."""
+    every row of a rag.db, the API any index's): `ragdb serve`'s start."""
     rag = RagDB(location(db_path))
     try:
-        if not isinstance(rag.conn, PostgresConnection):
-            refuse_held_secrets(rag.conn, str(db_path), "nothing was served")
+        shown = display(db_path) if isinstance(rag.conn, PostgresConnection) else db_path
+        refuse_held_secrets(rag.conn, shown, "nothing was served")
     finally:
         rag.conn.close()
 

@@ -422,3 +422,27 @@ def test_a_watch_of_the_recorded_roots_watches_a_root_added_beside_it(tmp_path: 
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+
+
+def test_serve_refuses_an_older_postgresql_indexs_secrets(tmp_path: Path, pg_url: str) -> None:
+    """The same on PostgreSQL: `ragdb serve --db postgresql://...` served the rows of a .cfg
+    setting DB_PASSWORD that an older ragdb indexed there. Refused in one line (the URL
+    without its password); `ragdb index --db URL` removes it."""
+    import psycopg
+
+    write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n",
+                                     "deploy/app.cfg": "DB_PASSWORD=hunt3r\n"})
+    done = run_cli("index", "proj", "--no-vectors", "--include", "app.cfg", "--db", pg_url,
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(pg_url, autocommit=True) as pg:
+        pg.execute("UPDATE roots SET options = '{}'")  # as an older ragdb recorded it
+    served = run_cli("serve", "--port", str(free_port()), "--db", pg_url, cwd=tmp_path,
+                     timeout=120)
+    line = one_line_error(served)
+    assert line.endswith(" holds 1 files that may hold secrets (proj/deploy/app.cfg), indexed "
+                         "by an older ragdb: run `ragdb index` first, which removes them; "
+                         "nothing was served"), line
+    assert run_cli("index", "--db", pg_url, "--no-vectors", cwd=tmp_path).returncode == 0
+    with psycopg.connect(pg_url) as pg:
+        assert [r[0] for r in pg.execute("SELECT path FROM files")] == ["proj/src/app.py"]
