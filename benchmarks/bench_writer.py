@@ -11,11 +11,13 @@ sentence kept or dropped, next to the tuner's own labels where data/bench/writer
 has them (sentence text -> "ok" or "bad"; written by whoever tunes the check, never a reader).
 
     uv run --frozen python -m benchmarks.bench_writer draft      # needs the writer installed
-    uv run --frozen python -m benchmarks.bench_writer check [--verbose] [--in-block-order]
+    uv run --frozen python -m benchmarks.bench_writer check [--verbose]
     uv run --frozen python -m benchmarks.bench_writer validate   # on judged_round1.json
 
-`--in-block-order` checks as the writers' answers are checked since issue 39's second
-repos4 reading: each sentence also worded as its block words it (ragdb/generate/wording.py).
+Both check as the writers' answers are checked: each sentence also worded as its block words it
+(ragdb/generate/wording.py). The word-level check without that order (`--in-block-order` off),
+which its figures before issue 39's second repos4 reading measured, left the code: its rules
+changed no kept sentence under the order rule (benchmarks/README.md).
 
 How much of the sources the writer is shown was chosen the same way, on the same tuning
 questions, with whole checked answers read by strict readers (on the passages ragdb chose
@@ -103,7 +105,7 @@ def _prompt_sources(hits: list[Any]) -> list[Any]:
     return [prompt_source(h) for h in hits]
 
 
-def check(verbose: bool, in_block_order: bool = False) -> None:
+def check(verbose: bool) -> None:
     drafts = json.loads(DRAFTS.read_text())
     labels: dict[str, str] = json.loads(LABELS.read_text()) if LABELS.exists() else {}
     tally = {f"{fate} {label}": 0 for label in ("ok", "bad", "empty")
@@ -112,8 +114,7 @@ def check(verbose: bool, in_block_order: bool = False) -> None:
     fallbacks = 0
     for item in drafts:
         given = [CitedSource(g["n"], g["file_path"], g["text"]) for g in item["given"]]
-        checked = check_answer(item["written"], given, question=item["question"],
-                               in_block_order=in_block_order)
+        checked = check_answer(item["written"], given, question=item["question"])
         fallbacks += checked.too_little
         dropped = {d["text"]: d["reason"] for d in checked.report.dropped}
         recited = {r["text"]: r["to"] for r in checked.report.recited}
@@ -139,7 +140,7 @@ def check(verbose: bool, in_block_order: bool = False) -> None:
     print(f"\n{len(drafts)} drafts; fall back to passages: {fallbacks}; sentences: {tally}")
 
 
-def validate(verbose: bool, in_block_order: bool = False) -> None:
+def validate(verbose: bool) -> None:
     """The check on the judged answers' sentences, next to the readers' verdicts."""
     judged = json.loads(JUDGED.read_text())
     rows = {"flagged": [0, 0, 0], "accepted": [0, 0, 0], "other": [0, 0, 0]}
@@ -150,16 +151,14 @@ def validate(verbose: bool, in_block_order: bool = False) -> None:
         if item["check"]["fallback"]:
             # Readers judged the passages; the writer's own sentences had been dropped.
             for dropped in item["check"]["dropped"]:
-                checked = check_answer(dropped["text"], given, question=item["question"],
-                                       in_block_order=in_block_order)
+                checked = check_answer(dropped["text"], given, question=item["question"])
                 if checked.report.kept:
                     rescued.append(f"{item['question'][:70]!r}\n      kept now: "
                                    f"{checked.text[:200]!r}")
             continue
         group = ("flagged" if verdict.get("unsupported")
                  else "accepted" if verdict["exam"] else "other")
-        checked = check_answer(item["answer"], given, question=item["question"],
-                               in_block_order=in_block_order)
+        checked = check_answer(item["answer"], given, question=item["question"])
         rows[group][0] += 1
         rows[group][1] += checked.report.sentences - checked.report.kept
         rows[group][2] += checked.too_little
@@ -292,13 +291,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated positions in the tuning "
                         "list (a quick look at a few)")
     parser.add_argument("--verbose", action="store_true")
-    parser.add_argument("--in-block-order", action="store_true",
-                        help="check, validate: with the writers' order rule (generate/wording.py)")
     args = parser.parse_args()
     if args.action == "draft":
         draft(args.k, args.limit, args.only)
     elif args.action == "check":
-        check(args.verbose, args.in_block_order)
+        check(args.verbose)
     elif args.action == "answers":
         answers(args.name, json.loads(args.context), args.k, args.style)
     elif args.action == "pair":
@@ -310,7 +307,7 @@ def main() -> None:
             parser.error("tally needs TAG")
         tally(args.names[0])
     else:
-        validate(args.verbose, args.in_block_order)
+        validate(args.verbose)
 
 
 if __name__ == "__main__":

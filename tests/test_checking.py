@@ -65,10 +65,9 @@ ALL = [LORA, STACK, REQUEST, ZMQ]
 
 
 def test_supported_sentences_are_kept_as_written() -> None:
-    answer = ("To serve several LoRA adapters at once, use the `--lora-modules` flag to "
-              "specify each LoRA module when you kickoff the server [1]. Forward the "
-              "`vllm-router-service` port with `sudo kubectl port-forward svc/vllm-router-"
-              "service 30080:80` [2].")
+    answer = ("Use `--lora-modules {name}={path} {name}={path}` to specify each LoRA module "
+              "when you kickoff the server [1]. Forward the `vllm-router-service` port with "
+              "`sudo kubectl port-forward svc/vllm-router-service 30080:80` [2].")
     checked = check_answer(answer, ALL, question="How do I serve several LoRA adapters at once "
                            "and reach the router?")
     assert checked.text == answer
@@ -78,20 +77,21 @@ def test_supported_sentences_are_kept_as_written() -> None:
 
 
 def test_a_flag_the_cited_source_lacks_drops_the_sentence() -> None:
-    # --max-lora-rank is not in source 1 (it writes max_lora_rank); the first sentence is.
+    # --max-lora-rank is not in source 1 (it writes max_lora_rank); the first sentence is
+    # (dropped by the order rule: its words are not the block's, in its order).
     answer = ("The server accepts LoRA configuration parameters such as `max_loras` [1]. "
               "Set --max-lora-rank 64 to allow larger adapters [1].")
     checked = check_answer(answer, ALL)
     assert checked.text == "The server accepts LoRA configuration parameters such as " \
                            "`max_loras` [1]."
     [dropped] = checked.report.dropped
-    assert dropped["reason"].startswith("--max-lora-rank") and "[1]" in dropped["reason"]
+    assert "--max-lora-rank" in dropped["text"] and "[1]" in dropped["reason"]
 
 
 def test_the_port_must_be_the_one_the_source_gives() -> None:
     checked = check_answer("Forward the router port to 8080 on the host [2].", ALL)
     assert checked.text == "" and checked.too_little
-    assert "8080" in checked.report.dropped[0]["reason"]
+    assert "8080" in checked.report.dropped[0]["text"]
 
 
 def test_a_citation_of_a_source_not_given_is_never_shown() -> None:
@@ -121,7 +121,8 @@ def test_an_inexact_command_drops_the_sentence() -> None:
     checked = check_answer(answer, ALL)
     assert checked.text == "" and checked.report.dropped[0]["reason"] == (
         "`kubectl port-forward svc/vllm-router 30080:80` is not in [2]")
-    exact = "Run `sudo kubectl port-forward svc/vllm-router-service 30080:80` on the host [2]."
+    exact = ("Forward the `vllm-router-service` port with `sudo kubectl port-forward "
+             "svc/vllm-router-service 30080:80` [2].")
     assert check_answer(exact, ALL).text == exact
 
 
@@ -131,9 +132,10 @@ def test_a_code_block_the_model_writes_is_dropped_even_verbatim() -> None:
     for code in ("vllm serve meta-llama/Llama-2-7b-hf --enable-lora",  # joined: in the source
                  "vllm serve meta-llama/Llama-2-7b-hf --enable-lora --max-loras 4",
                  "llm.load_adapter('x')\nengine.reload()"):
-        written = f"Serve the model with LoRA enabled [1].\n\n```bash\n{code}\n```\n[1]"
+        said = "LoRA adapted models can also be served with the vLLM server [1]."
+        written = f"{said}\n\n```bash\n{code}\n```\n[1]"
         checked = check_answer(written, ALL, question="How do I serve LoRA adapters?")
-        assert checked.text == "Serve the model with LoRA enabled [1]."
+        assert checked.text == said
         assert checked.report.sentences == 3 and checked.report.kept == 1
         assert checked.report.dropped[0]["reason"] == WRITTEN_CODE
 
@@ -143,8 +145,8 @@ def test_sources_that_are_all_code_check_identifiers_against_the_code() -> None:
               "`lora_path` [3]. The `lora_int_id` must be globally unique for an adapter [3]. "
               "Call `LoRARequest.load()` to read it from disk [3].")
     checked = check_answer(answer, [REQUEST])
-    assert checked.report.kept == 2 and "load()" not in checked.text
-    assert "LoRARequest.load" in checked.report.dropped[0]["reason"]
+    assert checked.text == "The `lora_int_id` must be globally unique for an adapter [3]."
+    assert "LoRARequest.load" in checked.report.dropped[-1]["reason"]
 
 
 def test_an_empty_answer_is_too_little() -> None:
@@ -199,7 +201,7 @@ def test_streaming_shows_only_checked_sentences_and_ends_on_the_answer(step: int
     gate.emit(final.text)
     assert "".join(shown) == final.text
     assert final.text.endswith("`curl -o- http://localhost:30080/models` [2].")
-    assert "8080" in final.report.dropped[0]["reason"]
+    assert "8080" in final.report.dropped[0]["text"]
 
 
 def test_writer_sources_are_the_blocks_at_their_lines() -> None:
@@ -271,7 +273,7 @@ def test_words_the_cited_source_lacks_drop_the_sentence() -> None:
     checked = check_answer("`psutil.wait_procs()` returns a list of the processes that were "
                            "still running after the timeout [1].", [WAIT], question=question)
     assert checked.text == "" and checked.too_little
-    assert checked.report.dropped[0]["reason"] == "the words running are not in [1]"
+    assert "order" in checked.report.dropped[0]["reason"]  # "running" is not in [1]
 
 
 def test_a_sentence_that_only_restates_the_question_is_dropped() -> None:
@@ -283,24 +285,19 @@ def test_a_sentence_that_only_restates_the_question_is_dropped() -> None:
         checked = check_answer(empty, [XGRAMMAR], question=question)
         assert checked.text == "", empty
         assert checked.report.dropped[0]["reason"] == "says nothing the question did not"
-    kept = check_answer("The default max_threads value is 8 [1].", [XGRAMMAR], question=question)
-    assert kept.text == "The default max_threads value is 8 [1]."
+    said = "The compiler is `xgr.GrammarCompiler` with max_threads=8 [1]."
+    assert check_answer(said, [XGRAMMAR], question=question).text == said
 
 
 def test_links_that_are_no_links_become_their_text() -> None:
     # Written by the writer before links left its grammar (and by any model asked to cite).
     question = "What is the default max_threads value of the GrammarCompiler?"
-    checked = check_answer("[1]([1]) The default [max_threads](value) is 8 [1].", [XGRAMMAR],
-                           question=question)
-    assert checked.text == "The default max_threads is 8 [1]."
+    checked = check_answer("[1]([1]) The [compiler](self) is `xgr.GrammarCompiler` with "
+                           "max_threads=8 [1].", [XGRAMMAR], question=question)
+    assert checked.text == "The compiler is `xgr.GrammarCompiler` with max_threads=8 [1]."
 
 
-def test_names_from_the_question_need_not_be_in_the_source_but_one_must_be() -> None:
-    # The question's class name is not in the excerpt; the parameter it asks about is.
-    question = "What is the default max_threads of XGrammarBackend's GrammarCompiler?"
-    kept = check_answer("The default max_threads of XGrammarBackend's GrammarCompiler is 8 [1].",
-                        [XGRAMMAR], question=question)
-    assert kept.report.kept == 1
+def test_a_sentence_about_names_the_source_lacks_is_dropped() -> None:
     # None of the names the sentence repeats from the question is in the source: it is about
     # another place (the benchmark's local fp8_min is not the module's FP8_MIN).
     question = ("What are the default values for FP8_MIN and FP8_MAX constants in vLLM's "
@@ -308,18 +305,18 @@ def test_names_from_the_question_need_not_be_in_the_source_but_one_must_be() -> 
     written = ("The default values for FP8_MIN and FP8_MAX constants in vLLM's "
                "triton_flash_attention module are `fp8_info.max` and `fp8_info.min` [4].")
     checked = check_answer(written, [TUNE], question=question)
-    assert checked.text == ""
-    assert checked.report.dropped[0]["reason"] == "[4] is not about FP8_MIN, FP8_MAX"
+    assert checked.text == "" and checked.report.dropped[0]["text"] == written
+
+
+EDITOR = "It will open the user's defined editor or fall back to a sensible default"
 
 
 def test_a_sentence_citing_the_wrong_given_source_is_cited_to_the_one_that_says_it() -> None:
     question = "Which editor does `click.edit()` open if I don't configure one?"
-    checked = check_answer("If no editor is configured, it falls back to a sensible default "
-                           "[1].", [FAQS, UTILS], question=question)
-    assert checked.text == "If no editor is configured, it falls back to a sensible default [2]."
+    checked = check_answer(f"{EDITOR} [1].", [FAQS, UTILS], question=question)
+    assert checked.text == f"{EDITOR} [2]."
     assert checked.cited == [2]
-    assert checked.report.recited == [{"text": "If no editor is configured, it falls back to a "
-                                       "sensible default [1].", "from": [1], "to": 2}]
+    assert checked.report.recited == [{"text": f"{EDITOR} [1].", "from": [1], "to": 2}]
     # Where no given source says it, it is dropped, not moved.
     gone = check_answer("If no editor is configured, it opens nano [1].", [FAQS, UTILS],
                         question=question)
@@ -330,19 +327,18 @@ def test_talk_about_citing_is_no_claim() -> None:
     question = "How long does psutil cache the return value of wait()?"
     checked = check_answer("With `timeout=0` it returns immediately or raises "
                            "`TimeoutExpired`, as stated in [1].", [WAIT], question=question)
-    assert checked.text == ("With `timeout=0` it returns immediately or raises "
-                            "`TimeoutExpired` [1].")
+    assert checked.text == "" and checked.too_little  # "stated" is no word of the block
 
 
 def test_the_one_line_summary_says_what_the_check_moved_and_added() -> None:
     from ragdb.cli.query import _check_summary
 
-    checked = check_answer("If no editor is configured, it falls back to a sensible default "
-                           "[1].", [FAQS, UTILS], question="Which editor does `click.edit()` "
-                           "open if I don't configure one?")
+    checked = check_answer(f"{EDITOR} [1].", [FAQS, UTILS], question="Which editor does "
+                           "`click.edit()` open if I don't configure one?")
     report = checked.report.as_json()
-    assert report["recited"] and report["checked"][-2:] == [
-        "words in the cited source, together", "says more than the question"]
+    assert report["recited"] and report["checked"][-3:] == [
+        "says more than the question", "a not said where its words are",
+        "worded as the cited source words it, in its order"]
     report["evidence_from"] = [2]
     assert _check_summary(report) == (
         "checked 1 written sentences against their sources: 1 kept, 0 dropped; 1 cited to the "
@@ -380,11 +376,4 @@ def test_a_sentence_whose_subject_was_a_citation_is_dropped() -> None:
                          "with the Open-AI compatible vLLM server.")
     checked = check_answer("[1]([1]) states that LoRA adapted models can be served with the "
                            "vLLM server [1].", [source], question="Can LoRA models be served?")
-    assert not checked.text
-    assert checked.report.dropped[0]["reason"] == "talks about a source, not the question"
-
-
-def test_a_sentence_cut_inside_a_quotation_is_one_sentence() -> None:
-    units = split_units('The loader skips "lm_head." if the weights are tied [1].')
-    assert [(u.text, u.cites) for u in units] == [
-        ('The loader skips "lm_head." if the weights are tied [1].', [1])]
+    assert not checked.text and checked.report.dropped  # "states" is no word of the block

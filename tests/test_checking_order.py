@@ -7,7 +7,7 @@ Tornado (the repos4 set's files, the blocks the writer was shown).
 
 from __future__ import annotations
 
-from ragdb.generate.checking import IN_BLOCK_ORDER, CitedSource, check_answer
+from ragdb.generate.checking import CHECKED, CitedSource, check_answer
 from ragdb.generate.wording import STRETCH, in_order, words
 
 # lz4 lib/lz4frame.h, lines 135-143 (verbatim).
@@ -64,7 +64,7 @@ def test_a_sentence_in_its_block_s_words_and_order_is_kept() -> None:
     written = ("Native coroutines are generally faster [1]. They can use `async for` and "
                "`async with` statements which make some patterns much simpler [1]. They do "
                "not run at all unless you `await` or `yield` them [1].")
-    checked = check_answer(written, [NATIVE], question=question, in_block_order=True)
+    checked = check_answer(written, [NATIVE], question=question)
     assert checked.text == written and not checked.report.dropped
 
 
@@ -73,12 +73,11 @@ def test_an_inverted_trade_off_in_the_block_s_own_words_is_dropped() -> None:
     written = ("The trade-off between independent and linked blocks in an LZ4 frame is that "
                "independent blocks reduce inefficiencies when using small blocks, while linked "
                "blocks compress better. [1]")
-    assert check_answer(written, [LINKED], question=question).text  # words: all the block's
-    checked = check_answer(written, [LINKED], question=question, in_block_order=True)
+    checked = check_answer(written, [LINKED], question=question)  # words: all the block's
     assert checked.too_little and not checked.text
     assert "order" in checked.report.dropped[0]["reason"]
     said = "Linked blocks sharply reduce inefficiencies when using small blocks [1]."
-    assert check_answer(said, [LINKED], question=question, in_block_order=True).text == said
+    assert check_answer(said, [LINKED], question=question).text == said
 
 
 def test_a_number_or_a_qualifier_moved_to_another_case_is_dropped() -> None:
@@ -86,13 +85,11 @@ def test_a_number_or_a_qualifier_moved_to_another_case_is_dropped() -> None:
               "times [1].")
     question = ("How does Tornado supervise the worker processes it forks: what happens when a "
                 "child crashes or exits?")
-    assert not check_answer(forked, [FORK], question=question, in_block_order=True).text
+    assert not check_answer(forked, [FORK], question=question).text
     gzip = "Short responses are compressed regardless of size. [1]"
-    assert not check_answer(gzip, [GZIP], question="Are short responses compressed too?",
-                            in_block_order=True).text
+    assert not check_answer(gzip, [GZIP], question="Are short responses compressed too?").text
     said = "Responses written in multiple chunks will be compressed regardless of size [1]."
-    assert check_answer(said, [GZIP], question="Are short responses compressed too?",
-                        in_block_order=True).text == said
+    assert check_answer(said, [GZIP], question="Are short responses compressed too?").text == said
 
 
 def test_the_block_s_words_in_order_but_spread_wider_than_the_stretch_are_not_one_claim() -> None:
@@ -103,9 +100,7 @@ def test_the_block_s_words_in_order_but_spread_wider_than_the_stretch_are_not_on
     assert in_order("the", "anything")  # only stopwords: nothing to place (other rules judge)
 
 
-def test_the_report_says_the_order_was_checked_only_when_it_was() -> None:
+def test_the_report_says_the_order_was_checked() -> None:
     said = "Linked blocks sharply reduce inefficiencies when using small blocks [1]."
-    on = check_answer(said, [LINKED], in_block_order=True).report.as_json()
-    off = check_answer(said, [LINKED]).report.as_json()
-    assert on["checked"][-1] == IN_BLOCK_ORDER and on["in_block_order"]
-    assert IN_BLOCK_ORDER not in off["checked"] and not off["in_block_order"]
+    report = check_answer(said, [LINKED]).report.as_json()
+    assert report["checked"] == CHECKED and "in its order" in report["checked"][-1]

@@ -1,12 +1,11 @@
-"""Claims bound to their place: rules that find a writer's sentence unsupported though its
-words are all in the cited source, because the source says them of another name (a default
-another parameter has, a name the question asks about that the source never speaks of). Each
-is an exact pattern match with a one-line reason; checking._claim runs them after the token
-checks. Here too is what both read: a cited source, the citation and inline-code marks of a
-written answer, and whether a name appears in a text or in the question.
+"""A claim bound to its place: a writer's sentence that gives a default must find the value
+bound to that name as its default in the block it cites, not only the block's words in its
+order. It is the one word-level rule whose removal changed a kept sentence of the saved answers
+under the order rule (benchmarks/README.md, "`ragdb/generate/` size"). Here too is what the
+check and cleaning read: a cited block, the citation and inline-code marks of a written answer.
 
-Not kept: five rules written from single sentences of sample answers, which changed nothing
-the check was measured on (benchmarks/README.md, "Not kept")."""
+Not kept: rules written from single sentences of sample answers, and those the order rule made
+redundant (benchmarks/README.md, "Not kept")."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ragdb.generate.support import FRAME
-from ragdb.tokenize import STOPWORDS, split_identifier
+from ragdb.tokenize import STOPWORDS
 
 CITE = re.compile(r"[ \t]*\[(\d{1,3})\]")
 INLINE = re.compile(r"`([^`\n]+)`")
@@ -36,16 +35,6 @@ def appears(token: str, text: str, *, ignore_case: bool = False) -> bool:
     return re.search(head + re.escape(token) + tail, text, flags) is not None
 
 
-def asked(token: str, question: str) -> bool:
-    """The question names it itself: naming it again claims nothing (where the source spells
-    the name otherwise, `MultiConnector` for the question's `MultiKVConnector`, the retrieval
-    found the right place; the rest of the sentence is still checked)."""
-    token = token.rstrip(".,:;")
-    if token.endswith("()"):
-        token = token[:-2]
-    return bool(token) and appears(token, question, ignore_case=True)
-
-
 _DEFAULT_WORD = re.compile(r"\bdefault(?:s|ed)?\b", re.I)
 # Where a sentence turns from what it is about to what that is: "... is `None`", "defaults to".
 _COPULA = re.compile(r"\s(?:is|are|to|of)\s|\s?=\s?")
@@ -58,7 +47,7 @@ def default_unbound(text: str, cited: list[CitedSource], question: str) -> str |
     bound to that name as its default in a cited source: on one line with the name, assigned
     to it (`x: T = None`, `x=None`, `x: None`) or next to the word "default" (`default=None`
     up to three lines below the name, "x (default: None)"). Returns why not; None where it
-    is, or the sentence names no code name or no value."""
+    is, or the sentence names no word of the question or no value."""
     prose = CITE.sub(" ", text)
     if not _DEFAULT_WORD.search(prose):
         return None
@@ -80,30 +69,15 @@ def default_unbound(text: str, cited: list[CitedSource], question: str) -> str |
 
 
 def _default_names(prose: str, question: str) -> list[str]:
-    """The code names in the part of a sentence before its value, and the words it shares
-    with the question (the `dst` of "the dst parameter")."""
-    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]  # (off: reasons)
-    # (off: validate drops 2 accepted sentences more)
-    names += [w for w in re.findall(r"\b[A-Za-z_]\w+\b", prose)
-              if appears(w, question) and w.lower() not in STOPWORDS and w.lower() not in FRAME]
+    """The words the part of a sentence before its value shares with the question (the `dst`
+    of "the dst parameter")."""
+    names = [w for w in re.findall(r"\b[A-Za-z_]\w+\b", prose)
+             if appears(w, question) and w.lower() not in STOPWORDS and w.lower() not in FRAME]
     return [n.strip("`") for n in names if len(n.strip("`")) > 1]
 
 
-def _statements(text: str) -> list[str]:
-    """A source's lines, a line that goes on (ending in an opening bracket, a comma, `=` or a
-    backslash) joined with the next, up to 400 characters: `x = getattr(obj, "x",` / `False)`
-    is one statement (off: validate drops 1 accepted sentence more)."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        if out and re.search(r"[([{,=\\][ \t]*$", out[-1]) and len(out[-1]) < 400:
-            out[-1] = out[-1].rstrip().rstrip("\\").rstrip() + " " + line.strip()
-        else:
-            out.append(line)
-    return out
-
-
 def _bound(name: str, value: str, text: str) -> bool:
-    lines = _statements(text)
+    lines = text.split("\n")
     esc_name = re.escape(name)
     head = r"(?<![\w])" if name[:1].isalnum() or name[:1] == "_" else r"(?<![\w-])"
     esc_value = re.escape(value)
@@ -123,19 +97,3 @@ def _bound(name: str, value: str, text: str) -> bool:
                                               for x in lines[max(0, i - 3):i + 1]):
             return True
     return False
-
-
-# A name of code (snake_case, dotted, a call, CamelCase with two humps): what a question asks
-# about, when it names one.
-_CODE_NAME = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b\w*_\w+\b|\b[A-Za-z]\w*\(\)"
-                        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
-
-
-def asked_names(text: str, question: str) -> list[str]:
-    """The names of code the sentence repeats from the question."""
-    prose = CITE.sub(" ", text)
-    names = [m.group().rstrip("()") for m in _CODE_NAME.finditer(prose)]
-    # Not vLLM, LoRA (off: validate keeps 1 more sentence; benchmarks/README.md, "Every rule
-    # of the claim check measured", as each "off:" below).
-    return [n for n in dict.fromkeys(names) if len(n) > 3 and asked(n, question)
-            and ("_" in n or "." in n or len(split_identifier(n)) > 1)]

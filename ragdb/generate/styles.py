@@ -84,7 +84,7 @@ class _Gate(Emitter):
             if cut <= 0:
                 return
         self.emit(check_answer(renumber_citations(self.view[:cut], self.mapping), self.cited,
-                               question=self.question, in_block_order=True).text)
+                               question=self.question).text)
 
 
 @dataclass
@@ -161,7 +161,7 @@ class CheckedAnswerer:
         draft survived the check."""
         written = draft.written
         checked = check_answer(renumber_citations(written.text, draft.mapping), draft.given,
-                               question=question, writer=self.model, in_block_order=True)
+                               question=question, writer=self.model)
         report = checked.report
         report.stopped_at_time_limit = written.stopped_at_time_limit
         alone = replace(draft.alone, prompt_tokens=written.prompt_tokens,

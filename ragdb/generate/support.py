@@ -1,16 +1,16 @@
-"""Whether a written sentence's own words are in the source it cites, together.
+"""What a written sentence says beyond the question, and whether a "not" of it is the block's.
 
-A small writer's unsupported claims are mostly made of ordinary words: "returns a dictionary"
-where the source says a named tuple, "the three patterns are inference, deployment and
-training" citing a page about configuration, "is 512" where the source's 512 is about something
-else. Identifiers and numbers alone do not catch these. So the words a sentence adds to the
-question (its content words, less stopwords, the question's own words and words that only
-frame a claim) are looked up in the cited source, lightly stemmed: all but a few must be there,
-and in one stretch of it (a few lines), next to a word of the question where the source has
-one, so that a value is bound to what the question asks about rather than found anywhere.
+A sentence made of the question's words and words that only frame a claim ("The default value
+of x is [1].") says nothing: its content words, less stopwords, the question's own words and
+FRAME, are what it adds. A "not" or "never" it adds must be said where the cited block holds
+its words: in one stretch of the block (a few lines) holding most of them, next to a word of
+the question where the block has one (a path's words count as the block's). Without this
+"The cache is not cleared when the server restarts [1]." passed against a block saying it is
+cleared: the order rule (generate/wording.py) does not read "not", a stopword.
 
-The limits (MAX_MISSING, WINDOW_*) were chosen on tuning questions the accept sample never uses
-(benchmarks/bench_writer.py).
+The word-level rules this module held before (every content word in the block, all in one
+stretch) changed no kept sentence under the order rule and left the code (benchmarks/README.md,
+"Every rule of the claim check measured").
 """
 
 from __future__ import annotations
@@ -46,31 +46,10 @@ FRAME = frozenset("""
 """.split())
 # True and false are values, not frame, where they are what the sentence adds to the question.
 _VALUE_WORDS = frozenset({"true", "false", "none", "null"})
-# Code spells out fewer words than prose about it: `def default(obj): return str(obj)` is
-# "defines a function that returns a string". A source's abbreviation also counts as the word.
-ABBREVIATIONS = {
-    "def": "define", "str": "string", "int": "integer", "bool": "boolean",
-    "dict": "dictionary", "len": "length", "err": "error", "init": "initialize",
-    "arg": "argument", "args": "arguments", "kwargs": "arguments", "param": "parameter",
-    "params": "parameters", "num": "number", "max": "maximum", "min": "minimum",
-    "msg": "message", "cfg": "configuration", "config": "configuration",
-    "attr": "attribute", "ms": "milliseconds", "env": "environment", "var": "variable",
-    "fn": "function", "func": "function", "impl": "implementation", "exc": "exception",
-    "idx": "index", "ctx": "context", "req": "request", "resp": "response", "src": "source",
-    "dst": "destination", "tmp": "temporary", "dir": "directory", "repo": "repository",
-    "pkg": "package", "lib": "library", "doc": "documentation", "docs": "documentation",
-    "opt": "option", "opts": "options", "val": "value", "buf": "buffer",
-    "assert": "assertion", "raise": "raises", "dtype": "type", "cls": "class",
-    "obj": "object", "proc": "process", "procs": "processes", "seq": "sequence",
-    "async": "asynchronous", "sync": "synchronous", "spec": "specification",
-}
 
-
-#: Content words of a sentence its cited sources may lack.
-MAX_MISSING = 0
-#: One stretch: consecutive lines of the source up to this many characters, holding this
-#: share of the found words and a word of the question (where the source has one); a "not"
-#: of the sentence must have one in that stretch too.
+#: One stretch: consecutive lines of the block up to this many characters, holding this
+#: share of the sentence's words found in it and a word of the question (where the block has
+#: one); a "not" of the sentence must have one in that stretch too.
 WINDOW_CHARS = 400
 WINDOW_SHARE = 0.75
 
@@ -139,9 +118,6 @@ def _source_words(text: str) -> _SourceWords:
             joined, parts = _keys(token)
             keys.add(joined)
             keys.update(parts)
-            for part in split_identifier(token):
-                if part in ABBREVIATIONS:
-                    keys.add(stem(ABBREVIATIONS[part]))
         lines.append(frozenset(keys))
         lengths.append(len(line) + 1)
         negations.append(_SOURCE_NEGATION.search(line) is not None)
@@ -165,15 +141,10 @@ def _content(token: str) -> bool:
 
 @dataclass
 class Support:
-    """What a sentence adds to the question, and what of it the cited sources lack."""
+    """What a sentence adds to the question, and whether its "not" is the block's."""
 
     novel: list[str]  # content words not in the question
-    missing: list[str]  # ... that no cited source holds
-    scattered: bool  # found, but not together in one stretch next to the question's words
     negated: bool = False  # it says "not", and no stretch that holds its words says so
-
-    def fails(self) -> bool:
-        return len(self.missing) > MAX_MISSING or self.scattered or self.negated
 
 
 def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Support:
@@ -193,34 +164,27 @@ def support(sentence: str, question: str, sources: list[tuple[str, str]]) -> Sup
             novel.append(token)
     words = [replace(_source_words(body), all=_source_words(body).all | _source_words(path).all)
              for body, path in sources]
-    missing = [t for t in novel if not any(_in(t, w.all) for w in words)]
-    found = [t for t in novel if t not in missing]
-    scattered = False
+    found = [t for t in novel if any(_in(t, w.all) for w in words)]
     anchored = [a for a in anchors if any(_in(a, w.all) for w in words)]
     # (a "not" the question says is the question's: "returns a text response when the bot
     # token is not present", asked "what does it return when the bot token is not present?")
     negates = (len(NEGATION.findall(_INLINE_CODE.sub(" ", text)))
                > len(NEGATION.findall(question)))
-    negated = False
-    if found:
-        need = max(1, round(WINDOW_SHARE * len(found)))
-        scattered = not any(_together(w, found, anchored, need) for w in words)
-        if not scattered and negates:
-            negated = not any(_together(w, found, anchored, need, negation=True)
-                              for w in words)
-    elif negates:
-        negated = not any(any(w.negations) for w in words)
-    return Support(novel, missing, scattered, negated)
+    if not negates:
+        return Support(novel)
+    if not found:
+        return Support(novel, not any(any(w.negations) for w in words))
+    need = max(1, round(WINDOW_SHARE * len(found)))
+    return Support(novel, not any(_together(w, found, anchored, need) for w in words))
 
 
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
-def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int,
-              negation: bool = False) -> bool:
-    """Whether one stretch of consecutive lines (up to WINDOW_CHARS, at least one line)
-    holds `need` of the found words and, where there are any, one of the anchors (and, with
-    `negation`, a line that says something is not so)."""
+def _together(words: _SourceWords, found: list[str], anchors: list[str], need: int) -> bool:
+    """Whether one stretch of consecutive lines (up to WINDOW_CHARS, at least one line) that
+    says something is not so holds `need` of the found words and, where there are any, one of
+    the anchors."""
     lines, lengths = words.lines, words.lengths
     for first in range(len(lines)):
         keys: set[str] = set()
@@ -232,7 +196,7 @@ def _together(words: _SourceWords, found: list[str], anchors: list[str], need: i
             size += lengths[last]
             negates = negates or words.negations[last]
             last += 1
-        if negation and not negates:
+        if not negates:
             continue
         held = sum(_in(t, keys) for t in found)
         if held >= need and (not anchors or any(_in(a, keys) for a in anchors)):
