@@ -1,8 +1,8 @@
 """Whether a written sentence says what its block says in the block's own order (issue 39).
 
-The word-level check (generate/support.py) finds a sentence's words in one stretch of the
-block it cites, but not in the order the block puts them, so a sentence made of the block's own
-words can say what the block does not: "independent blocks reduce inefficiencies with small
+The word-level check (until this rule made its rules redundant) found a sentence's words in one
+stretch of the block it cites, but not in the block's order, so a sentence made of the block's
+own words can say what the block does not: "independent blocks reduce inefficiencies with small
 blocks, while linked blocks compress better" over "Linked blocks sharply reduce inefficiencies
 when using small blocks, they compress better"; "short responses are compressed regardless of
 size" over "responses written in multiple chunks will be compressed regardless of size"; a
