@@ -95,39 +95,54 @@ _TOKENS = tuple(re.compile(p) for p in (
 #: A .env line (hard-linked or copied under another name): an upper-case name (_ENV_NAME
 #: before it on its line) that ends saying secret, set (`=`, not `==`) to a literal value of
 #: 4+ characters (a short or lower-case password is one too: `DB_PASSWORD=hunter2`), not a
-#: reference (`${VAR}`, `%(var)s`), a number, an expression or a placeholder that is the whole
-#: value (`changeme`, `your-token-here`; `changeme-abc123` is a password).
+#: reference (`${VAR}`, `%(var)s`), a number, an expression or a placeholder: one that is the
+#: whole value (`changeme`, `your-token-here`, `test`, `example`; `changeme-abc123` is a
+#: password), one elided in it (`sk-...`, `ghp_xxxxxxxx`, `sk-<key>`: what a README or an
+#: .env.example shows), or one of the name's own words (`POSTGRES_PASSWORD=postgres`, a
+#: docker image's documented default; holds_token).
 _ENV_SECRET = re.compile(
     r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN)"
     r"[ \t]*=(?![=~])[ \t]*[\"']?(?![$<{*%(\[]|\d+(?![^\s\"'#])|(?i:changeme|change_me"
-    r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password)"
-    r"(?![^\s\"'#]))[^\s\"'#]{4,}")
+    r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password"
+    r"|test|testing|dummy|fake|example|sample|placeholder)(?![^\s\"'#]))"
+    r"(?![^\s\"'#]*(?:\.\.\.|\u2026|[xX]{3}|\*{3}|<))(?P<value>[^\s\"'#]{4,})")
 #: A URL that carries a password (`DATABASE_URL: postgres://app:s3cret@db/app` in a
 #: docker-compose.yml, `sqlalchemy.url = postgresql://scott:tiger@host/db` in alembic.ini,
-#: `redis://:pw@host`), other than a placeholder (`user:pass@`, `user:password@`) or a
-#: reference (`${PW}`, `%(pw)s`, `<password>`).
+#: `redis://:pw@host`), other than a placeholder (`user:pass@`, `user:password@`, the user
+#: name again: `postgres:postgres@`), a reference (`${PW}`, `%(pw)s`, `<password>`), or one
+#: for a local or example host (`@localhost`, `@127.0.0.1`, `@db.example.com`: a README's or a
+#: config sample's development database; holds_token).
 _URL_PASSWORD = re.compile(
-    r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"<>{}$%]*:(?!(?i:pass|password|passwd|pwd|pw|secret"
-    r"|changeme|x+|\*+)@)[^\s:/@'\"<>{}$%]{3,}@[\w.-]+")
+    r"[a-zA-Z][a-zA-Z0-9+.-]*://(?P<user>[^\s:/@'\"<>{}$%]*):(?!(?i:pass|password|passwd|pwd|pw"
+    r"|secret|changeme|x+|\*+)@)(?P<password>[^\s:/@'\"<>{}$%]{3,})@(?P<host>[\w.-]+)")
+_SAMPLE_HOST = re.compile(r"(?i:localhost|127(?:\.\d+){3}|0\.0\.0\.0"
+                          r"|(?:[\w-]+\.)*example(?:\.(?:com|org|net))?)")
 _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 
 
 def holds_token(text: str) -> bool:
-    """Whether text holds a credential by its form (_TOKENS, _ENV_SECRET), other than the
-    AWS keys AWS's docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY). Each pattern opens with
-    text of its own, which the search skips to: a file of code costs little."""
+    """Whether text holds a credential by its form (_TOKENS, _URL_PASSWORD, _ENV_SECRET),
+    other than the AWS keys AWS's docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY) and the
+    placeholders those rules name. Each pattern opens with text of its own, which the search
+    skips to: a file of code costs little."""
     for pattern in _TOKENS:
         for m in pattern.finditer(text):
             found = m.group(0).upper()
             if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
                 return True
-    if "://" in text and "@" in text and _URL_PASSWORD.search(text):
-        return True
+    if "://" in text and "@" in text:
+        for m in _URL_PASSWORD.finditer(text):
+            if m["password"] != m["user"] and not _SAMPLE_HOST.fullmatch(m["host"]):
+                return True
     if any(word in text for word in _ENV_WORDS):
         for m in _ENV_SECRET.finditer(text):
             line = text.rfind("\n", 0, m.start()) + 1
-            if _ENV_NAME.fullmatch(text, line, m.start()):
+            named = _ENV_NAME.fullmatch(text, line, m.start())
+            if named is None:
+                continue
+            name = text[line:m.start("value")].split("=")[0].split()[-1]
+            if m["value"].lower() not in name.lower().split("_"):
                 return True
     return False
 

@@ -1,0 +1,42 @@
+"""The credential-by-form rules (walking.holds_token) on what an ordinary repository ships:
+a README or .env.example showing where a key goes, a docker-compose or config sample with a
+development database's URL. These are indexed; the same files with a real-looking value are
+left out as 'may hold secrets'. Real things: the CLI as a subprocess and its rag.db."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import index_rows, run_cli, write_corpus
+
+#: Samples a user meets in ordinary repositories (each was left out before: a README without
+#: a Markdown name, an .env.example, a docker-compose.yml, an INI for tests).
+SAMPLES = {
+    "README": "Set your keys first:\n\n    export OPENAI_API_KEY=sk-...\n"
+              "    export GITHUB_TOKEN=ghp_xxxxxxxxxxxx\n    export API_KEY=sk-<your key>\n",
+    ".env.example": "POSTGRES_PASSWORD=postgres\nMYSQL_PASSWORD=mysql\n"
+                    "DATABASE_URL=postgres://postgres:postgres@db:5432/app\n"
+                    "SECRET_KEY=example\nAPI_TOKEN=test\n",
+    "docker-compose.yml": "services:\n  web:\n    environment:\n"
+                          "      DATABASE_URL: postgres://app:devpass@localhost:5432/app\n",
+    "tests/db.ini": "[db]\nurl = mysql+pymysql://root:hunter2@127.0.0.1:3306/test\n"
+                    "mirror = https://user:pw1234@mirror.example.com/simple\n",
+}
+
+#: The same forms with a value that is no placeholder: still left out.
+SECRETS = {
+    "deploy/app.cfg": "POSTGRES_PASSWORD=w0rkpass\n",
+    "deploy/compose.yml": "DATABASE_URL: postgres://app:w0rkurl@db.internal:5432/app\n",
+    "notes.txt": "export OPENAI_API_KEY=sk-w0rkkey123\n",
+}
+
+
+def test_readme_and_config_samples_are_indexed_real_values_are_not(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    write_corpus(proj, {**SAMPLES, **SECRETS})
+    done = run_cli("index", "proj", "--no-vectors", "--hidden", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    indexed = [path for path, _sha, _size in index_rows(db)["files"]]
+    assert indexed == sorted(f"proj/{rel}" for rel in SAMPLES), done.stdout
+    assert f"{len(SECRETS)} may hold secrets" in done.stdout, done.stdout
