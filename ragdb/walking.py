@@ -71,9 +71,8 @@ _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+)
 #: A credential by its form, as secret scanners know it: an AWS access key id or an assigned
 #: secret access key, GitHub, npm, PyPI, Slack, Stripe and Google API tokens, a registry's
 #: `_authToken=` and a .netrc `machine ... password` line, a signed JWT, a kubeconfig's
-#: client key, a Docker config's "auth", a .env line setting a PASSWORD,
-#: TOKEN, SECRET or API_KEY. The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE), `${VAR}`
-#: references, numbers and placeholders (changeme) hold none.
+#: client key, a Docker config's "auth" (a .env line and a URL's password: _ENV_SECRET,
+#: _URL_PASSWORD). The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE) hold none.
 _TOKENS = tuple(re.compile(p) for p in (
     r"AKIA[0-9A-Z]{16}(?![0-9A-Z])", r"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
     *(name + r"[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
