@@ -8,10 +8,10 @@ prior (`retrieve.PRIOR_PATHS`, GLOBs, score x 0.3), the first answer slot's test
 (`blocks._TEST_PATH`, a regex) and the definition block's sample paths (`named.SAMPLE_PATH`).
 `NOT_IMPLEMENTATION` (below; in ragdb/file_types.py while it was measured) is their union, one
 list of lower-cased GLOBs with a Python matcher derived from it (`not_implementation`). For
-the ranking it adds spec, specs,
-testing, testdata, samples, demos folders, fuzz and harness anywhere, `*_test.*` and `test_*`
-of any language, xUnit's `FooTest.java`-style names, and each folder and name also at the top
-of a path. Here the ranking with it is compared with today's list (`TODAY`, written out).
+the ranking it adds spec, specs, testing, testdata, samples, demos folders, fuzz and harness
+anywhere, `*_test.*` and `test_*` of any language, xUnit's `FooTest.java`-style names, and
+each folder and name also at the top of a path. Here the ranking with it is compared with
+today's list (`TODAY`, written out).
 
 Protocol, written and committed before the first run that reads any result; not changed after:
 
