@@ -546,6 +546,9 @@ INLINE_NOT_RUN = {
     "tests/test_first_hour.py::test_index_from_a_sibling_folder_is_refused_and_removes_nothing",
     "ragdb answer -": "answers.md's 'Many questions, one load' example runs it, with --k and "
     "--json",
+    "ragdb index ../web": "a root added beside a running --watch; "
+    "tests/test_first_hour_fifth.py::test_a_watch_of_the_recorded_roots_watches_a_root_added_"
+    "beside_it runs it",
 }
 
 
