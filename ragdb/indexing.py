@@ -359,9 +359,13 @@ def secrets_held(conn: Connection) -> list[str]:
                 name, name if path == root else below_root(path, [root])) == INCLUDED
                for root, options in roots):
             continue
-        if secret_name(name) or (read_for_secrets(name) and secret_by_content(
-                Path(path), "\n".join(str(row[0]) for row in conn.execute(
-                    sql("index_file_texts"), {"file_id": file_id})))):
+        # Under the index's base folder, not the current one: a symlink is judged by its
+        # target's name too, whichever folder the command runs from.
+        full = Path(base, path)
+        if secret_name(name) or ((read_for_secrets(name) or full.is_symlink())
+                                 and secret_by_content(full, "\n".join(
+                                     str(row[0]) for row in conn.execute(
+                                         sql("index_file_texts"), {"file_id": file_id})))):
             held.append(path)
     return sorted(held)
 

@@ -446,3 +446,32 @@ def test_serve_refuses_an_older_postgresql_indexs_secrets(tmp_path: Path, pg_url
     assert run_cli("index", "--db", pg_url, "--no-vectors", cwd=tmp_path).returncode == 0
     with psycopg.connect(pg_url) as pg:
         assert [r[0] for r in pg.execute("SELECT path FROM files")] == ["proj/src/app.py"]
+
+
+def test_an_older_indexs_linked_secret_is_held_from_any_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symlink with a harmless name (`notes/setup.md -> ../deploy/app.cfg`, DB_PASSWORD
+    inside) that an older ragdb indexed: secrets_held judged the link by its stored path read
+    from the current folder, so from a subfolder (`cd proj; ragdb serve --db ...`) the link
+    was not found, read as a docs page, and the index served. It reads the path under the
+    index's base folder now."""
+    from ragdb.db import connect
+    from ragdb.indexing import secrets_held
+
+    write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n",
+                                     "deploy/app.cfg": "DB_PASSWORD=hunt3r\n"})
+    (tmp_path / "proj" / "notes").mkdir()
+    (tmp_path / "proj" / "notes" / "setup.md").symlink_to("../deploy/app.cfg")
+    done = run_cli("index", "proj", "--no-vectors", "--include", "app.cfg", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    assert "proj/notes/setup.md" in _indexed(db)
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE roots SET options = json_set(options, '$.include', json('[]'))")
+    for folder in (tmp_path, tmp_path / "proj", tmp_path / "proj" / "notes"):
+        monkeypatch.chdir(folder)
+        conn = connect(db)
+        try:
+            assert secrets_held(conn) == ["proj/deploy/app.cfg", "proj/notes/setup.md"], folder
+        finally:
+            conn.close()
