@@ -116,20 +116,27 @@ _URL_PASSWORD = re.compile(
     r"|secret|changeme|x+|\*+)@)(?P<password>[^\s:/@'\"<>{}$%]{3,})@(?P<host>[\w.-]+)")
 _SAMPLE_HOST = re.compile(r"(?i:localhost|127(?:\.\d+){3}|0\.0\.0\.0"
                           r"|(?:[\w-]+\.)*example(?:\.(?:com|org|net))?)")
+#: The .env templates a project ships for its users to copy (`.env.example`, `.env.dist`,
+#: `app.env.sample`): indexed (_SECRETS lets them in), their values samples by this name.
+_ENV_TEMPLATE = re.compile(r"(?:.*\.)?env\.(?:example|sample|template|dist)")
 _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 
 
-def holds_token(text: str) -> bool:
+def holds_token(text: str, template: bool = False) -> bool:
     """Whether text holds a credential by its form (_TOKENS, _URL_PASSWORD, _ENV_SECRET),
     other than the AWS keys AWS's docs use (AKIAIOSFODNN7EXAMPLE, ...EXAMPLEKEY) and the
     placeholders those rules name. Each pattern opens with text of its own, which the search
-    skips to: a file of code costs little."""
+    skips to: a file of code costs little. `template` (an .env.example, .env.dist, ...: its
+    values are samples by its name, Symfony's `APP_SECRET=ThisTokenIsNotSoSecretChangeIt`):
+    only a token of a known form (_TOKENS) counts."""
     for pattern in _TOKENS:
         for m in pattern.finditer(text):
             found = m.group(0).upper()
             if not (found.startswith(("AKIA", "ASIA", "AWS_")) and "EXAMPLE" in found):
                 return True
+    if template:
+        return False
     if "://" in text and "@" in text:
         for m in _URL_PASSWORD.finditer(text):
             if m["password"] != m["user"] and not _SAMPLE_HOST.fullmatch(m["host"]):
@@ -204,7 +211,8 @@ def secret_by_content(path: Path, text: str) -> bool:
         names.append(os.path.basename(os.path.realpath(path)))
     if all(file_language(name, text) in _SAMPLE_KINDS for name in names):
         return False  # code and docs (most of a repository) are not read for one
-    return holds_private_key(text) or holds_token(text)
+    template = all(_ENV_TEMPLATE.fullmatch(name) for name in names)
+    return holds_private_key(text) or holds_token(text, template)
 
 
 def read_for_secrets(name: str) -> bool:

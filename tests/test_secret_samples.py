@@ -40,3 +40,27 @@ def test_readme_and_config_samples_are_indexed_real_values_are_not(tmp_path: Pat
     indexed = [path for path, _sha, _size in index_rows(db)["files"]]
     assert indexed == sorted(f"proj/{rel}" for rel in SAMPLES), done.stdout
     assert f"{len(SECRETS)} may hold secrets" in done.stdout, done.stdout
+
+
+def test_env_templates_are_indexed_with_their_sample_values(tmp_path: Path) -> None:
+    """docs/indexing.md says .env.example, .env.dist, ... are indexed: they are what a user
+    copies to set a project up. Symfony's .env.dist (`APP_SECRET=ThisTokenIsNotSoSecret...`)
+    and a Django template's `SECRET_KEY=django-insecure-...` were left out as secrets by the
+    .env line rule; a template's values are samples by its name now. A token of a known form
+    pasted into one (a GitHub token) still leaves it out."""
+    proj = tmp_path / "proj"
+    templates = {
+        ".env.dist": "APP_ENV=dev\nAPP_SECRET=ThisTokenIsNotSoSecretChangeIt\n"
+                     "DATABASE_URL=mysql://db_user:db_password@db.internal:3306/db_name\n",
+        "web/.env.example": "SECRET_KEY=django-insecure-k3y4m1x9q2\nDB_PASSWORD=s3cr3tpw\n",
+    }
+    leaked = {"api/.env.template": "GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2 + "\n"}
+    write_corpus(proj, {**templates, **leaked})
+    done = run_cli("index", "proj", "--no-vectors", "--hidden", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    indexed = [path for path, _sha, _size in index_rows(db)["files"]]
+    assert indexed == sorted(f"proj/{rel}" for rel in templates), done.stdout
+    assert "1 may hold secrets" in done.stdout, done.stdout
+    found = run_cli("search", "APP_SECRET", "--db", str(db), "--k", "3", cwd=tmp_path)
+    assert found.returncode == 0 and "proj/.env.dist" in found.stdout, found.stdout
