@@ -443,10 +443,12 @@ async def serve_stdio(server: MCPServer) -> None:
 def run_stdio(db: Path | str, *, model: str | None = None) -> None:
     """Serve until the client closes stdin (or Ctrl-C). An existing rag.db that holds files
     today's rules leave out as secrets (an older ragdb indexed them) is refused at the start,
-    as `ragdb serve` refuses it (worker.check); a missing one is each tool's error."""
-    if isinstance(db, Path) and db.exists():
-        from ragdb.worker import check
+    as `ragdb serve` refuses it (worker.check), and so is such a PostgreSQL index; a missing
+    rag.db is each tool's error (a PostgreSQL server that does not answer is refused at the
+    start in one line, as before)."""
+    from ragdb.worker import check
 
+    if isinstance(db, str) or db.exists():
         check(str(db))
     server = build_server(db, model=model)
     try:

@@ -105,7 +105,7 @@ def _busy(fn: Any) -> Any:
 def check(db_path: str) -> None:
     """Open (and migrate) rag.db once, refusing a foreign database, and one that holds files
     today's rules leave out as secrets (an older ragdb indexed them; Datasette would serve
-    every row of a rag.db, the API any index's): `ragdb serve`'s start."""
+    every row of a rag.db, the API any index's): `ragdb serve`'s and `ragdb mcp`'s start."""
     rag = RagDB(location(db_path))
     try:
         shown = display(db_path) if isinstance(rag.conn, PostgresConnection) else db_path

@@ -360,11 +360,11 @@ def test_copy_refuses_to_carry_an_older_indexs_secrets_to_postgresql(
     assert paths == ["proj/notes/token.txt", "proj/src/app.py"]
 
 
-def _mcp_hello(cwd: Path) -> subprocess.CompletedProcess[str]:
+def _mcp_hello(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     hello = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}})
-    return subprocess.run([sys.executable, "-m", "ragdb", "mcp"], input=hello + "\n",
+    return subprocess.run([sys.executable, "-m", "ragdb", "mcp", *args], input=hello + "\n",
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
@@ -425,9 +425,9 @@ def test_a_watch_of_the_recorded_roots_watches_a_root_added_beside_it(tmp_path: 
 
 
 def test_serve_refuses_an_older_postgresql_indexs_secrets(tmp_path: Path, pg_url: str) -> None:
-    """The same on PostgreSQL: `ragdb serve --db postgresql://...` served the rows of a .cfg
-    setting DB_PASSWORD that an older ragdb indexed there. Refused in one line (the URL
-    without its password); `ragdb index --db URL` removes it."""
+    """The same on PostgreSQL: `ragdb serve --db postgresql://...` (and `ragdb mcp`) served
+    the rows of a .cfg setting DB_PASSWORD that an older ragdb indexed there. Refused in one
+    line (the URL without its password); `ragdb index --db URL` removes it."""
     import psycopg
 
     write_corpus(tmp_path / "proj", {"src/app.py": "def run():\n    return 1\n",
@@ -439,11 +439,14 @@ def test_serve_refuses_an_older_postgresql_indexs_secrets(tmp_path: Path, pg_url
         pg.execute("UPDATE roots SET options = '{}'")  # as an older ragdb recorded it
     served = run_cli("serve", "--port", str(free_port()), "--db", pg_url, cwd=tmp_path,
                      timeout=120)
-    line = one_line_error(served)
-    assert line.endswith(" holds 1 files that may hold secrets (proj/deploy/app.cfg), indexed "
-                         "by an older ragdb: run `ragdb index` first, which removes them; "
-                         "nothing was served"), line
+    for refused in (served, _mcp_hello(tmp_path, "--db", pg_url)):  # ragdb mcp too
+        line = one_line_error(refused)
+        assert line.endswith(" holds 1 files that may hold secrets (proj/deploy/app.cfg), "
+                             "indexed by an older ragdb: run `ragdb index` first, which "
+                             "removes them; nothing was served"), line
+        assert "hunt3r" not in refused.stdout + refused.stderr
     assert run_cli("index", "--db", pg_url, "--no-vectors", cwd=tmp_path).returncode == 0
+    assert "serverInfo" in _mcp_hello(tmp_path, "--db", pg_url).stdout
     with psycopg.connect(pg_url) as pg:
         assert [r[0] for r in pg.execute("SELECT path FROM files")] == ["proj/src/app.py"]
 
