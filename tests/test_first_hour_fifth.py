@@ -473,8 +473,8 @@ def test_an_older_indexs_linked_secret_is_held_from_any_folder(
         conn.execute("UPDATE roots SET options = json_set(options, '$.include', json('[]'))")
     for folder in (tmp_path, tmp_path / "proj", tmp_path / "proj" / "notes"):
         monkeypatch.chdir(folder)
-        conn = connect(db)
+        index = connect(db)
         try:
-            assert secrets_held(conn) == ["proj/deploy/app.cfg", "proj/notes/setup.md"], folder
+            assert secrets_held(index) == ["proj/deploy/app.cfg", "proj/notes/setup.md"], folder
         finally:
-            conn.close()
+            index.close()
