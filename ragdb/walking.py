@@ -45,13 +45,17 @@ BINARY_SUFFIXES = frozenset("""
     .npy .npz .pt .pth .ckpt .safetensors .onnx .gguf .pb .tflite .h5 .hdf5 .pkl .pickle
     .parquet .arrow .feather .db .sqlite .sqlite3 .mdb
 """.split())
+#: The .env templates a project ships for its users to copy (`.env.example`, `.env.dist`,
+#: `app.env.sample`): indexed, their values read as samples (holds_token's `template`).
+_TEMPLATE_SUFFIXES = "example|sample|template|dist"
+_ENV_TEMPLATE = re.compile(rf"(?:.*\.)?env\.(?:{_TEMPLATE_SUFFIXES})")
 #: Files that hold credentials by convention (.env, private keys): never indexed unless an
 #: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
 #: Also the stores of git, npm and Docker logins, htpasswd files, OAuth client and service
 #: credentials, Terraform state (which holds every secret of what it built in plain text),
 #: WordPress's and Rails' deployed configs, the MySQL and s3cmd logins, and shell and REPL
 #: histories (`export TOKEN=...`, `mysql -phunter2`, `psql postgres://me:pw@...` as typed).
-_SECRETS = re.compile(r"\.env(?:rc|\.(?!example$|sample$|template$|dist$)[\w.-]+)?|\.netrc"
+_SECRETS = re.compile(rf"\.env(?:rc|\.(?!(?:{_TEMPLATE_SUFFIXES})$)[\w.-]+)?|\.netrc"
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?"
                       r"|.+\.(?:pem|key|p12|pfx|keystore|jks|env)|\.git-credentials|\.npmrc"
                       r"|\.dockercfg|\.htpasswd|credentials\.json|client_secret[\w.-]*\.json"
@@ -116,9 +120,6 @@ _URL_PASSWORD = re.compile(
     r"|secret|changeme|x+|\*+)@)(?P<password>[^\s:/@'\"<>{}$%]{3,})@(?P<host>[\w.-]+)")
 _SAMPLE_HOST = re.compile(r"(?i:localhost|127(?:\.\d+){3}|0\.0\.0\.0"
                           r"|(?:[\w-]+\.)*example(?:\.(?:com|org|net))?)")
-#: The .env templates a project ships for its users to copy (`.env.example`, `.env.dist`,
-#: `app.env.sample`): indexed (_SECRETS lets them in), their values samples by this name.
-_ENV_TEMPLATE = re.compile(r"(?:.*\.)?env\.(?:example|sample|template|dist)")
 _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 

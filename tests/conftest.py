@@ -13,7 +13,7 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -226,6 +226,21 @@ def one_line_error(done: "subprocess.CompletedProcess[str]") -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     return lines[0]
+
+
+def index_leaving_out_secrets(tmp_path: Path, files: dict[str, str], kept: Iterable[str],
+                              secrets: int, *args: str) -> Path:
+    """`ragdb index proj` (lexical, `args` beside) over `files` written under tmp_path/proj:
+    only `kept` (paths under proj) are indexed, and the run says `secrets` files may hold
+    secrets. The rag.db, for what a test asserts next."""
+    write_corpus(tmp_path / "proj", files)
+    done = run_cli("index", "proj", "--no-vectors", *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    indexed = [path for path, _sha, _size in index_rows(db)["files"]]
+    assert indexed == sorted(f"proj/{rel}" for rel in kept), done.stdout
+    assert f"{secrets} may hold secrets" in done.stdout, done.stdout
+    return db
 
 
 def index_rows(db: Path) -> dict[str, Any]:

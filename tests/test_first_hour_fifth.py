@@ -39,7 +39,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import free_port, index_rows, one_line_error, run_cli, write_corpus
+from tests.conftest import (free_port, index_leaving_out_secrets, index_rows, one_line_error,
+                            run_cli, write_corpus)
 
 
 def _indexed(db: Path) -> list[str]:
@@ -300,14 +301,9 @@ def test_histories_and_client_logins_are_never_indexed(tmp_path: Path) -> None:
     `mysql -pPASSWORD` typed in it, `.my.cnf`, `.s3cfg` and a FIDO key `id_ed25519_sk` were
     indexed as text (no form the content rules know). Left out by their names, as .env is;
     `history.rst` and `mock-call-history.js` stay."""
-    proj = tmp_path / "proj"
-    write_corpus(proj, {**HISTORIES, "docs/history.rst": "History\n=======\n\n1.0 released.\n",
-                        "lib/mock-call-history.js": "export const calls = [];\n"})
-    done = run_cli("index", "proj", "--no-vectors", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    db = tmp_path / "data" / "processed" / "rag.db"
-    assert _indexed(db) == ["proj/docs/history.rst", "proj/lib/mock-call-history.js"]
-    assert f"{len(HISTORIES)} may hold secrets" in done.stdout, done.stdout
+    kept = {"docs/history.rst": "History\n=======\n\n1.0 released.\n",
+            "lib/mock-call-history.js": "export const calls = [];\n"}
+    db = index_leaving_out_secrets(tmp_path, {**HISTORIES, **kept}, kept, len(HISTORIES))
     assert b"w0mark" not in _held(db)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import index_rows, run_cli, write_corpus
+from tests.conftest import index_leaving_out_secrets, run_cli
 
 #: Samples a user meets in ordinary repositories (each was left out before: a README without
 #: a Markdown name, an .env.example, a docker-compose.yml, an INI for tests).
@@ -32,14 +32,8 @@ SECRETS = {
 
 
 def test_readme_and_config_samples_are_indexed_real_values_are_not(tmp_path: Path) -> None:
-    proj = tmp_path / "proj"
-    write_corpus(proj, {**SAMPLES, **SECRETS})
-    done = run_cli("index", "proj", "--no-vectors", "--hidden", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    db = tmp_path / "data" / "processed" / "rag.db"
-    indexed = [path for path, _sha, _size in index_rows(db)["files"]]
-    assert indexed == sorted(f"proj/{rel}" for rel in SAMPLES), done.stdout
-    assert f"{len(SECRETS)} may hold secrets" in done.stdout, done.stdout
+    index_leaving_out_secrets(tmp_path, {**SAMPLES, **SECRETS}, SAMPLES, len(SECRETS),
+                              "--hidden")
 
 
 def test_env_templates_are_indexed_with_their_sample_values(tmp_path: Path) -> None:
@@ -48,19 +42,12 @@ def test_env_templates_are_indexed_with_their_sample_values(tmp_path: Path) -> N
     and a Django template's `SECRET_KEY=django-insecure-...` were left out as secrets by the
     .env line rule; a template's values are samples by its name now. A token of a known form
     pasted into one (a GitHub token) still leaves it out."""
-    proj = tmp_path / "proj"
     templates = {
         ".env.dist": "APP_ENV=dev\nAPP_SECRET=ThisTokenIsNotSoSecretChangeIt\n"
                      "DATABASE_URL=mysql://db_user:db_password@db.internal:3306/db_name\n",
         "web/.env.example": "SECRET_KEY=django-insecure-k3y4m1x9q2\nDB_PASSWORD=s3cr3tpw\n",
     }
     leaked = {"api/.env.template": "GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2 + "\n"}
-    write_corpus(proj, {**templates, **leaked})
-    done = run_cli("index", "proj", "--no-vectors", "--hidden", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    db = tmp_path / "data" / "processed" / "rag.db"
-    indexed = [path for path, _sha, _size in index_rows(db)["files"]]
-    assert indexed == sorted(f"proj/{rel}" for rel in templates), done.stdout
-    assert "1 may hold secrets" in done.stdout, done.stdout
+    db = index_leaving_out_secrets(tmp_path, {**templates, **leaked}, templates, 1, "--hidden")
     found = run_cli("search", "APP_SECRET", "--db", str(db), "--k", "3", cwd=tmp_path)
     assert found.returncode == 0 and "proj/.env.dist" in found.stdout, found.stdout
