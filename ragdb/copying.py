@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, LiteralString, cast
 
-from ragdb.db import connect, index_lock, read_transaction, scalar, write_transaction
+from ragdb.db import connect, read_transaction, scalar, write_transaction
 from ragdb.errors import IndexRunningError, RagdbError
 from ragdb import postgres
 from ragdb.pg_search import PG_SETTINGS, PgRanking
@@ -37,6 +37,7 @@ from ragdb.postgres import INDEX_LOCK_KEY, PostgresConnection, display, is_url, 
 from ragdb.postgres import _one_line
 from ragdb.postings import Postings
 from ragdb.resources import sql
+from ragdb.run_lock import index_lock
 from ragdb.tokenize import analyse, analyse_names, defined_names
 from ragdb.vectors import VECTOR_DIM
 from ragdb.walking import below_root

@@ -35,8 +35,6 @@ from ragdb.db import (
     connect,
     data_version,
     get_setting,
-    index_lock,
-    index_running,
     location,
     read_transaction,
     scalar,
@@ -77,6 +75,7 @@ from ragdb.retrieve import (
     search_results,
     source_span,
 )
+from ragdb.run_lock import index_lock, index_running
 from ragdb.source_files import SourceFiles
 
 if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic

@@ -24,8 +24,6 @@ from ragdb.db import (
     default_db_path,
     full_text_done,
     get_setting,
-    index_lock,
-    index_lock_path,
     scalar,
     set_setting,
     write_full_text,
@@ -37,6 +35,7 @@ from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_o
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.postgres import PostgresConnection, is_url
 from ragdb.resources import cache_dir, models_dir, sql
+from ragdb.run_lock import index_lock, index_lock_path
 from ragdb.symbol_rows import SymbolRows
 from ragdb.symbols import SYMBOLS_VERSION
 from ragdb.syntax_chunking import chunk_source
@@ -633,7 +632,7 @@ def update_index(
     `embedder`, when given, is that model already loaded (the server keeps one) and the name
     recorded is still `embedder_name`, so later queries load the model that made the vectors.
 
-    One run at a time per rag.db (ragdb.db.index_lock, whichever door it came through): a
+    One run at a time per rag.db (ragdb.run_lock.index_lock, whichever door it came through): a
     second is refused with IndexRunningError, or with `wait` waits (`on_wait` says so once).
     """
     with index_lock(conn, wait=wait, on_wait=on_wait):

@@ -18,7 +18,6 @@ from ragdb.db import (
     Setting,
     generation,
     get_setting,
-    index_running,
     read_transaction,
     search_legs,
     search_rows,
@@ -30,6 +29,7 @@ from ragdb.errors import MissingIndexError, RagdbError
 from ragdb.input_rules import check_k, check_text
 from ragdb.resources import code_fingerprint, sql
 from ragdb.result_order import callee_first, question_identifiers
+from ragdb.run_lock import index_running
 if TYPE_CHECKING:  # the models are imported where they are made: a search needs none
     from ragdb.schemas import MinimalSource, StudentSearchResults, UnansweredQuestion
 from ragdb.tokenize import (

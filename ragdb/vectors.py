@@ -482,7 +482,7 @@ def _embed_batch(conn: Connection, embedder: Embedder, chunk_ids: list[int],
     with write_transaction(conn):
         if (get_setting(conn, Setting.EMBEDDER) != embedder.identity
                 or get_setting(conn, Setting.EMBED_POLICY) != policy.key):
-            raise RagdbError(  # one index run at a time (ragdb.db.index_lock) prevents this
+            raise RagdbError(  # one index run at a time (ragdb.run_lock.index_lock) prevents this
                 f"the vectors of {conn.filename} were switched to another embedder while this "
                 "run computed them; nothing of this batch was kept: run `ragdb index` again")
         bump_vectors_version(conn)
