@@ -1,0 +1,68 @@
+"""Defects the sixth first-hour walkthrough found, each on real things: the CLI as a
+subprocess, a real rag.db (SQLite, sqlite-vec), the real watcher.
+
+Material: go-chi/chi 5.0.7 (Debian's golang-github-go-chi-chi-dev: Go, an `_examples` folder,
+test keys) and glom 24.11.0 (pip sdist: Python, rst docs, a pip-compiled requirements.txt),
+indexed alone and as two roots of one index; search, answer, `--json`, serve (curl), mcp (the
+official SDK's stdio client), --watch while editing, moving and deleting, ad hoc SQL, bad
+flags, paths and questions, two runs at once, Ctrl-C mid-index. The fixtures below are small
+files modelled on what met the defects, never the packages themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from tests.conftest import run_cli, write_corpus
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+#: A Go package as chi lays one out: a router, its middleware, a runnable example.
+CHI_LIKE = {
+    "mux.go": "package chi\n\n// Mux is a simple HTTP route multiplexer.\ntype Mux struct {\n"
+              "\tmiddlewares []func(int) int\n\thandler int\n}\n\n"
+              "// Use appends a middleware handler to the Mux middleware stack.\n"
+              "func (mx *Mux) Use(middlewares ...func(int) int) {\n\tif mx.handler != 0 {\n"
+              "\t\tpanic(\"chi: all middlewares must be defined before routes on a mux\")\n"
+              "\t}\n\tmx.middlewares = append(mx.middlewares, middlewares...)\n}\n\n"
+              "// Route mounts a sub-router along a pattern.\n"
+              "func (mx *Mux) Route(pattern string) *Mux {\n\tsub := NewRouter()\n"
+              "\tsub.Use(nil)\n\treturn sub\n}\n\n"
+              "// NewRouter returns a new Mux.\nfunc NewRouter() *Mux {\n\treturn &Mux{}\n}\n",
+    "middleware/throttle.go": "package middleware\n\n// Throttle limits the requests in "
+                              "flight.\nfunc Throttle(limit int) int {\n\treturn limit\n}\n",
+    "docs/routing.md": "# Routing\n\nA router matches each request against a radix tree of "
+                       "patterns.\n",
+}
+
+
+def _doc_statement(page: str, comment: str) -> str:
+    """The SQL statement of a docs page that follows the comment line starting `comment`, as a
+    reader copies it into sqlite3 (through its closing `;`)."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    start = text.index(comment)
+    return text[start:text.index(";", start) + 1]
+
+
+def test_the_docs_sql_counts_files_and_chunks_of_the_root_dot(tmp_path: Path) -> None:
+    """docs/search.md's "files and chunks per root" query matched `f.path = '.'` or a prefix
+    `./`, which no stored path has: a project indexed as the README says (`ragdb index .`)
+    got no row for its own root, only for a second root beside it (glom, with chi as
+    `../chi`). It now counts each root as `ragdb roots` does."""
+    project = write_corpus(tmp_path / "glom", {"glom/core.py": "def glom(target, spec):\n"
+                                               "    return target\n",
+                                               "docs/api.rst": "API\n===\n\nThe glom function.\n"})
+    write_corpus(tmp_path / "chi", CHI_LIKE)
+    done = run_cli("index", ".", "../chi", "--no-vectors", cwd=project)
+    assert done.returncode == 0, done.stderr
+    listed = run_cli("roots", "--json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    expected = {root["path"]: (root["files"], root["chunks"]) for root in json.loads(listed.stdout)}
+    assert set(expected) == {".", "../chi"} and expected["."][0] == 2
+    query = _doc_statement("search.md", "-- files and chunks per root")
+    with closing(sqlite3.connect(project / "data" / "processed" / "rag.db")) as conn:
+        counted = {str(path): (files, chunks) for path, files, chunks in conn.execute(query)}
+    assert counted == expected
