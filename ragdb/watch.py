@@ -3,6 +3,7 @@ change (watchfiles: changes are batched, then one index run, one transaction, pe
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -94,6 +95,9 @@ def _batches(current: Callable[[], list[Path]], relevant: Callable[[Any, str], b
     from watchfiles import watch
     from watchfiles._rust_notify import WatchfilesRustInternalError
 
+    # Its only warning is "KeyboardInterrupt caught, stopping watch" on Ctrl-C, which Python's
+    # last-resort handler printed under ragdb's own lines: Ctrl-C is how a watch ends.
+    logging.getLogger("watchfiles.main").setLevel(logging.ERROR)
     watched = current()
     while stop is None or not stop.is_set():
         if not watched:

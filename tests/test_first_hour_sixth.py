@@ -12,7 +12,11 @@ files modelled on what met the defects, never the packages themselves.
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -66,3 +70,30 @@ def test_the_docs_sql_counts_files_and_chunks_of_the_root_dot(tmp_path: Path) ->
     with closing(sqlite3.connect(project / "data" / "processed" / "rag.db")) as conn:
         counted = {str(path): (files, chunks) for path, files, chunks in conn.execute(query)}
     assert counted == expected
+
+
+def test_ctrl_c_ends_a_watch_without_a_line_of_the_watcher_library(tmp_path: Path) -> None:
+    """Ctrl-C on `ragdb index --watch` (the documented way to stop it) printed watchfiles'
+    "KeyboardInterrupt caught, stopping watch" under ragdb's own lines."""
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragdb", "index", ".", "--no-vectors", "--watch"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while "watching" not in line and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line or process.poll() is None, "the watch ended before watching"
+        assert "watching" in line
+        time.sleep(0.5)  # inside watchfiles' loop, where Ctrl-C is caught
+        process.send_signal(signal.SIGINT)
+        _out, rest = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert "KeyboardInterrupt" not in rest, rest
+    assert all(line.startswith("ragdb:") for line in rest.splitlines()), rest
