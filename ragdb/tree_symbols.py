@@ -4,7 +4,8 @@ read from the tree-sitter tree the chunker parsed (ragdb.syntax_trees.parse, whi
 Two queries per grammar, run by tree-sitter in C so Python only sees what they capture: one
 for definitions (`@name`, the definition node captured by its kind), one for uses (`@call`,
 `@type`, `@attr`, `@macro`, `@inherit`, with `@qual` the qualifier written before a name:
-`pkg.F`, `a::b::f`, `this.m`). Imports are read per language (ragdb.tree_imports). A use is
+`pkg.F`, `a::b::f`, `this.m`). Imports are read per language (ragdb.tree_imports), C's
+declarations as its parser leaves them, macros and all, by ragdb.c_declarations. A use is
 resolved as ragdb.symbols says: through the file's own definitions, its imports, `self`/
 `this`/`Self` and the language's rule for a bare name (Go: the same package; C and C++: the
 one global namespace; Java: the enclosing class, then the same package).
@@ -18,6 +19,7 @@ from functools import lru_cache
 
 import tree_sitter as ts
 
+from ragdb import c_declarations
 from ragdb.go_types import GoTypes
 from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol
 from ragdb.syntax_trees import best_tree, grammar_language
@@ -237,138 +239,10 @@ def _query(grammar: str, which: str) -> ts.Query:
     return ts.Query(grammar_language(grammar), source)
 
 
-_C_TYPE_WORDS = frozenset("void char short int long float double signed unsigned".split())
 _JS = frozenset({"javascript", "typescript", "tsx"})
 _JS_FUNCTIONS = frozenset({"function_declaration", "function_expression", "function",
                            "arrow_function", "method_definition", "generator_function",
                            "generator_function_declaration", "class_static_block"})
-_PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
-                             "preproc_elifdef"})
-_DECLARATOR_NAMES = frozenset({"identifier", "field_identifier", "type_identifier",
-                               "qualified_identifier", "destructor_name", "operator_name",
-                               "namespace_identifier", "primitive_type"})
-
-
-def _declarator(node: ts.Node) -> tuple[ts.Node | None, bool]:
-    """The name node a C declarator declares, and whether it declares a function (the
-    declarator right around the name is a function's: `int (*f)(int)` is a pointer)."""
-    function = False
-    for _ in range(16):
-        if node.type in _DECLARATOR_NAMES:
-            after = node.next_sibling
-            if node.type == "identifier" and after is not None and _macro_word(after) and \
-                    after.named_children[-1].type == "identifier":
-                return after.named_children[-1], function  # `int ZEXPORT f(...)`: the last
-            return node, function
-        function = node.type == "function_declarator"
-        inner = node.child_by_field_name("declarator")
-        if inner is None:
-            inner = next((c for c in node.named_children
-                          if c.type.endswith("declarator") or c.type in _DECLARATOR_NAMES), None)
-        if inner is None:
-            return None, function
-        node = inner
-    return None, function
-
-
-#: Declarators where a name may follow a macro word (`ZLIB_INTERNAL x[4]`).
-_NAME_AFTER_MACRO = frozenset({"init_declarator", "array_declarator", "function_declarator",
-                               "pointer_declarator"})
-
-
-def _macro_word(node: ts.Node) -> bool:
-    """An ERROR node of identifiers alone: words the parser could not place, unexpanded
-    macros (`local`, `FAR`, `ZEXPORT`) as a C declaration holds them."""
-    return node.type == "ERROR" and node.child_count > 0 and all(
-        c.type in ("identifier", "primitive_type", "type_identifier") for c in node.children)
-
-
-def _macro_scope(node: ts.Node) -> bool:
-    """A `::` the parser made up: C++'s reading of `MACRO name` in C (`ZLIB_INTERNAL x`)."""
-    return node.is_missing and node.type == "::" and node.parent is not None and \
-        node.parent.type == "qualified_identifier"
-
-
-def _only_macro_words(node: ts.Node) -> bool:
-    """Whether every error in a declaration is an unexpanded macro word where C writes
-    them, before the name (`local const int FAR x[] = {...}`, `int ZLIB_INTERNAL x`):
-    nothing missing, nothing else skipped, so it is still a definition of x."""
-    stack = [node]
-    while stack:
-        parent = stack.pop()
-        value = parent.child_by_field_name("value") if parent.type == "init_declarator" \
-            else None  # what an initializer holds does not change what is defined
-        for child in parent.children:
-            if child.type == "ERROR":
-                before = child.prev_sibling
-                if not _macro_word(child) or not (parent == node or (
-                        before is not None and before.type == "identifier" and
-                        parent.type in _NAME_AFTER_MACRO)):
-                    return False
-            elif child.is_missing:
-                if not _macro_scope(child):
-                    return False
-            elif child.has_error and child != value:
-                stack.append(child)
-    return True
-
-
-def _call_shaped(node: ts.Node) -> bool:
-    """A declarator written as a call: `f(a, b)` (C++'s object built with arguments)."""
-    return node.type == "init_declarator" and any(
-        c.type == "argument_list" for c in node.children)
-
-
-def _call_name(head: ts.Node) -> ts.Node | None:
-    """The name a function head declares, as error recovery left it: the name before the
-    last parameter or argument list of identifiers in it (`ZEXPORT inflate(strm, flush)`)."""
-    if head.type == "function_declarator":
-        return _declarator(head)[0]
-    name = None
-    stack = [head]
-    for _ in range(256):
-        if not stack:
-            break
-        node = stack.pop()
-        for child in node.children:
-            if child.type in ("parameter_list", "argument_list"):
-                before = child.prev_sibling
-                if before is not None and before.type == "qualified_identifier":
-                    before = before.child_by_field_name("name")  # `MACRO f(...)` in C++
-                elif before is not None and _macro_word(before):
-                    before = before.named_children[-1]
-                if before is not None and before.type == "identifier" and all(
-                        c.type in ("identifier", "parameter_declaration", "comment")
-                        for c in child.named_children):
-                    if name is None or before.start_byte > name.start_byte:
-                        name = before
-            elif child.type in ("ERROR", "declaration") or child.type.endswith("declarator"):
-                stack.append(child)
-    return name
-
-
-def _block_end(brace: ts.Node, root: ts.Node, data: bytes) -> ts.Node:
-    """The `}` that closes a loose `{` (a function's body error recovery left as tokens):
-    the one its siblings' braces match, or the first `}` token that starts a line after it
-    (C closes a function's body so), whichever comes first. Where `#ifdef`s open a brace in
-    one branch and close it in the other, or computed gotos (`&&label`) break the parse, the
-    closing `}` lies inside a node recovery made of what follows, not among the siblings:
-    counting siblings alone ran to the file's end and took every later function in."""
-    depth, last = 0, brace
-    node: ts.Node | None = brace
-    while node is not None:
-        depth += {"{": 1, "}": -1}.get(node.type, 0)
-        last = node
-        if depth == 0:
-            break
-        node = node.next_sibling
-    at = data.find(b"\n}", brace.end_byte, last.start_byte)
-    while at >= 0:  # a `}` at a line's start before it: the body's end, if it is a token
-        close = root.descendant_for_byte_range(at + 1, at + 2)
-        if close is not None and close.type == "}":
-            return close
-        at = data.find(b"\n}", at + 2, last.start_byte)  # in a comment, a string, a macro
-    return last
 
 
 #: TypeScript declaration files: their function signatures are the definitions (the
@@ -437,9 +311,11 @@ class _File:
         taken: set[int] = set()  # K&R heads and parameter declarations: not variables
         bodies: list[tuple[int, int]] = []  # where the functions read from loose tokens lie
         if self.language == "c":
-            for d in self.old_style_functions(taken):
-                found[(d.name_node.start_byte, d.name_node.end_byte)] = d
-                bodies.append((d.name_node.end_byte, d.node.end_byte))
+            for named, body, head in c_declarations.old_style_functions(
+                    self.tree.root_node, self.data, taken):
+                found[(named.start_byte, named.end_byte)] = _Def(
+                    self.cut(named), "", "function", body, named, head.start_byte)
+                bodies.append((named.end_byte, body.end_byte))
             bodies.sort()
         cursor = ts.QueryCursor(_query(self.grammar, "defs"))
         for _pattern, captures in cursor.matches(self.tree.root_node):
@@ -451,11 +327,11 @@ class _File:
             if node.type == "function_signature" and not _declares(node, self.rel):
                 continue  # an overload signature: the implementation is the definition
             if self.grammar in ("c", "cpp") and kind not in ("macro", "constant", "type") and \
-                    (self.in_function(node) or _within(bodies, node.start_byte)):
+                    (c_declarations.in_function(node) or _within(bodies, node.start_byte)):
                 continue  # a local type, or a macro used as a loop (`foreach(x) {...}`, and
                 # `CASE_OP(X) {` in a body the parser could not read: not a function)
             if "decl" in captures:
-                name_node, is_function = _declarator(captures["decl"][0])
+                name_node, is_function = c_declarations.declarator(captures["decl"][0])
                 if name_node is None:
                     continue
                 if kind in ("variable", "field") and is_function:
@@ -463,18 +339,19 @@ class _File:
                         continue  # a prototype: declared, not defined
                     kind = "method"
                     continue  # a member function declared in its class, defined elsewhere
-                if kind == "variable" and ((node.has_error and not _only_macro_words(node))
-                                           or not self.global_declaration(node)):
+                if kind == "variable" and (
+                        (node.has_error and not c_declarations.only_macro_words(node))
+                        or not c_declarations.global_declaration(node, self.data)):
                     continue  # not a definition, or the parser's guess inside macro soup
                 if kind == "variable" and (self.language == "c" or node.has_error) and \
-                        _call_shaped(captures["decl"][0]):
+                        c_declarations.call_shaped(captures["decl"][0]):
                     continue  # `int f OF((int a));`: a prototype (C has no constructor call)
                 if name_node.type == "qualified_identifier":
                     scopes: list[str] = []
                     inner: ts.Node | None = name_node
                     while inner is not None and inner.type == "qualified_identifier":
                         scope = inner.child_by_field_name("scope")
-                        if any(_macro_scope(c) for c in inner.children):
+                        if any(c_declarations.macro_scope(c) for c in inner.children):
                             scopes = []  # `ZLIB_INTERNAL x`, `MACRO ns::T f`: not scopes
                         elif scope is not None:
                             scopes.append(self.cut(scope).replace("::", "."))
@@ -527,7 +404,8 @@ class _File:
                 kind = {"struct_type": "struct", "interface_type": "interface"}.get(
                     shape.type if shape is not None else "", "type")
             name = name.strip("'\"` ")
-            if not name or (self.grammar in ("c", "cpp") and name in _C_TYPE_WORDS):
+            if not name or (self.grammar in ("c", "cpp") and
+                            name in c_declarations.TYPE_WORDS):
                 continue  # `OF((void))` read as a declaration of `void`
             if kind == "module" and self.grammar == "cpp":
                 if name in namespaces:
@@ -541,57 +419,6 @@ class _File:
         return sorted(found.values(), key=lambda d: (d.start_byte, -d.node.end_byte,
                                                      d.name_node.start_byte))
 
-    def old_style_functions(self, taken: set[int]) -> list[_Def]:
-        """C functions the parser did not see whole: K&R definitions (`int f(a, b) int a;
-        char *b; { ... }`), and definitions whose macros (`int ZEXPORT f(...)`) broke the
-        parse, read from what error recovery leaves at file level: a block not inside any
-        function, after the declarations of its parameters, after a head whose last call
-        shape (`f(a, b)`) names the function. `taken` gets the heads and the parameter
-        declarations (not global variables)."""
-        found: list[_Def] = []
-        stack = [(self.tree.root_node, False)]
-        while stack:
-            parent, in_error = stack.pop()
-            for child in parent.children:
-                if child.type == "function_definition":
-                    continue
-                if not child.is_named:
-                    if child.type != "{" or parent.type != "ERROR":
-                        continue
-                    body = _block_end(child, self.tree.root_node, self.data)  # loose tokens
-                else:
-                    if in_error or child.type in _PREPROC_BLOCKS or child.type == "ERROR":
-                        # what the parser could not read holds more functions, blocks too
-                        stack.append((child, in_error or child.type == "ERROR"))
-                    if child.type not in ("compound_statement", "ERROR") or (
-                            child.type == "ERROR" and child.children[0].type != "{"):
-                        continue
-                    body = child
-                params: list[ts.Node] = []
-                head = child.prev_named_sibling
-                name: ts.Node | None = None
-                for _ in range(64):
-                    if head is None:
-                        break
-                    if head.type != "comment":
-                        name = _call_name(head)
-                        if name is not None or head.type != "declaration":
-                            break
-                        params.append(head)
-                    head = head.prev_named_sibling
-                if name is None or head is None or self.indented(head) or not (
-                        params or head.has_error or body.type != "compound_statement"):
-                    continue  # a head's line is not indented, as C writes a function's
-                taken.update(n.start_byte for n in [head, *params])
-                found.append(_Def(self.cut(name), "", "function", body, name,
-                                  head.start_byte))
-        return found
-
-    def indented(self, node: ts.Node) -> bool:
-        """Whether the line a node starts on starts with blanks (code inside a body)."""
-        start = self.data.rfind(b"\n", 0, node.start_byte) + 1
-        return self.data[start:start + 1] in (b" ", b"\t")
-
     @staticmethod
     def in_body(node: ts.Node) -> bool:
         """Whether a JavaScript or TypeScript node lies in a function's body."""
@@ -602,36 +429,6 @@ class _File:
                 return True
             parent = parent.parent
         return False
-
-    @staticmethod
-    def in_function(node: ts.Node) -> bool:
-        """Whether a C or C++ node lies in a function's body."""
-        parent = node.parent
-        for _ in range(64):
-            if parent is None:
-                return False
-            if parent.type == "compound_statement":
-                return True
-            if parent.type in ("translation_unit", "field_declaration_list",
-                               "declaration_list"):
-                return False
-            parent = parent.parent
-        return False
-
-    def global_declaration(self, node: ts.Node) -> bool:
-        """A C declaration at file or namespace level, not `extern` (declared, not defined)."""
-        parent = node.parent
-        broken = False
-        while parent is not None and (parent.type in _PREPROC_BLOCKS or parent.type == "ERROR"):
-            broken = broken or parent.type == "ERROR"
-            parent = parent.parent  # `#ifdef DEBUG int verbose; #endif` at file level
-        if broken and self.indented(node):
-            return False  # in what the parser could not read, only an unindented line's
-        if parent is None or parent.type not in ("translation_unit", "declaration_list",
-                                                 "linkage_specification"):
-            return False
-        return not any(c.type == "storage_class_specifier" and self.cut(c) == "extern"
-                       for c in node.children)
 
     def place(self, defs: list[_Def], module: str) -> None:
         """Each definition's enclosing scope, qualified name and kind in context."""
