@@ -413,6 +413,10 @@ def callees(conn: Connection, name: str, filters: Filters = Filters(),
                       places[offset:offset + limit])
     if not count:
         listing.note = f"no definition of {name} in the index"
+    elif not places:  # said, as callers says it: an empty listing read as a failed lookup
+        listing.note = (f"no callee of {name} of kind {', '.join(kinds)}" if kinds else
+                        f"{name} calls nothing the index records (calls of built-ins, such "
+                        "as len, append or print, are not recorded)")
     return listing
 
 

@@ -97,3 +97,19 @@ def test_ctrl_c_ends_a_watch_without_a_line_of_the_watcher_library(tmp_path: Pat
     assert process.returncode == 0
     assert "KeyboardInterrupt" not in rest, rest
     assert all(line.startswith("ragdb:") for line in rest.splitlines()), rest
+
+
+def test_callees_of_a_function_that_calls_only_built_ins_says_so(tmp_path: Path) -> None:
+    """`ragdb callees Mux.Use` (chi's Use calls only panic and append) printed nothing at all
+    and exited 0, as if the name were not found; `callers` of nothing says why, and so does
+    callees now, in text and in --json's note."""
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    route = run_cli("callees", "Mux.Route", cwd=project)
+    assert route.returncode == 0 and "chi.NewRouter" in route.stdout
+    use = run_cli("callees", "Mux.Use", cwd=project)
+    assert use.returncode == 0 and use.stdout == ""
+    assert use.stderr.strip() == ("ragdb: Mux.Use calls nothing the index records (calls of "
+                                  "built-ins, such as len, append or print, are not recorded)")
+    listed = json.loads(run_cli("callees", "Mux.Use", "--json", cwd=project).stdout)
+    assert listed["total"] == 0 and "calls nothing the index records" in listed["note"]
