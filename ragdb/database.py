@@ -17,7 +17,6 @@ import json
 import os
 import shlex
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,12 +48,11 @@ from ragdb.errors import ForeignDatabaseError, MissingIndexError, RagdbError
 from ragdb.evaluate import MAX_K as DATASET_MAX_K
 from ragdb.generate import named
 from ragdb.generate.blocks import BlocksAnswerer
-from ragdb.generate.generator import (
-    NO_SOURCES_ASKED_MESSAGE, NO_SOURCES_MESSAGE, Generator, time_limit_from_env,
-)
-from ragdb.generate.models import ResolvedModel, resolve_model
+from ragdb.generate.answer_model import AnswerModel
+from ragdb.generate.generator import NO_SOURCES_ASKED_MESSAGE, NO_SOURCES_MESSAGE, Generator
+from ragdb.generate.models import ResolvedModel
 from ragdb.generate.prompt import PromptSource, prompt_source
-from ragdb.generate.remote import RemoteGenerator, first_token_limit_from_env
+from ragdb.generate.remote import RemoteGenerator
 from ragdb.generate.styles import CheckedAnswerer, Style, extractive_wanted
 from ragdb.indexing import (
     MAX_CHUNK_SIZE, IndexStats, check_chunk_size, check_working_folder, update_index,
@@ -63,7 +61,7 @@ from ragdb.input_rules import (
     MAX_K, check_dataset_questions, check_k, check_path, check_question,
 )
 from ragdb.rerank import RerankParams, Reranking, reranking_spec
-from ragdb.resources import models_dir, sql
+from ragdb.resources import sql
 from ragdb.retrieve import (
     NO_FILTERS,
     Filters,
@@ -163,10 +161,7 @@ class RagDB:
         self.warn = warn
         self._conn: Connection | None = None
         self._searcher: Searcher | None = None
-        self._generator: Generator | RemoteGenerator | None = None
-        self._generator_lock = threading.Lock()
-        self._resolved: ResolvedModel | None = None
-        self._resolve_notes: list[str] = []
+        self._model = AnswerModel(self.model_spec)
         self._coverage: tuple[tuple[int, int], float | None] | None = None
         #: The reranker searches use (a folder or hub name), None: the fused order.
         self.reranker_spec = reranking_spec(rerank, reranker)
@@ -539,27 +534,12 @@ class RagDB:
     def resolved_model(self) -> ResolvedModel:
         """Where the answer model is (found once; a hub probe at most, no load). Its warnings
         are held back until the model is really used: an extractive answer needs none."""
-        if self._resolved is None:
-            notes: list[str] = []
-            self._resolved = resolve_model(self.model_spec, models_dir(), warn=notes.append)
-            self._resolve_notes = notes
-        return self._resolved
+        return self._model.resolved()
 
     def generator(self) -> Generator | RemoteGenerator:
         """The answer model, resolved and loaded on first use and kept (an endpoint's: nothing
         to load, its requests are made per answer)."""
-        with self._generator_lock:
-            if self._generator is None:
-                resolved = self.resolved_model()
-                for note in self._resolve_notes:
-                    self.warn(note)
-                limit = time_limit_from_env()
-                self._generator = (
-                    RemoteGenerator(resolved, time_limit_s=limit,
-                                    first_token_limit_s=first_token_limit_from_env())
-                    if resolved.endpoint is not None
-                    else Generator(resolved, time_limit_s=limit))
-            return self._generator
+        return self._model.generator(self.warn)
 
     def answerer(self, style: Style | str = Style.auto, filters: Filters = NO_FILTERS
                  ) -> Generator | CheckedAnswerer | BlocksAnswerer:
@@ -580,7 +560,8 @@ class RagDB:
     @property
     def loaded_model(self) -> str | None:
         """The answer model in memory, if any (an extractive answer loads none)."""
-        return self._generator.model if self._generator is not None else None
+        loaded = self._model.loaded
+        return loaded.model if loaded is not None else None
 
     def answer(self, question: str, k: int = 10, mode: Mode | str = Mode.hybrid,
                on_token: Callable[[str], None] | None = None,
@@ -638,7 +619,7 @@ class RagDB:
         timings: dict[str, Any] = {"search_ms": round(search_ms, 2)}
         if not hits:
             return Answer(question, k, mode, [], NO_SOURCES_MESSAGE, timings=timings)
-        had_model = self._generator is not None
+        had_model = self._model.loaded is not None
         answerer = self.answerer(style, self._checked_filters(filters) if filters.active
                                  else filters)
         result = answerer.answer(question, [prompt_source(h) for h in hits], on_token=on_token)
@@ -647,8 +628,9 @@ class RagDB:
         if result.check is not None and result.check.get("fallback"):
             made = Style.extractive  # too little of the written answer passed the check
             why = result.check.get("fallback_reason") or "too little passed the check"
-        if self._generator is not None:  # what loading the model cost this answer
-            timings["load_s"] = 0.0 if had_model else round(self._generator.load_s, 3)
+        loaded = self._model.loaded
+        if loaded is not None:  # what loading the model cost this answer
+            timings["load_s"] = 0.0 if had_model else round(loaded.load_s, 3)
         timings.update({
             "first_token_s": round(result.first_token_s, 3),
             "total_s": round(result.total_s, 3),
