@@ -177,6 +177,22 @@ def query_terms(question: str) -> list[str]:
     return list(seen)
 
 
+_ONE_LETTER = re.compile(r"(?<!\w)([^\W\d_])(?!\w)")
+
+
+def nothing_to_search(question: str) -> str | None:
+    """Why the words of a question search nothing, in one clause for "no sources found: ...";
+    None when it has a word to search. Words of one letter and symbols are not searched
+    (query_terms; informative_terms keeps any longer word), so `T` (glom's T object) or `?`
+    found nothing, which read as if the index had nothing about it."""
+    if any(len(term) > 1 or term.isdigit() for term in analyse_terms(question)):
+        return None
+    letter = _ONE_LETTER.search(question)
+    return ("words of one letter and symbols are not searched, and the question has no other"
+            + (f"; for a name of one letter: `ragdb definition {letter.group(1)}`"
+               if letter else ""))
+
+
 # An identifier as prose writes it: in backticks on one line, or snake_case, camelCase or
 # PascalCase with an inner capital (plain capitalised words are not identifiers). A fenced code
 # block is no backtick span: only its multi-part identifiers count, not every word of it.

@@ -113,3 +113,26 @@ def test_callees_of_a_function_that_calls_only_built_ins_says_so(tmp_path: Path)
                                   "built-ins, such as len, append or print, are not recorded)")
     listed = json.loads(run_cli("callees", "Mux.Use", "--json", cwd=project).stdout)
     assert listed["total"] == 0 and "calls nothing the index records" in listed["note"]
+
+
+def test_a_question_of_one_letter_says_why_it_found_nothing(tmp_path: Path) -> None:
+    """`ragdb search T` on glom (whose `T` is its best-known object) said only "no sources
+    found", as if the index held nothing about it: single letters and symbols are never
+    searched. It says so now, and where a name of one letter is found."""
+    project = write_corpus(tmp_path / "glom", {
+        "glom/core.py": "class TType:\n    \"\"\"The type of T, the target's stand-in.\"\"\"\n\n\n"
+                        "T = TType()\n"})
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    letter = run_cli("search", "T", cwd=project)
+    assert letter.returncode == 0 and letter.stdout == ""
+    assert letter.stderr.strip() == (
+        "no sources found: words of one letter and symbols are not searched, and the question "
+        "has no other; for a name of one letter: `ragdb definition T`")
+    assert run_cli("definition", "T", cwd=project).stdout.startswith("glom/core.py:5: constant")
+    symbols = run_cli("search", "?", cwd=project)
+    assert symbols.stderr.strip().endswith("and the question has no other")
+    answered = run_cli("answer", "T", cwd=project)
+    assert answered.returncode == 0
+    assert "ragdb: words of one letter and symbols are not searched" in answered.stderr
+    other = run_cli("search", "zzqqxx", cwd=project)  # words searched, none found: as before
+    assert other.returncode == 0 and other.stderr.strip() == "no sources found"

@@ -31,7 +31,7 @@ from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k, check_question, one_line
 from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import Mode
-from ragdb.tokenize import analyse_terms, query_terms
+from ragdb.tokenize import analyse_terms, nothing_to_search, query_terms
 
 
 def search_command(
@@ -68,7 +68,8 @@ def search_command(
         typer.echo(json.dumps([_source(h, with_text, terms) for h in hits], indent=2))
         return
     if not hits:
-        typer.echo("no sources found", err=True)
+        why = nothing_to_search(question)
+        typer.echo("no sources found" + (f": {why}" if why else ""), err=True)
         return
     terms = query_terms(question)
     for rank, hit in enumerate(hits, 1):
@@ -231,6 +232,9 @@ class _OneAnswer:
             typer.echo(json.dumps(shown) if batch else json.dumps(shown, indent=2))
         elif not answer.hits:
             typer.echo(answer.text)
+            why = nothing_to_search(question)
+            if why:
+                err(why)
         else:
             if stream:
                 typer.echo("\n")
