@@ -466,6 +466,21 @@ class RagDB:
         return Filters.of([stored_glob(g, top) for g in filters.paths], list(filters.langs),
                           [stored_glob(g, top) for g in filters.excludes])
 
+    def unmatched_paths(self, filters: Filters) -> list[str]:
+        """The --path globs that match no indexed file (a typo, a folder never indexed), as
+        given: said beside "no sources found", which read as if those files held nothing about
+        the question (`--path nope/`). Asked only once a search found nothing; a glob outside
+        the project stays a filter that matches nothing, on every door."""
+        top = get_setting(self.conn, Setting.BASE_DIR) or ""
+        unmatched = []
+        for given in filters.paths:
+            glob = stored_glob(given, top) if given.startswith("/") else given
+            found = list(self.conn.execute(sql("files_path_matched"),
+                                           {"paths": Filters.of([glob]).as_sql()["paths"]}))
+            if not found or not found[0][0]:
+                unmatched.append(given)
+        return unmatched
+
     def _check_langs(self, filters: Filters) -> None:
         """A language filter the index holds no file of (a typo, `pyhton`) is refused in one
         line naming the ones it holds, rather than answered with "no sources found"."""

@@ -136,3 +136,21 @@ def test_a_question_of_one_letter_says_why_it_found_nothing(tmp_path: Path) -> N
     assert "ragdb: words of one letter and symbols are not searched" in answered.stderr
     other = run_cli("search", "zzqqxx", cwd=project)  # words searched, none found: as before
     assert other.returncode == 0 and other.stderr.strip() == "no sources found"
+
+
+def test_a_path_filter_that_names_no_indexed_file_says_so(tmp_path: Path) -> None:
+    """`ragdb search ... --path nope/` (a typo, or chi's `_examples` after a rename) said only
+    "no sources found", as if those files held nothing about the question, where `--lang
+    pyhton` is refused with the languages held. The path is still a filter (a glob outside
+    the project matches nothing on every door); the empty result now names the one that
+    matches no indexed file."""
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    typo = run_cli("search", "router", "--path", "nope/", "--path", "middleware/", cwd=project)
+    assert typo.returncode == 0 and typo.stdout == ""
+    assert typo.stderr.strip() == "no sources found: --path 'nope/' matches no indexed file"
+    held = run_cli("search", "radix tree", "--path", "middleware", cwd=project)
+    assert held.returncode == 0 and held.stderr.strip() == "no sources found"
+    answered = run_cli("answer", "router", "--path", "*.rs", cwd=project)
+    assert answered.returncode == 0
+    assert "ragdb: --path '*.rs' matches no indexed file" in answered.stderr
