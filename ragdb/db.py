@@ -105,9 +105,12 @@ def default_db_path(env: bool = True) -> Path | str:
 
 def location(value: Path | str | None = None) -> Location:
     """A --db value (or, when None, default_db_path()): a postgresql:// URL stays text,
-    anything else is a rag.db path."""
+    anything else is a rag.db path. An empty one (`--db ""`, `--db "$UNSET"`) is refused: it
+    read as the current folder (". is a directory, not a ragdb database")."""
     if value is None:
         value = default_db_path()
+    elif isinstance(value, str) and not value.strip():
+        raise RagdbError("--db is empty: name a rag.db file or a postgresql:// URL")
     return value if is_url(value) else Path(value)
 
 

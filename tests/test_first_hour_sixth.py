@@ -154,3 +154,16 @@ def test_a_path_filter_that_names_no_indexed_file_says_so(tmp_path: Path) -> Non
     answered = run_cli("answer", "router", "--path", "*.rs", cwd=project)
     assert answered.returncode == 0
     assert "ragdb: --path '*.rs' matches no indexed file" in answered.stderr
+
+
+def test_an_empty_db_option_is_refused_as_empty(tmp_path: Path) -> None:
+    """`--db ""` (a script's `--db "$RAGDB_PATH"` with the variable unset) read as the current
+    folder: "ragdb: . is a directory, not a ragdb database", naming a folder the user never
+    gave. Every command that takes --db now says it is empty, and writes nothing."""
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    for command in (("search", "router"), ("index", "."), ("roots",)):
+        done = run_cli(*command, "--db", "", cwd=project)
+        assert done.returncode == 1, command
+        assert done.stderr.strip() == ("ragdb: --db is empty: name a rag.db file or a "
+                                       "postgresql:// URL"), command
+    assert not (project / "data").exists()
