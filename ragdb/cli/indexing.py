@@ -19,7 +19,7 @@ from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
 from ragdb.indexing import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from ragdb.input_rules import check_path, one_line
-from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, language_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ragdb.database import RagDB
@@ -151,6 +151,16 @@ def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any],
     typer.echo(_index_summary(result, verbose=verbose))
 
 
+def _fallback_reason(path: str) -> str:
+    """Why a source file was cut as text, as far as its name tells: Python is cut along its
+    own parser's tree, which any syntax error refuses (a Python 2 print, a template's
+    placeholder), where "its syntax tree was mostly errors" named one bad line wrongly; the
+    tree-sitter languages fall back on a tree mostly errors (docs/indexing.md)."""
+    if language_of(path) == "python":
+        return "it does not parse as Python (a syntax error)"
+    return "its syntax tree was mostly errors"
+
+
 def _index_summary(result: Any, verbose: bool = False) -> str:
     """One line: what an index run did (and on stderr the files it skipped that no earlier run
     named, or with `verbose` every one: a no-op re-index or a --watch batch repeats none)."""
@@ -172,7 +182,7 @@ def _index_summary(result: Any, verbose: bool = False) -> str:
     if len(named) > MAX_SKIPPED_SHOWN:
         err(f"... and {len(named) - MAX_SKIPPED_SHOWN} more skipped")
     for path in stats.fallback_paths[:MAX_SKIPPED_SHOWN]:
-        err(f"parse fallback {one_line(path)}: its syntax tree was mostly errors, cut as text")
+        err(f"parse fallback {one_line(path)}: {_fallback_reason(path)}, cut as text")
     if len(stats.fallback_paths) > MAX_SKIPPED_SHOWN:
         err(f"... and {len(stats.fallback_paths) - MAX_SKIPPED_SHOWN} more parse fallbacks")
     fallbacks = (f"; {stats.parse_fallbacks} parse fallbacks (cut as text)"
