@@ -13,45 +13,28 @@ in the same file), parameters annotated with a known class and locals assigned f
 to one. Builtins and the standard library are not recorded (their definitions are never in
 an index); a method called on an object of unknown type is recorded unresolved, by its name.
 
-Types across files. A use of a member of a typed object is recorded along its whole chain,
-`response.headers.get` as `headers` -> `pkg.Response.headers` and `get` ->
-`pkg.Response.headers.get`; what `Response.headers` is, its file tells: the declared type of a
-member is recorded as a member alias (Ref.alias on a use of the type: `Headers` in
-`def headers(self) -> Headers` under @property, in `x: Headers` in a class body, in the
-annotation of the parameter `self.x = x` stores, the class called in `self.x = Headers()`),
-through which ragdb.navigate reaches `pkg.Headers.get` from `pkg.Response.headers.get`. What a
-function returns is named `f.()` (`-> T` of a function other than a property is the member
-alias `pkg.f.()`), so `self.t = make()` and `t = make(); t.close()` are typed by it; where no
-use of the type carries such an alias, a use named after the stored attribute does (kind type,
-target `pkg.make.()`, which no definition has: it is never listed).
+Types across files (`self.x.y`, `make().close()`): ragdb.python_types, whose rules the
+extractor below inherits.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import gc
 import re
 import sys
 
 from ragdb.python_chunking import _line_starts, parse_python
+from ragdb.python_types import BUILTINS, RESULT, STD, PythonTypes, dotted_name, type_node
 from ragdb.symbols import FileSymbols, Ref, Symbol
 
-_BUILTINS = frozenset(dir(builtins))
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
-#: What a name imported from the standard library is bound to: known, never recorded.
-_STD = "\0"
 _CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*$")
 #: Decorators that make a method an attribute (its return annotation is the attribute's type).
 _PROPERTIES = frozenset({"property", "cached_property"})
-#: Annotations that wrap the type of a value (`Optional[T]`, `Final[T]`): T is its type.
-_WRAPPERS = frozenset({"Optional", "Final", "ClassVar", "Annotated", "Required",
-                       "NotRequired", "ReadOnly"})
 #: Member aliases a reader follows to type a use (ragdb.navigate.MEMBER_HOPS): a longer
 #: chain (`a.b.c.d.e`) is not recorded past them, it could never be found.
 MEMBER_STEPS = 2
-#: What a call returns, in a qualified name: `pkg.make.()` is a value `pkg.make()` returns.
-RESULT = "()"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_BODIES = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
                  ast.TryStar, ast.Match)
@@ -94,7 +77,7 @@ class _Scope:
         self.bases: list[str] = []  # a class's base classes, by name as written
 
 
-class _Extractor:
+class _Extractor(PythonTypes):
     def __init__(self, text: str, module: str, package: bool, tests: bool) -> None:
         self.text = text
         self.module = module
@@ -105,14 +88,8 @@ class _Extractor:
         self.symbols: list[Symbol] = []
         self.refs: list[Ref] = []
         self.scopes: list[_Scope] = []
-        self.classes: dict[str, _Scope] = {}  # qualified -> class scope (this file)
         self.defined: set[ast.AST] = set()  # `self.x = ...` that define a field
-        #: a use of a type -> the member (or call result) it declares the type of (Ref.alias)
-        self.alias_at: dict[ast.AST, str] = {}
-        #: a member of this file -> the annotation that declares its type, where it is read
-        self.declared: dict[str, tuple[ast.AST, _Scope]] = {}
-        #: (value, scope, member, where): `member = value`, typed once every name is bound
-        self.typings: list[tuple[ast.expr, _Scope, str, ast.AST]] = []
+        PythonTypes.__init__(self)
 
     # -- positions ---------------------------------------------------------------------------
 
@@ -228,10 +205,10 @@ class _Extractor:
                 roots.append((kw_default, ""))
         if node.returns is not None:
             roots.append((node.returns, "type"))
-            declared = _type_node(node.returns)
+            declared = type_node(node.returns)
             if declared is not None:
                 prop = scope.kind == "class" and any(
-                    _dotted(d).rsplit(".", 1)[-1] in _PROPERTIES for d in node.decorator_list)
+                    dotted_name(d).rsplit(".", 1)[-1] in _PROPERTIES for d in node.decorator_list)
                 self.alias_at.setdefault(declared, qualified if prop else
                                          f"{qualified}.{RESULT}")
                 if prop:
@@ -251,7 +228,7 @@ class _Extractor:
         inner = _Scope(qualified, index, "class", scope)
         for base in node.bases:  # held by the class: what its subclasses inherit is found
             inner.roots.append((base, "inherit"))
-        inner.bases = [_dotted(b) for b in node.bases]
+        inner.bases = [dotted_name(b) for b in node.bases]
         self.classes[qualified] = inner
         self.scopes.append(inner)
         self.statements(node.body, inner)
@@ -318,89 +295,13 @@ class _Extractor:
         self.defined.add(target)
         self.declare(qualified, annotation, value, target, scope)
 
-    def declare(self, member: str, annotation: ast.expr | None, value: ast.expr | None,
-                where: ast.AST, scope: _Scope) -> None:
-        """The type of a variable or field: its annotation's class carries the member alias;
-        a value is typed once every name is bound (self.typing)."""
-        if annotation is not None:
-            declared = _type_node(annotation)
-            if declared is not None:
-                self.alias_at.setdefault(declared, member)
-                self.declared[member] = (declared, scope)
-        elif value is not None:
-            self.typings.append((value, scope, member, where))
-
-    def typing(self, value: ast.expr, scope: _Scope, member: str, where: ast.AST,
-               depth: int = 0) -> None:
-        """`member = value`: the use of a class it is an instance of carries the member alias
-        (`Foo` of `Foo()`, of a parameter's `x: Foo`); a value of another call is typed by
-        the call's result, in a use of its own (`where`, kind type, target `f.()`)."""
-        t = type(value)
-        if t is ast.Name and depth < 4:
-            s: _Scope | None = scope
-            name = value.id  # type: ignore[attr-defined]
-            while s is not None and s.kind == "function":
-                declared = s.annotations.get(name)
-                node = _type_node(declared) if declared is not None else None
-                if node is not None:
-                    self.alias_at.setdefault(node, member)
-                    return
-                assigned = s.types.get(name)
-                if isinstance(assigned, list):
-                    found = self.local_type(name, s)
-                    for last in reversed(assigned):  # `x = Foo()`: Foo carries the alias
-                        if type(last) is ast.Call and found and found == self.value_type(
-                                last.func, s) and self.is_class(found):  # type: ignore
-                            self.typing(last, s, member, where, depth + 1)
-                            return
-                    if RESULT in found:
-                        self.result(found, member, where, scope)
-                    return
-                if name in s.locals:
-                    return
-                s = s.parent
-            return
-        if t is ast.IfExp:  # a if c else b: of the type both have (or a's, b None)
-            orelse = value.orelse  # type: ignore[attr-defined]
-            if (type(orelse) is ast.Constant and orelse.value is None) or \
-                    self.value_type(value.body, scope) == self.value_type(  # type: ignore
-                        orelse, scope):
-                self.typing(value.body, scope, member, where, depth + 1)  # type: ignore
-            return
-        if t is ast.Call and not value.args and not value.keywords and type(  # type: ignore
-                value.func) is ast.Name and value.func.id == "super":  # type: ignore
-            return
-        if t is ast.Call:
-            func = value.func  # type: ignore[attr-defined]
-            called = self.value_type(func, scope)
-            if called and self.is_class(called):
-                if func not in self.alias_at:
-                    self.alias_at[func] = member
-                return
-        found = self.value_type(value, scope)
-        if RESULT in found:  # else a name with definitions: only a use may carry the alias
-            self.result(found, member, where, scope)
-
-    def result(self, found: str, member: str, where: ast.AST, scope: _Scope) -> None:
-        """`member` holds what a call returns (`found`, `pkg.make.()`): a use of its own,
-        at the name it is stored in."""
-        if type(where) is ast.Name:
-            name = where.id  # type: ignore[attr-defined]
-            line = where.lineno  # type: ignore[attr-defined]
-            first = self.pos(line, where.col_offset)  # type: ignore[attr-defined]
-        else:
-            name = where.attr  # type: ignore[attr-defined]
-            line = where.end_lineno or where.lineno  # type: ignore[attr-defined]
-            first = self.pos(line, where.end_col_offset or 0) - len(name)  # type: ignore
-        self.refs.append(Ref(name, found, "type", first, line, scope.index, member))
-
     def imports(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         base = ""
         if type(node) is ast.ImportFrom:
             base = self.relative(node.module or "", node.level)
             if base.split(".", 1)[0] in _STDLIB and not node.level:
                 for alias in node.names:  # bound, not recorded
-                    scope.bindings[alias.asname or alias.name] = _STD
+                    scope.bindings[alias.asname or alias.name] = STD
                 return
         for alias in node.names:
             exported = f"{self.module}.{alias.asname or alias.name}" if (
@@ -412,7 +313,7 @@ class _Extractor:
                 if binding != target:  # `import a.b` binds a, not a.b: not a re-export
                     exported = ""
                 if target.split(".", 1)[0] in _STDLIB:
-                    scope.bindings[bound] = _STD
+                    scope.bindings[bound] = STD
                     continue
             else:
                 if alias.name == "*":
@@ -440,7 +341,7 @@ class _Extractor:
     # -- pass 2: expressions -----------------------------------------------------------------
 
     def lookup(self, name: str, scope: _Scope) -> str | None:
-        """The qualified name a name means in a scope; None for a local or a builtin; _STD
+        """The qualified name a name means in a scope; None for a local or a builtin; STD
         for the standard library; '' for a name the file does not define (a star import's,
         perhaps). A class's names are seen from its own body only, as in Python."""
         s: _Scope | None = scope
@@ -454,59 +355,10 @@ class _Extractor:
                     return None
             first = False
             s = s.parent
-        if name in _BUILTINS:
+        if name in BUILTINS:
             return None
         star = self.scopes[0].bindings.get("*")
         return f"{star}.{name}" if star else ""
-
-    def class_of(self, node: ast.AST, scope: _Scope) -> str:
-        """The qualified name of a class an annotation or a call names ('' unknown):
-        `Foo`, `mod.Foo`, `Optional[Foo]`, `Foo | None`, `"Foo"`."""
-        named = _type_node(node)
-        if named is None:
-            return ""
-        node = named
-        t = type(node)
-        if t is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            return (self.lookup(value, scope) or "") if isinstance(value, str) and \
-                value.isidentifier() else ""
-        dotted = _dotted(node)
-        if not dotted:
-            return ""
-        head, _, rest = dotted.partition(".")
-        found = self.lookup(head, scope)
-        if not found or found == _STD:
-            return ""
-        return f"{found}.{rest}" if rest else found
-
-    def member(self, cls: str, name: str) -> tuple[str, bool]:
-        """A class's member by name, through its base classes: (its qualified name, whether
-        this file defines it). A class of another file: its name and the member's; one of
-        this file that does not define it: the member of its first base class of another
-        file, if any (inherited)."""
-        seen: set[str] = set()
-        todo = [cls]
-        outside = ""
-        while todo:
-            current = todo.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            klass = self.classes.get(current)
-            if klass is None:
-                outside = outside or current
-                continue
-            found = klass.members.get(name)
-            if found:
-                return found, True
-            parent = klass.parent or self.scopes[0]
-            for base in klass.bases:
-                head, _, rest = base.partition(".")
-                resolved = self.lookup(head, parent) if head else None
-                if resolved and resolved != _STD:
-                    todo.append(f"{resolved}.{rest}" if rest else resolved)
-        return f"{outside or cls}.{name}", False
 
     def walk(self, root: ast.AST, kind: str, scope: _Scope) -> None:
         """Every use in one expression of a scope, walked once with an explicit stack (the
@@ -531,7 +383,7 @@ class _Extractor:
                 if type(node.ctx) is Load:  # type: ignore[attr-defined]
                     name = node.id  # type: ignore[attr-defined]
                     found = lookup(name, scope)
-                    if found and found != _STD:
+                    if found and found != STD:
                         line = node.lineno  # type: ignore[attr-defined]
                         first = self.pos(line, node.col_offset)  # type: ignore[attr-defined]
                         add(Ref(name, found, use or "use", first, line, index,
@@ -577,7 +429,7 @@ class _Extractor:
         if t is ast.Name:
             name = node.id  # type: ignore[attr-defined]
             found = self.lookup(name, scope)
-            if found is None or found == _STD or (
+            if found is None or found == STD or (
                     not found and kind not in ("call", "decorator", "inherit")):
                 return None
             line = node.lineno  # type: ignore[attr-defined]
@@ -600,7 +452,7 @@ class _Extractor:
         if type(base) is ast.Name:
             head = base.id  # type: ignore[attr-defined]
             found = self.lookup(head, scope)
-            if found == _STD:
+            if found == STD:
                 return None
             if found is None:
                 found = self.local_type(head, scope)
@@ -641,136 +493,6 @@ class _Extractor:
         last = self.pos(end_line, at.end_col_offset or 0)  # type: ignore[attr-defined]
         self.refs.append(Ref(name, target, kind, last - len(name), end_line, scope.index,
                              self.alias_at.get(at, "")))
-
-    def value_type(self, node: ast.AST, scope: _Scope) -> str:
-        """What the members of a value are members of, as a qualified name ('' unknown):
-        `Foo()` and a local `x = Foo()` or `x: Foo` give `pkg.Foo`, `self.a.b` gives
-        `pkg.Cls.a.b`, `make()` gives `pkg.make.()`, `super()` the class's first base."""
-        t = type(node)
-        if t is ast.Name:
-            found = self.lookup(node.id, scope)  # type: ignore[attr-defined]
-            if found is None:
-                return self.local_type(node.id, scope)  # type: ignore[attr-defined]
-            return "" if found == _STD else found
-        if t is ast.Attribute:
-            base = self.value_type(node.value, scope)  # type: ignore[attr-defined]
-            found = self.member(base, node.attr)[0] if base else ""  # type: ignore
-            return "" if self.standard(found) else found
-        if t is ast.IfExp:
-            body = self.value_type(node.body, scope)  # type: ignore[attr-defined]
-            orelse = node.orelse  # type: ignore[attr-defined]
-            return body if (type(orelse) is ast.Constant and orelse.value is None) or \
-                body == self.value_type(orelse, scope) else ""
-        if t is not ast.Call:
-            return ""
-        func = node.func  # type: ignore[attr-defined]
-        if type(func) is ast.Name and func.id == "super" and \
-                self.lookup("super", scope) is None:
-            return self.super_of(scope)
-        called = self.value_type(func, scope)
-        if not called:
-            return ""
-        return called if self.is_class(called) else f"{called}.{RESULT}"
-
-    def standard(self, member: str) -> bool:
-        """Whether a member of this file is declared of a builtin or standard library type
-        (`items: list`, a property `-> str`): its own members are never recorded."""
-        declared = self.declared.get(member)
-        if declared is None:
-            return False
-        node, scope = declared
-        head = _dotted(node).partition(".")[0] if type(node) is not ast.Constant else \
-            str(node.value)  # type: ignore[attr-defined]
-        if not head:
-            return False
-        found = self.lookup(head, scope)
-        return found == _STD or (found is None and head in _BUILTINS)
-
-    def is_class(self, qualified: str) -> bool:
-        """Whether a called name makes an instance of itself: a class of this file, else a
-        name written as classes are (`Foo`, `_Foo`)."""
-        return qualified in self.classes or \
-            qualified.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()
-
-    def super_of(self, scope: _Scope) -> str:
-        """The first base class of the class whose method `scope` is."""
-        s: _Scope | None = scope
-        while s is not None and s.cls is None:
-            s = s.parent
-        cls = s.cls if s is not None else None
-        if cls is None or not cls.bases or not cls.bases[0]:
-            return ""
-        head, _, rest = cls.bases[0].partition(".")
-        found = self.lookup(head, cls.parent or self.scopes[0])
-        if not found or found == _STD:
-            return ""
-        return f"{found}.{rest}" if rest else found
-
-    def local_type(self, name: str, scope: _Scope) -> str:
-        """The type of a function's local or parameter: its annotation, else what it was
-        assigned (typed on first use, once; a value defined through itself is not typed)."""
-        s: _Scope | None = scope
-        while s is not None and s.kind == "function":
-            declared = s.annotations.get(name)
-            found = self.class_of(declared, s) if declared is not None else ""
-            if found:
-                return found
-            if name in s.types:
-                assigned = s.types[name]
-                if isinstance(assigned, str):
-                    return assigned
-                for value in assigned:  # the last; in `x = x.y()`, x is the one before
-                    s.types[name] = found
-                    found = self.value_type(value, s)
-                s.types[name] = found
-                return found
-            if name in s.locals:
-                return ""
-            s = s.parent
-        return ""
-
-
-def _type_node(node: ast.AST) -> ast.AST | None:
-    """The part of an annotation that names the class of its value: `Foo` of `Foo`,
-    `mod.Foo`, `Optional[Foo]`, `Foo | None`, `Final[Foo]`, `"Foo"`; `List` of `List[Foo]`
-    (a generic's own class); None where it names no one class (`A | B`)."""
-    for _ in range(8):
-        t = type(node)
-        if t is ast.Name or t is ast.Attribute:
-            return node
-        if t is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            return node if isinstance(value, str) and value.isidentifier() else None
-        if t is ast.Subscript:
-            if _dotted(node.value).rsplit(".", 1)[-1] not in _WRAPPERS:  # type: ignore
-                return node.value  # type: ignore[attr-defined]
-            node = node.slice  # type: ignore[attr-defined]
-            if type(node) is ast.Tuple:  # Annotated[T, ...]
-                node = node.elts[0] if node.elts else node  # type: ignore[attr-defined]
-            continue
-        if t is ast.BinOp and type(node.op) is ast.BitOr:  # type: ignore[attr-defined]
-            left, right = node.left, node.right  # type: ignore[attr-defined]
-            if type(right) is ast.Constant and right.value is None:
-                node = left
-            elif type(left) is ast.Constant and left.value is None:
-                node = right
-            else:
-                return None
-            continue
-        return None
-    return None
-
-
-def _dotted(node: ast.AST) -> str:
-    """`a.b.c` as text; '' for anything else."""
-    parts = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
-    if type(node) is not ast.Name:
-        return ""
-    parts.append(node.id)  # type: ignore[attr-defined]
-    return ".".join(reversed(parts))
 
 
 def python_symbols(text: str, module: str, package: bool = False,
