@@ -35,10 +35,15 @@ def _show(listing: Any, as_json: bool) -> None:
         err(listing.shown)
 
 
-def _read(what: str) -> Callable[..., None]:
+NameArgument = typer.Argument(..., help="The name: `LLM`, `LLM.generate`, "
+                              "`clap::Command::new` (a qualified name by its tail).")
+
+
+def _read(what: str, argument: Any = NameArgument) -> Callable[..., None]:
+    """A command that reads one RagDB symbol listing (`what`: definition, references, ...,
+    outline) of its argument, under the filters and the page its options give."""
     def command(
-        name: str = typer.Argument(..., help="The name: `LLM`, `LLM.generate`, "
-                                   "`clap::Command::new` (a qualified name by its tail)."),
+        name: str = argument,
         path: Optional[list[str]] = PathOption,
         lang: Optional[list[str]] = LangOption,
         exclude: Optional[list[str]] = ExcludeOption,
@@ -68,25 +73,9 @@ callers_command.__doc__ = "The functions and methods that call a name, at their 
 callees_command = _read("callees")
 callees_command.__doc__ = "What a function or method calls, at the callees' definitions."
 
-
-def outline_command(
-    path_arg: str = typer.Argument(..., metavar="PATH",
-                                   help="A file (its stored path, or its tail), or a folder."),
-    path: Optional[list[str]] = PathOption,
-    lang: Optional[list[str]] = LangOption,
-    exclude: Optional[list[str]] = ExcludeOption,
-    kind: Optional[list[str]] = KindOption,
-    limit: Optional[int] = LimitOption,
-    offset: int = OffsetOption,
-    as_json: bool = JsonOption,
-    db: Optional[str] = DbOption,
-) -> None:
-    """A file's definitions in reading order: `path:line: kind qualified_name`."""
-    from ragdb.retrieve import Filters
-
-    listing = open_rag(db).outline(path_arg, filters=Filters.of(path, lang, exclude),
-                                   kinds=kind, limit=limit, offset=offset)
-    _show(listing, as_json)
+outline_command = _read("outline", typer.Argument(
+    ..., metavar="PATH", help="A file (its stored path, or its tail), or a folder."))
+outline_command.__doc__ = "A file's definitions in reading order: `path:line: kind qualified_name`."
 
 
 def map_command(
