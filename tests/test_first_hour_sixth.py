@@ -182,3 +182,32 @@ def test_a_python_file_with_one_syntax_error_is_not_called_mostly_errors(tmp_pat
     assert ("ragdb: parse fallback glom/compat.py: it does not parse as Python (a syntax "
             "error), cut as text") in done.stderr.splitlines()
     assert "mostly errors" not in done.stderr and "1 parse fallbacks" in done.stdout
+
+
+def test_mcp_started_in_a_folder_above_the_project_re_indexes_it(tmp_path: Path) -> None:
+    """serving.md: an agent starts `ragdb mcp --db /abs/.../rag.db` in a folder of its own
+    choosing and the server works from the folder the index was built from. Started in `/`
+    (as Claude Desktop starts servers) or the home folder, both of which hold rag.db, it took
+    itself for a copy of the project there, and the `index` tool was refused: "this index was
+    built from ..., run `ragdb index` from ...". A real copy still indexes where it lies
+    (test_first_hour's sibling test)."""
+    project = write_corpus(tmp_path / "work" / "chi", CHI_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    (project / "middleware" / "throttle.go").unlink()
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "index", "arguments": {}}}]
+    done = subprocess.run(
+        [sys.executable, "-m", "ragdb", "mcp", "--db",
+         str(project / "data" / "processed" / "rag.db")], cwd=tmp_path,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    indexed = replies[2]["result"]
+    assert indexed["isError"] is False, indexed
+    assert indexed["structuredContent"]["files_removed"] == 1, indexed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]

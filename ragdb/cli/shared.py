@@ -89,8 +89,13 @@ def from_project_folder(where: Location, paths: Sequence[Path] = (), *,
     below = here.startswith(top_real.rstrip(os.sep) + os.sep)
     if here == top_real or not (below or (anywhere and os.path.isdir(top_real))):
         return where, list(paths)
-    if not below and os.path.realpath(where).startswith(here.rstrip(os.sep) + os.sep):
-        return where, list(paths)  # a copy of the project with its rag.db: it works here
+    inside_here = here.rstrip(os.sep) + os.sep
+    if (not below and os.path.realpath(where).startswith(inside_here)
+            and not top_real.startswith(inside_here)):
+        # A copy of the project with its rag.db: it works here. Not a folder above the
+        # project itself (`/`, where Claude Desktop starts `ragdb mcp`; the home folder), which
+        # holds rag.db too: the index tool ran there and was refused.
+        return where, list(paths)
     absolute = [Path(os.path.abspath(p)) for p in paths]
     where = Path(os.path.abspath(where))
     os.chdir(top)
