@@ -58,7 +58,7 @@ from ragdb.indexing import (
     MAX_CHUNK_SIZE, IndexStats, check_chunk_size, check_working_folder, update_index,
 )
 from ragdb.input_rules import (
-    MAX_K, check_dataset_questions, check_k, check_path, check_question,
+    MAX_K, check_dataset_questions, check_k, check_path, check_question, one_line,
 )
 from ragdb.rerank import RerankParams, Reranking, reranking_spec
 from ragdb.resources import sql
@@ -75,6 +75,7 @@ from ragdb.retrieve import (
 )
 from ragdb.run_lock import index_lock, index_running
 from ragdb.source_files import SourceFiles
+from ragdb.tokenize import nothing_to_search
 
 if TYPE_CHECKING:  # annotations only: a no-op index run never loads pydantic
     from ragdb.navigate import Listing
@@ -465,6 +466,20 @@ class RagDB:
         top = get_setting(self.conn, Setting.BASE_DIR) or ""
         return Filters.of([stored_glob(g, top) for g in filters.paths], list(filters.langs),
                           [stored_glob(g, top) for g in filters.excludes])
+
+    def why_nothing_found(self, question: str, filters: Filters = NO_FILTERS) -> str | None:
+        """Why a search found nothing, where the question or its filters tell, in one clause
+        every door shows beside its empty result ("no sources found: ..."): words of one
+        letter only (tokenize.nothing_to_search), a path filter that names no indexed file.
+        None where the words were searched and matched nothing."""
+        why = nothing_to_search(question)
+        if why:
+            return why
+        unmatched = self.unmatched_paths(filters)
+        if not unmatched:
+            return None
+        return (", ".join(f"path {one_line(glob)!r}" for glob in unmatched)
+                + (" matches" if len(unmatched) == 1 else " match") + " no indexed file")
 
     def unmatched_paths(self, filters: Filters) -> list[str]:
         """The --path globs that match no indexed file (a typo, a folder never indexed), as

@@ -211,13 +211,16 @@ def build_server(db: Path | str, *, model: str | None = None) -> MCPServer:
         k = _k(k)
 
         def run() -> SearchResult:
-            hits = rag.search(query, k, mode, Filters.of(path, lang, exclude))
+            filters = Filters.of(path, lang, exclude)
+            hits = rag.search(query, k, mode, filters)
             warning = rag.mode_warning(mode)
             rerank = rag.last_rerank or {}
+            why = None if hits else rag.why_nothing_found(query, filters)
             return SearchResult(query=query, k=k, mode=Mode(mode).value,
                                 generation=rag.generation, sources=_sources(hits),
                                 warnings=([warning] if warning else [])
-                                + rerank.get("rerank_notes", []),
+                                + rerank.get("rerank_notes", [])
+                                + ([f"no sources found: {why}"] if why else []),
                                 reranker=rerank.get("reranker"),
                                 timings={"rerank_ms": rerank["rerank_ms"]} if rerank else {})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,7 +31,7 @@ from ragdb.generate.style import Style
 from ragdb.input_rules import MAX_K, check_k, check_question, one_line
 from ragdb.jsonfiles import check_writable, write_json_atomic
 from ragdb.retrieve import Mode
-from ragdb.tokenize import analyse_terms, nothing_to_search, query_terms
+from ragdb.tokenize import analyse_terms, query_terms
 
 
 def search_command(
@@ -69,7 +68,7 @@ def search_command(
         typer.echo(json.dumps([_source(h, with_text, terms) for h in hits], indent=2))
         return
     if not hits:
-        why = nothing_to_search(question) or _paths_unmatched(rag, path)
+        why = rag.why_nothing_found(question, Filters.of(path, lang, exclude))
         typer.echo("no sources found" + (f": {why}" if why else ""), err=True)
         return
     terms = query_terms(question)
@@ -82,17 +81,6 @@ def search_command(
                        f"file{'s' if len(hit.duplicates) > 1 else ''}: "
                        + ", ".join(one_line(p) for p in hit.duplicates[:3])
                        + (", ..." if len(hit.duplicates) > 3 else ""))
-
-
-def _paths_unmatched(rag: Any, paths: Optional[Sequence[str]]) -> str | None:
-    """Why a search with --path found nothing when a --path names no indexed file."""
-    from ragdb.retrieve import Filters
-
-    unmatched = rag.unmatched_paths(Filters.of(list(paths or ())))
-    if not unmatched:
-        return None
-    return (", ".join(f"--path {one_line(p)!r}" for p in unmatched)
-            + (" matches" if len(unmatched) == 1 else " match") + " no indexed file")
 
 
 #: Lines of a chunk `ragdb search` shows under its path, and the characters kept of each.
@@ -244,7 +232,7 @@ class _OneAnswer:
             typer.echo(json.dumps(shown) if batch else json.dumps(shown, indent=2))
         elif not answer.hits:
             typer.echo(answer.text)
-            why = nothing_to_search(question) or _paths_unmatched(self.rag, self.filters.paths)
+            why = self.rag.why_nothing_found(question, self.filters)
             if why:
                 err(why)
         else:
