@@ -52,16 +52,18 @@ _ENV_TEMPLATE = re.compile(rf"(?:.*\.)?env\.(?:{_TEMPLATE_SUFFIXES})")
 #: Files that hold credentials by convention (.env, private keys): never indexed unless an
 #: --include names them, so a served rag.db cannot leak them (templates like .env.example stay).
 #: Also the stores of git, npm and Docker logins, htpasswd files, OAuth client and service
-#: credentials, Terraform state (which holds every secret of what it built in plain text),
+#: credentials, Terraform state (which holds every secret of what it built in plain text) and
+#: variable files (`terraform.tfvars`, `prod.auto.tfvars`: a deployment's values, passwords
+#: included, which Terraform's own .gitignore keeps out of git; `*.tfvars.example` stays),
 #: WordPress's and Rails' deployed configs, the MySQL and s3cmd logins, and shell and REPL
 #: histories (`export TOKEN=...`, `mysql -phunter2`, `psql postgres://me:pw@...` as typed).
 _SECRETS = re.compile(rf"\.env(?:rc|\.(?!(?:{_TEMPLATE_SUFFIXES})$)[\w.-]+)?|\.netrc"
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?"
                       r"|.+\.(?:pem|key|p12|pfx|keystore|jks|env)|\.git-credentials|\.npmrc"
                       r"|\.dockercfg|\.htpasswd|credentials\.json|client_secret[\w.-]*\.json"
-                      r"|.+\.tfstate(?:\.backup)?|wp-config\.php|secrets\.yml|\.my\.cnf|\.s3cfg"
-                      r"|\.histfile|\.(?:bash|zsh|sh|python|psql|mysql|sqlite|node_repl|rediscli"
-                      r"|irb|pry)_history")
+                      r"|.+\.tfstate(?:\.backup)?|.+\.tfvars(?:\.json)?|wp-config\.php|secrets\.yml"
+                      r"|\.my\.cnf|\.s3cfg|\.histfile|\.(?:bash|zsh|sh|python|psql|mysql|sqlite"
+                      r"|node_repl|rediscli|irb|pry)_history")
 #: A private key with its base64 body (PEM: PKCS#1/#8, EC, DSA, OpenSSH, encrypted PKCS#8;
 #: an armored PGP secret key), as a key file or a JSON credential's "private_key" string holds
 #: it (lines broken by `\n` escapes there): its optional headers (Proc-Type, DEK-Info,
@@ -122,6 +124,85 @@ _SAMPLE_HOST = re.compile(r"(?i:localhost|127(?:\.\d+){3}|0\.0\.0\.0"
                           r"|(?:[\w-]+\.)*example(?:\.(?:com|org|net))?)")
 _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
+#: A config file's key that names a credential, in any case (YAML, INI, TOML, a .properties,
+#: JSON): `password:`, `db_password =`, `aws_secret_access_key =`, `apiKey:`, `"token":`,
+#: `client_secret:`; its name ends in the word (`password_file:`, `token_url:`, `secretName:`
+#: name a place, not a credential). Then its value, quoted or bare (a YAML value keeps a `#`
+#: inside it: `password: Xk9#mQ2vLp`).
+_CONFIG_SECRET = re.compile(
+    r"(?:^[ \t]*(?:-[ \t]+)?[\"']?|[{,][ \t]*[\"'])(?P<name>[\w.-]*?(?i:password|passwd"
+    r"|secret|token|api[_.-]?key|access[_.-]?key|private[_.-]?key))[\"']?[ \t]*"
+    r"(?:=(?![=~>])|:(?!:))[ \t]*"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s,;]*))", re.M)
+#: What a file must hold, in lower case, for _CONFIG_SECRET to be looked for.
+_CREDENTIAL_WORDS = ("passw", "secret", "token", *(f"{kind}{sep}key" for kind in (
+    "api", "access", "private") for sep in ("", "_", "-", ".")))
+#: Python that sets Django's or Flask's SECRET_KEY to a literal: `SECRET_KEY = '...'` (a
+#: settings.py, a config class), `app.config['SECRET_KEY'] = '...'`, `'SECRET_KEY': '...'`,
+#: `SECRET_KEY='...'` as an argument, `app.secret_key = '...'`.
+_PY_SECRET_KEY = re.compile(
+    r"(?:(?:^|[(,])[ \t]*(?:[\w.]+\[[\"']SECRET_KEY[\"']\]|SECRET_KEY|[\w.]+\.secret_key)"
+    r"(?:[ \t]*:[ \t]*\w+)?[ \t]*=(?!=)|[\"']SECRET_KEY[\"'][ \t]*:)[ \t]*"
+    r"[rbuRBU]?(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)')", re.M)
+#: A value that is not itself a credential: a reference (`${DB_PASSWORD}`, `%(pw)s`,
+#: `{{ vault_pw }}`, `<your-password>`, a YAML alias or tag such as `!vault` or Home
+#: Assistant's `!secret db_password`, sops' `ENC[...]`, an `arn:`, `vault:` or `op://` path, a
+#: file path, a URL: _URL_PASSWORD reads those), or a variable's name (`DB_PASSWORD`).
+_REFERENCE = re.compile(r"[$%<{\[*&!@(/~.|>]|ENC\[|(?i:arn|vault|env|file|ssm|op|secret)[:/]"
+                        r"|.*://|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+#: Words that mark a value as a sample wherever they stand in it (`django-insecure-...`,
+#: `my-example-token1`, `sk_test_...`, `changeme123`, `your_key_here`, `xxxx`, `****`).
+_SAMPLE_WORD = re.compile(r"(?i:example|sample|dummy|fake|placeholder|insecure|change_?me"
+                          r"|change-me|your|test|redacted|xxx|\*\*\*|\.\.\.|\u2026)")
+
+
+def _real_looking(name: str, value: str) -> bool:
+    """Whether a config value or a SECRET_KEY literal looks like a credential rather than a
+    sample: 8 characters or more without a space, letters and digits both (a generated key, a
+    password such as `Xk9#mQ2vLp`; `mypassword`, `supersecret`, `dev`, `development key` are
+    what samples show), not a reference or a variable's name (_REFERENCE), no sample word in
+    it (_SAMPLE_WORD), and none of the name's own words (`password: password1`)."""
+    if len(value) < 8 or any(c.isspace() for c in value):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    if _REFERENCE.match(value) or _SAMPLE_WORD.search(value):
+        return False
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
+    lowered = value.lower()
+    return not any(len(word) >= 4 and word in lowered for word in words.split("_"))
+
+
+#: A file named as a sample or a template to copy (`database.yml.example`,
+#: `config.sample.toml`, `settings_template.ini`, `app.dist.yml`): its values are samples.
+_SAMPLE_NAME = re.compile(r"(?i:(?:^|[._-])(?:example|sample|template|dist|tmpl|tpl)s?"
+                          r"(?:[._-]|$))")
+
+
+def holds_config_secret(text: str) -> bool:
+    """Whether a config file (YAML, INI, TOML, a .properties, JSON) sets a key that names a
+    credential to a real-looking literal (_CONFIG_SECRET, _real_looking): `password:
+    Xk9#mQ2vLp` in config/database.yml, `db_password = "s3cr3tValue9"` in app.ini; not
+    `password: changeme`, `${DB_PASSWORD}`, `<your-password>` or `""`."""
+    lowered = text.lower()
+    if not any(word in lowered for word in _CREDENTIAL_WORDS):
+        return False
+    for m in _CONFIG_SECRET.finditer(text):
+        value = m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["bare"]
+        if _real_looking(m["name"], value):
+            return True
+    return False
+
+
+def holds_python_secret_key(text: str) -> bool:
+    """Whether Python code sets SECRET_KEY (Django's settings.py, a Flask config) to a
+    real-looking literal (_real_looking): it signs the sessions and tokens of the deployment
+    it came from. Django's template value (`django-insecure-...`), one read from the
+    environment, and samples such as `'dev'` or `'development key'` are not."""
+    if "SECRET_KEY" not in text and ".secret_key" not in text:
+        return False
+    return any(_real_looking("secret_key", m["dq"] if m["dq"] is not None else m["sq"])
+               for m in _PY_SECRET_KEY.finditer(text))
 
 
 def holds_token(text: str, template: bool = False) -> bool:
@@ -203,23 +284,33 @@ def secret_name(name: str) -> bool:
 def secret_by_content(path: Path, text: str) -> bool:
     """Whether a file whose name tells nothing (`deploy_key`, `key.txt`, a service account's
     `project-1234.json`, a `config.txt` with an AWS key, a hard link to a .env, a notebook
-    whose output printed a token) is a secret by what it holds: a private key block or a
-    credential (holds_token) in a file that is not code or a docs page (_SAMPLE_KINDS), where
-    one is a sample. A symlink is judged by its target's name too (`notes.md -> deploy_key`
-    is the key file)."""
+    whose output printed a token, a config/database.yml with its password) is a secret by
+    what it holds: a private key block or a credential (holds_token, holds_config_secret) in
+    a file that is not code or a docs page (_SAMPLE_KINDS), where one is a sample. The one
+    exception in code: Python that sets SECRET_KEY to a real-looking literal (a deployment's
+    Django settings.py, as wp-config.php is WordPress's: holds_python_secret_key). A config
+    file named as a sample (`database.yml.example`, `config.sample.toml`) keeps its values.
+    A symlink is judged by its target's name too (`notes.md -> deploy_key` is the key file)."""
     names = [path.name]
     if os.path.islink(path):
         names.append(os.path.basename(os.path.realpath(path)))
-    if all(file_language(name, text) in _SAMPLE_KINDS for name in names):
+    kinds = [file_language(name, text) for name in names]
+    if "python" in kinds and holds_python_secret_key(text):
+        return True
+    if all(kind in _SAMPLE_KINDS for kind in kinds):
         return False  # code and docs (most of a repository) are not read for one
     template = all(_ENV_TEMPLATE.fullmatch(name) for name in names)
-    return holds_private_key(text) or holds_token(text, template)
+    if holds_private_key(text) or holds_token(text, template):
+        return True
+    return (not all(_SAMPLE_NAME.search(name) for name in names)
+            and holds_config_secret(text))
 
 
 def read_for_secrets(name: str) -> bool:
     """Whether secret_by_content reads a file of this name for a credential (code and docs
-    pages keep theirs as samples; a file whose language its #! line tells is read)."""
-    return file_language(name, "") not in _SAMPLE_KINDS
+    pages keep theirs as samples, but Python is read for its SECRET_KEY; a file whose
+    language its #! line tells is read)."""
+    return file_language(name, "") not in _SAMPLE_KINDS - {"python"}
 
 
 #: Reasons a file is left out by its name alone (counted, not named one by one).

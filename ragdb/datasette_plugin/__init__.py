@@ -13,11 +13,13 @@ import json
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+import click
 from datasette import Response, hookimpl
 from datasette.utils import add_cors_headers
 from datasette.utils.asgi import Base400
 from datasette.views.base import DatasetteError
 from markupsafe import Markup
+
 
 from ragdb.datasette_plugin.api import ROUTES
 from ragdb.datasette_plugin.metadata import (
@@ -37,6 +39,7 @@ from ragdb.datasette_plugin.service import (
     service_for,
 )
 from ragdb.datasette_plugin.vec import datasette_vec_path
+from ragdb.errors import RagdbError
 
 
 @hookimpl
@@ -72,8 +75,17 @@ def prepare_connection(conn: Any) -> None:
 
 @hookimpl
 def startup(datasette: Any) -> Callable[[], Awaitable[None]]:
+    """Choose ragdb's database, and refuse to start on an index that holds files today's
+    rules leave out as secrets (a plain `datasette rag.db` as `ragdb serve`): one line,
+    `Error: ... nothing was served`, and exit status 1 (a click error, which the `datasette`
+    command prints as such)."""
     async def inner() -> None:
-        await service_for(datasette).setup()
+        service = service_for(datasette)
+        await service.setup()
+        try:
+            await service.refuse_held_secrets()
+        except RagdbError as exc:
+            raise click.ClickException(str(exc)) from None
     return inner
 
 

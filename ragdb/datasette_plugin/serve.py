@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ragdb.datasette_plugin.service import PLUGIN, PluginConfig, service_for
+from ragdb.datasette_plugin.service import PLUGIN, PluginConfig, mark_checked, service_for
 from ragdb import worker
 from ragdb.db import Location, forbid_in_this_process, location, needs_immutable, shown
 from ragdb.errors import MissingIndexError, RagdbError
@@ -186,6 +186,7 @@ def serve(db_path: Location, *, host: str = "127.0.0.1", port: int = 8001,
                              initializer=worker.die_with_parent,
                              initargs=(os.getpid(),)) as pool:
         pool.submit(worker.check, str(db_path)).result()
+    mark_checked(db_path)  # the plugin's startup need not check it again
     if isinstance(db_path, Path):
         forbid_in_this_process(db_path)
     if not 1 <= port <= 65535:

@@ -230,6 +230,29 @@ class RagdbService:
             self.db_name = chosen.name
             await self.refresh_tables()
 
+    async def refuse_held_secrets(self) -> None:
+        """Refuse to serve an index that holds files today's rules leave out as secrets (an
+        older ragdb indexed them: worker.check, as `ragdb serve` and `ragdb mcp` refuse it),
+        for a plain `datasette rag.db` too: Datasette would serve every row. Checked in a
+        worker process (this one reads rag.db through Datasette's SQLite only), once per
+        index and process (`ragdb serve` checks before Datasette starts: mark_checked). A
+        database that is no index (another application's, a missing file) is left to the
+        routes, which answer 503 for it. RagdbError: the one-line refusal."""
+        target = self.db_path
+        if target is None or _checked_key(target) in _CHECKED:
+            return
+        if isinstance(target, Path) and not target.is_file():
+            return
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=worker.die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
+            try:
+                await asyncio.get_running_loop().run_in_executor(pool, worker.check,
+                                                                 str(target))
+            except MissingIndexError:
+                return
+        mark_checked(target)
+
     async def refresh_tables(self) -> None:
         db = self.datasette.get_database(self.db_name)
         names = await db.table_names()
@@ -428,6 +451,20 @@ class RagdbService:
 
 
 _SERVICES: "weakref.WeakKeyDictionary[Any, RagdbService]" = weakref.WeakKeyDictionary()
+
+
+#: The indexes this process checked for held secrets (RagdbService.refuse_held_secrets).
+_CHECKED: set[str] = set()
+
+
+def _checked_key(db: Location) -> str:
+    return str(db.resolve()) if isinstance(db, Path) else db
+
+
+def mark_checked(db: Location) -> None:
+    """`db` holds no file today's rules leave out as secrets (worker.check said so): a
+    Datasette started on it in this process does not check it again."""
+    _CHECKED.add(_checked_key(db))
 
 
 def service_for(datasette: Any) -> RagdbService:

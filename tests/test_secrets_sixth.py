@@ -1,0 +1,150 @@
+"""The secret rules' sixth round (the review's leftovers): a config file's lower-case key set
+to a real-looking credential (YAML, INI, TOML, a .properties, JSON), Terraform's variable
+files by name, a Python SECRET_KEY literal (a deployment's Django settings.py), and a plain
+`datasette rag.db` that served an older index's secrets. Samples stay indexed. Real things:
+the CLI and Datasette as subprocesses, their rag.db."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+from tests.conftest import (
+    free_port,
+    index_leaving_out_secrets,
+    models_dir_without_writer,
+    one_line_error,
+    run_cli,
+    wait_until_serving,
+)
+
+#: Config files as repositories ship them, their credentials samples: indexed.
+CONFIG_SAMPLES = {
+    "config/sample.yml": "development:\n  adapter: postgresql\n  password: changeme\n",
+    "config/ref.yml": "db:\n  password: ${DB_PASSWORD}\n  token: <your-token>\n"
+                      "  api_key: \"\"\n  secret: true\n  password_file: /run/secrets/db1\n",
+    "config/ansible.yml": "db_password: \"{{ vault_db_password }}\"\n"
+                          "api_token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n",
+    "config/database.yml.example": "production:\n  password: Xk9#mQ2vLp\n",
+    ".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - uses: codecov/codecov-"
+                                "action@v4\n        with:\n          token: ${{ secrets.CODECOV"
+                                "_TOKEN }}\n",
+    "model/tokenizer_config.json": "{\"eos_token\": \"</s>\", \"pad_token\": \"[PAD]\","
+                                   " \"model_max_length\": 4096}\n",
+    "setup.cfg": "[db]\npassword = password123\nsecret_key = dev-secret-key-1\n",
+    "app.toml": "[auth]\napi_key = \"your-api-key-here\"\ntoken = \"xxxxxxxx1234\"\n",
+    "docs/setup.md": "# Setup\n\nIn config/database.yml:\n\n    password: Xk9#mQ2vLp\n",
+    "infra/terraform.tfvars.example": "db_password = \"s3cr3tValue9\"\nregion = \"eu-west-1\"\n",
+}
+
+#: The same forms with a real-looking value, and Terraform's variable files: left out.
+CONFIG_SECRETS = {
+    "config/database.yml": "production:\n  adapter: postgresql\n  database: app\n"
+                           "  username: app\n  password: Xk9#mQ2vLp\n",
+    "config/app.ini": "[database]\nhost = db.internal\ndb_password = \"s3cr3tValue9\"\n",
+    "settings.toml": "[oauth]\nclient_id = \"web\"\nclient_secret = \"9f8e7d6c5b4a3f2e1d0c\"\n",
+    "src/main/resources/application.properties": "spring.datasource.username=app\n"
+                                                 "spring.datasource.password=Pr0dDb!2024x\n",
+    "config/appsettings.json": "{\"Smtp\": {\"Host\": \"mail\", \"apiKey\": \"k7Q2m9X4p1Z8\"}}\n",
+    "infra/terraform.tfvars": "region = \"eu-west-1\"\n",
+    "infra/prod.auto.tfvars": "db_password = \"s3cr3tValue9\"\n",
+    "infra/vars.tfvars.json": "{\"region\": \"eu-west-1\"}\n",
+}
+
+
+def test_config_credentials_are_left_out_samples_are_not(tmp_path: Path) -> None:
+    """`password: Xk9#mQ2vLp` in config/database.yml and `db_password = "s3cr3tValue9"` in an
+    INI were indexed and served (the .env line rule reads upper-case names only); a
+    `.tfvars` was read as text. The samples beside them stay indexed."""
+    db = index_leaving_out_secrets(tmp_path, {**CONFIG_SAMPLES, **CONFIG_SECRETS},
+                                   CONFIG_SAMPLES, len(CONFIG_SECRETS), "--hidden")
+    for value in ("Xk9", "s3cr3tValue9", "9f8e7d6c5b4a3f2e1d0c"):
+        found = run_cli("search", value, "--db", str(db), "--k", "10", cwd=tmp_path)
+        assert found.returncode == 0, found.stderr
+        assert not any(f"proj/{path}:" in found.stdout for path in CONFIG_SECRETS), found.stdout
+
+
+#: Python that sets SECRET_KEY: only a real-looking literal leaves the file out.
+DJANGO_KEY = "q8#v!x2@m4z7k1^p0w3e6r9t5y8u2i4o7l1j3h6g9f2d5s8a0"
+SETTINGS_SAMPLES = {
+    "template/settings.py": f"SECRET_KEY = 'django-insecure-{DJANGO_KEY}'\nDEBUG = True\n",
+    "envsite/settings.py": "import os\n\nSECRET_KEY = os.environ['DJANGO_SECRET_KEY']\n",
+    "flaskr/__init__.py": "def create_app():\n    app.config.from_mapping(SECRET_KEY='dev')\n",
+    "tests/settings.py": "SECRET_KEY = 'django_tests_secret_key'\n",
+    "flaskr/config.py": "class Config:\n    SECRET_KEY = 'development key'\n",
+    "tests/test_signing.py": "def test_sign():\n    secret_key = 'k7Q2m9X4p1Z8abcd'\n"
+                             "    assert sign(b'x', secret_key)\n",
+}
+SETTINGS_SECRETS = {
+    "mysite/settings.py": f"INSTALLED_APPS = ['blog']\n\nSECRET_KEY = '{DJANGO_KEY}'\n"
+                          "DEBUG = False\n",
+    "web/app.py": "app = Flask(__name__)\napp.config['SECRET_KEY'] = "
+                  "'a8f5f167f44f4964e6c998dee827110c'\n",
+    "shop/__init__.py": "def create_app():\n    app = Flask(__name__)\n"
+                        "    app.config.from_mapping(SECRET_KEY='Zx81vQ0pLm27Rt5c')\n",
+}
+
+
+def test_a_real_django_secret_key_leaves_its_settings_out(tmp_path: Path) -> None:
+    """A deployment's settings.py with its SECRET_KEY (it signs every session) was indexed:
+    code keeps its keys as samples. It is left out as WordPress's wp-config.php is, and named
+    on stderr; Django's template value (`django-insecure-...`), a key read from the
+    environment and the test and tutorial samples stay."""
+    tmp = tmp_path
+    index_leaving_out_secrets(tmp, {**SETTINGS_SAMPLES, **SETTINGS_SECRETS}, SETTINGS_SAMPLES,
+                              len(SETTINGS_SECRETS))
+    again = run_cli("index", "proj", "--no-vectors", "--verbose", cwd=tmp)
+    assert "skipped proj/mysite/settings.py: may hold secrets" in again.stderr, again.stderr
+
+
+def _older_index(tmp_path: Path) -> Path:
+    """An index an older ragdb built: the files today's rules leave out indexed (as an
+    --include let them in, that --include then dropped from the recorded root)."""
+    files = {"README.md": "# Shop\n\nThe shop's web app.\n",
+             "config/database.yml": CONFIG_SECRETS["config/database.yml"],
+             "mysite/settings.py": SETTINGS_SECRETS["mysite/settings.py"]}
+    for rel, text in files.items():
+        (tmp_path / "proj" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "proj" / rel).write_text(text)
+    done = run_cli("index", "proj", "--no-vectors", "--include", "database.yml",
+                   "--include", "settings.py", cwd=tmp_path)
+    assert done.returncode == 0 and "3 indexed" in done.stdout, done.stdout + done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE roots SET options = json_set(options, '$.include', json('[]'))")
+    return db
+
+
+def test_plain_datasette_refuses_an_older_indexs_secrets(tmp_path: Path) -> None:
+    """`datasette rag.db` (ragdb's plugin loaded by its entry point, not `ragdb serve`)
+    served every row of an index an older ragdb built, secrets included: `ragdb serve`,
+    `ragdb mcp` and `ragdb copy` refused it, Datasette did not. Its start is refused in one
+    line now; after `ragdb index` (which removes them) it serves."""
+    db = _older_index(tmp_path)
+    env = {**os.environ, "RAGDB_MODELS_DIR": str(models_dir_without_writer())}
+    port = free_port()
+    command = [sys.executable, "-m", "datasette", "serve", str(db), "--port", str(port)]
+    refused = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=60)
+    line = one_line_error(refused)
+    assert "holds 2 files that may hold secrets" in line and "nothing was served" in line, line
+    assert "proj/config/database.yml" in line and "proj/mysite/settings.py" in line, line
+
+    served = run_cli("serve", "--db", str(db), "--port", str(port), cwd=tmp_path)
+    assert "holds 2 files that may hold secrets" in one_line_error(served)
+
+    cleaned = run_cli("index", cwd=tmp_path)
+    assert cleaned.returncode == 0 and "2 removed" in cleaned.stdout, cleaned.stdout
+    log = tmp_path / "datasette.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_until_serving(process, f"http://127.0.0.1:{port}", log)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
