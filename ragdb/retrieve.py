@@ -49,11 +49,17 @@ class Mode(str, Enum):
 
 #: Paths (lower-cased, GLOB) that answer few questions about how the code behaves: tests,
 #: examples and release histories (SearchParams.prior). Measured: README, Performance.
-PRIOR_PATHS = (
+_PRIOR_BELOW = (
     "*/tests/*", "*/test/*", "*/__tests__/*", "*/test_*.py", "*_test.py", "*_test.go",
     "*.test.*", "*.spec.*", "*/conftest.py", "*/examples/*", "*/example/*",
     "*/changelog*", "*/changes.*", "*/changes", "*/history.*", "*/news.*", "*/news",
 )
+#: The path prior's GLOBs (SearchParams.prior_paths): each "*/x" also as "x", at the top of a
+#: path. A project indexed as README says (`ragdb index .`) stores its top-level tests as
+#: "tests/test_app.py" and its changelog as "CHANGELOG.md", which "*/tests/*" and
+#: "*/changelog*" never matched: the prior measured on the benchmark indexes (every stored path
+#: there starts with "data/", so none of their 7,294 files is matched anew) now holds there.
+PRIOR_PATHS = _PRIOR_BELOW + tuple(glob[2:] for glob in _PRIOR_BELOW if glob.startswith("*/"))
 
 
 @dataclass(frozen=True)

@@ -224,3 +224,30 @@ def test_mcp_started_in_a_folder_above_the_project_re_indexes_it(tmp_path: Path)
     assert indexed["isError"] is False, indexed
     assert indexed["structuredContent"]["files_removed"] == 1, indexed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+
+
+def test_the_path_prior_holds_for_a_project_indexed_as_dot(tmp_path: Path) -> None:
+    """The implementation-first prior (tests, examples and changelogs score x 0.3) is GLOBs
+    such as "*/tests/*": every benchmark index stores paths under "data/...", but a project
+    indexed as the README says (`ragdb index .`) stores its top-level tests as "tests/...",
+    which no pattern matched, so its tests and changelog outranked the code they exercise
+    (flask, glom: top-level tests/ and CHANGELOG.md). Here the tests and the changelog repeat
+    the question's words more often than the implementation does."""
+    mention = "mount_router mounts a sub-router under a prefix.\\n"
+    project = write_corpus(tmp_path / "app", {
+        "app/routing.py": "def mount_router(router, prefix):\n"
+                          "    \"\"\"Mount a sub-router under a prefix.\"\"\"\n"
+                          "    return {prefix: router}\n",
+        "tests/test_routing.py": "from app.routing import mount_router\n\n\n"
+                                 "def test_mount_router_prefix():\n"
+                                 "    # mount_router mounts the sub-router under the prefix\n"
+                                 "    assert mount_router('sub-router', '/prefix')\n",
+        "examples/mount.py": "from app.routing import mount_router\n\n"
+                             "# mount a sub-router under a prefix\n"
+                             "mount_router('sub-router', '/prefix')\n",
+        "CHANGELOG.md": "# Changelog\n\n## 2.0\n\n" + mention * 3})
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    done = run_cli("search", "How do I mount a sub-router under a prefix?", "--json", "--k", "4",
+                   cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert [hit["file_path"] for hit in json.loads(done.stdout)][0] == "app/routing.py"
