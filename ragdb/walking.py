@@ -173,10 +173,20 @@ def _real_looking(name: str, value: str) -> bool:
     return not any(len(word) >= 4 and word in lowered for word in words.split("_"))
 
 
-#: A file named as a sample or a template to copy (`database.yml.example`,
-#: `config.sample.toml`, `settings_template.ini`, `app.dist.yml`): its values are samples.
-_SAMPLE_NAME = re.compile(r"(?i:(?:^|[._-])(?:example|sample|template|dist|tmpl|tpl)s?"
-                          r"(?:[._-]|$))")
+#: Words that name a config file a sample or a template to copy (_sample_name).
+_SAMPLE_NAME_WORDS = frozenset("example examples sample samples template templates dist tmpl tpl"
+                               .split())
+
+
+def _sample_name(name: str) -> bool:
+    """Whether a file is named as a sample or a template to copy, its values samples:
+    `database.yml.example`, `config.sample.toml`, `settings_template.ini`, `app.dist.yml`.
+    A name that is the word alone is not (`template.yaml` is a CloudFormation stack)."""
+    stem, dot, suffix = name.lower().rpartition(".")
+    if dot and stem and suffix in _SAMPLE_NAME_WORDS:
+        return True
+    parts = re.split(r"[._-]", stem if dot and stem else name.lower())
+    return len(parts) > 1 and any(part in _SAMPLE_NAME_WORDS for part in parts)
 
 
 def holds_config_secret(text: str) -> bool:
@@ -302,7 +312,7 @@ def secret_by_content(path: Path, text: str) -> bool:
     template = all(_ENV_TEMPLATE.fullmatch(name) for name in names)
     if holds_private_key(text) or holds_token(text, template):
         return True
-    return (not all(_SAMPLE_NAME.search(name) for name in names)
+    return (not all(_sample_name(name) for name in names)
             and holds_config_secret(text))
 
 

@@ -50,6 +50,8 @@ CONFIG_SECRETS = {
     "src/main/resources/application.properties": "spring.datasource.username=app\n"
                                                  "spring.datasource.password=Pr0dDb!2024x\n",
     "config/appsettings.json": "{\"Smtp\": {\"Host\": \"mail\", \"apiKey\": \"k7Q2m9X4p1Z8\"}}\n",
+    "stack/template.yaml": "Resources:\n  Db:\n    Type: AWS::RDS::DBInstance\n    Properties:\n"
+                           "      MasterUserPassword: Zq8Rw3Xv5Ty1\n",
     "infra/terraform.tfvars": "region = \"eu-west-1\"\n",
     "infra/prod.auto.tfvars": "db_password = \"s3cr3tValue9\"\n",
     "infra/vars.tfvars.json": "{\"region\": \"eu-west-1\"}\n",
