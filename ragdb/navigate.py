@@ -182,7 +182,22 @@ def _definition_place(row: tuple[Any, ...]) -> Place:
 
 def _named(conn: Connection, name: str, filters: Filters, kinds: tuple[str, ...],
            limit: int, offset: int) -> tuple[list[tuple[Any, ...]], int]:
-    """Definitions matching a name (a qualified one by its tail): a page and the count."""
+    """Definitions matching a name (a qualified one by its tail): a page and the count.
+
+    A Rust crate's items are stored under `crate`, its root as its own code names it, while
+    its users write the crate's name (`semver::Version::parse`, `semver::parse::Error`),
+    which matched nothing: a qualified name that finds nothing is looked up again with its
+    first part read as a crate root (`crate.Version.parse`)."""
+    found = _named_as(conn, name, filters, kinds, limit, offset)
+    first, dot, rest = name.partition(".")
+    if found[1] or not dot or first == "crate":
+        return found
+    return _named_as(conn, f"crate.{rest}", filters, kinds, limit, offset)
+
+
+def _named_as(conn: Connection, name: str, filters: Filters, kinds: tuple[str, ...],
+              limit: int, offset: int) -> tuple[list[tuple[Any, ...]], int]:
+    """Definitions whose qualified name is `name` or ends with it: a page and the count."""
     params = _params(filters, kinds, limit, offset)
     params["name"] = _last(name)
     params["qualified"] = name if "." in name else None
@@ -322,6 +337,13 @@ def references(conn: Connection, name: str, filters: Filters = Filters(),
         listing.note = (f"no definition of {name} in the index"
                         + (f"; {total_loose:,} uses of the name that could not be resolved"
                            if total_loose else ""))
+    elif not total_resolved and not total_loose:  # said: an empty listing read as not found
+        rust = any(str(r[5]) == "rust" for r in defs)
+        listing.note = (f"no use of {name}"
+                        + (f" of kind {', '.join(kinds)}" if kinds else "")
+                        + " that the index records"
+                        + (" (uses inside a macro's arguments, such as assert!(...), are not "
+                           "read)" if rust else ""))
     elif total_loose:
         listing.note = (f"{total_resolved:,} uses resolve to the {count:,} "
                         f"definition{'s' if count != 1 else ''} of {name}; {total_loose:,} "

@@ -251,3 +251,46 @@ def test_the_path_prior_holds_for_a_project_indexed_as_dot(tmp_path: Path) -> No
                    cwd=project)
     assert done.returncode == 0, done.stderr
     assert [hit["file_path"] for hit in json.loads(done.stdout)][0] == "app/routing.py"
+
+
+#: A Rust crate as Debian's librust-*-dev ships one (semver 1.0.14's shape): items at the root
+#: and in a module, used by tests only inside assert!.
+SEMVER_LIKE = {
+    "Cargo.toml": "[package]\nname = \"semver\"\nversion = \"1.0.14\"\n",
+    "src/lib.rs": "mod parse;\n\npub use crate::parse::Error;\n\n"
+                  "pub struct Version {\n    pub major: u64,\n}\n\n"
+                  "pub struct VersionReq {\n    pub major: u64,\n}\n\n"
+                  "impl Version {\n    pub fn parse(text: &str) -> Result<Version, Error> {\n"
+                  "        parse::version(text)\n    }\n}\n\n"
+                  "impl VersionReq {\n    pub fn matches(&self, version: &Version) -> bool {\n"
+                  "        self.major == version.major\n    }\n}\n\n"
+                  "pub fn latest() -> Version {\n    Version::parse(\"1.0.0\").unwrap()\n}\n",
+    "src/parse.rs": "use crate::Version;\n\npub struct Error;\n\n"
+                    "pub fn version(text: &str) -> Result<Version, Error> {\n"
+                    "    Ok(Version { major: text.len() as u64 })\n}\n",
+    "tests/test_version_req.rs": "use semver::{Version, VersionReq};\n\n#[test]\n"
+                                 "fn test_matches() {\n    let req = VersionReq { major: 1 };\n"
+                                 "    assert!(req.matches(&Version { major: 1 }));\n}\n",
+}
+
+
+def test_a_rust_name_written_with_its_crate_name_is_found(tmp_path: Path) -> None:
+    """`ragdb definition semver::Version::parse`, as every user of the crate writes it, said
+    "no definition": the crate's own items are stored under `crate` (its root as its code
+    names it). A qualified name that finds nothing is read with its first part as the crate
+    root. And `ragdb references` of a method used only inside assert!(...) printed nothing
+    and exited 0, as if the name were not found; it now says there is no use it records."""
+    project = write_corpus(tmp_path / "semver-1.0.14", SEMVER_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    for name, where in (("semver::Version::parse", "src/lib.rs:"),
+                        ("semver::parse::Error", "src/parse.rs:3: struct crate.parse.Error")):
+        found = run_cli("definition", name, cwd=project)
+        assert found.returncode == 0 and found.stdout.startswith(where), (name, found)
+    used = run_cli("references", "semver::Version::parse", cwd=project)
+    assert "src/lib.rs:" in used.stdout and "crate.latest" in used.stdout, used
+    unused = run_cli("references", "semver::VersionReq::matches", cwd=project)
+    assert unused.returncode == 0 and unused.stdout == ""
+    assert unused.stderr.startswith("ragdb: no use of semver.VersionReq.matches that the "
+                                    "index records (uses inside a macro's arguments"), unused
+    assert "no definition of other.Version" in run_cli("definition", "other::Version::nope",
+                                                       cwd=project).stderr
