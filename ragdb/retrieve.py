@@ -196,7 +196,9 @@ class Filters:
 def _folder_globs(globs: Sequence[str]) -> list[str]:
     """The GLOBs a path filter is matched with: a folder named as `index --exclude` names one
     (`docs/`), or a plain name without wildcards (`docs`, `./src`), also holds the files under
-    it; `--path docs/` found nothing, silently."""
+    it; `--path docs/` found nothing, silently. A glob with `[` also matches its brackets
+    literally (`[` as `[[]`): Next.js, SvelteKit and Nuxt name files `[id].tsx` and folders
+    `[slug]/`, which `--path 'pages/posts/[id].tsx'` read as a character class and missed."""
     out: list[str] = []
     for glob in globs:
         while glob.startswith("./"):
@@ -207,6 +209,10 @@ def _folder_globs(globs: Sequence[str]) -> list[str]:
             out.append(glob + "/*")
         if glob and glob != "/*":
             out.append(glob)
+            if "[" in glob:
+                out.append(glob.replace("[", "[[]"))
+                if not any(c in glob.replace("[", "").replace("]", "") for c in "*?"):
+                    out.append(glob.replace("[", "[[]") + "/*")  # `app/[slug]`: a folder
     return sorted(set(out))
 
 

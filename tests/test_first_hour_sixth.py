@@ -294,3 +294,28 @@ def test_a_rust_name_written_with_its_crate_name_is_found(tmp_path: Path) -> Non
                                     "index records (uses inside a macro's arguments"), unused
     assert "no definition of other.Version" in run_cli("definition", "other::Version::nope",
                                                        cwd=project).stderr
+
+
+def test_a_path_filter_names_a_file_with_brackets_in_its_name(tmp_path: Path) -> None:
+    """Next.js names a dynamic route `pages/posts/[id].tsx` (SvelteKit and Nuxt `[slug]/`):
+    `--path` read the brackets as a GLOB character class, so naming the file found nothing
+    and `--exclude` left it in. A `[` also matches itself; a class still matches as one."""
+    project = write_corpus(tmp_path / "next", {
+        "pages/posts/[id].tsx": "export function getPostTitle(id: string): string {\n"
+                                "  return 'post title ' + id;\n}\n",
+        "pages/posts/index.ts": "export function listPosts(): string[] {\n"
+                                "  return ['post title'];\n}\n",
+        "app/[slug]/page.tsx": "export function slugPage(slug: string): string {\n"
+                               "  return 'post title ' + slug;\n}\n"})
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+
+    def found(*filters: str) -> list[str]:
+        done = run_cli("search", "post title", "--json", *filters, cwd=project)
+        assert done.returncode == 0, done.stderr
+        return sorted(hit["file_path"] for hit in json.loads(done.stdout))
+
+    assert found("--path", "pages/posts/[id].tsx") == ["pages/posts/[id].tsx"]
+    assert found("--exclude", "pages/posts/[id].tsx") == ["app/[slug]/page.tsx",
+                                                          "pages/posts/index.ts"]
+    assert found("--path", "app/[slug]") == ["app/[slug]/page.tsx"]
+    assert found("--path", "pages/posts/[i]*") == ["pages/posts/index.ts"]
