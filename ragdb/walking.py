@@ -336,7 +336,10 @@ INCLUDED = "included"  # WalkOptions.verdict: an --include names the file
 
 def _glob_matcher(globs: Sequence[str]) -> Callable[[str, str], bool]:
     """Whether a file matches any glob: a glob with a '/' is matched against the path under
-    the root (`*` crosses '/'), any other against the file name. Case-sensitive."""
+    the root (`*` crosses '/'), any other against the file name. Case-sensitive. A `[` also
+    matches itself, as in a search's --path: `--exclude 'pages/posts/[id].tsx'` (a Next.js
+    route) read the brackets as a character class and left the file in."""
+    globs = [*globs, *(g.replace("[", "[[]") for g in globs if "[" in g)]
     names = [re.compile(fnmatch.translate(g)) for g in globs if "/" not in g]
     paths = [re.compile(fnmatch.translate(g.lstrip("/") + ("*" if g.endswith("/") else "")))
              for g in globs if "/" in g]

@@ -299,7 +299,8 @@ def test_a_rust_name_written_with_its_crate_name_is_found(tmp_path: Path) -> Non
 def test_a_path_filter_names_a_file_with_brackets_in_its_name(tmp_path: Path) -> None:
     """Next.js names a dynamic route `pages/posts/[id].tsx` (SvelteKit and Nuxt `[slug]/`):
     `--path` read the brackets as a GLOB character class, so naming the file found nothing
-    and `--exclude` left it in. A `[` also matches itself; a class still matches as one."""
+    and `--exclude` left it in, in a search and in `ragdb index`. A `[` also matches itself;
+    a class still matches as one."""
     project = write_corpus(tmp_path / "next", {
         "pages/posts/[id].tsx": "export function getPostTitle(id: string): string {\n"
                                 "  return 'post title ' + id;\n}\n",
@@ -319,3 +320,6 @@ def test_a_path_filter_names_a_file_with_brackets_in_its_name(tmp_path: Path) ->
                                                           "pages/posts/index.ts"]
     assert found("--path", "app/[slug]") == ["app/[slug]/page.tsx"]
     assert found("--path", "pages/posts/[i]*") == ["pages/posts/index.ts"]
+    left = run_cli("index", ".", "--no-vectors", "--exclude", "pages/posts/[id].tsx", cwd=project)
+    assert "1 removed, 1 skipped (1 excluded)" in left.stdout, left
+    assert found() == ["app/[slug]/page.tsx", "pages/posts/index.ts"]
