@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import compileall
 import json
 import os
 import shutil
@@ -30,6 +32,13 @@ DATASETS = SHARED / "datasets" / "public"
 
 # OpenVINO telemetry has no opt-out variable (ragdb.embed imports it with CI=true, which it
 # honours); HOME also points at a temporary folder below, so nothing lands in the real home.
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """ragdb's bytecode brought up to date once, as `make install` compiles it: where
+    PYTHONDONTWRITEBYTECODE is set (as on these machines) a module edited or added since
+    would be compiled again by each of the hundreds of `ragdb` processes the tests start."""
+    compileall.compile_dir(REPO / "ragdb", quiet=1)
 
 
 @pytest.fixture(autouse=True)
@@ -170,12 +179,23 @@ def corpus_members(
     return names[::every]
 
 
+#: Each slice extracted once per test process (every -> its folder): reading the 10 MB
+#: tarball twice took about a second a test, and a dozen tests ask for one.
+_SLICES: dict[int, Path] = {}
+
+
 def extract_slice(dest: Path, every: int) -> Path:
-    """Extract every n-th corpus file under dest/data/raw, keeping the corpus layout."""
-    wanted = set(corpus_members(every))
-    with tarfile.open(CORPUS_TGZ) as tar:
-        members = [m for m in tar.getmembers() if m.name in wanted]
-        tar.extractall(dest / "data" / "raw", members=members, filter="data")
+    """Every n-th corpus file under dest/data/raw, keeping the corpus layout: a copy of its
+    own (tests change and index it), from the slice extracted once per session."""
+    if every not in _SLICES:
+        wanted = set(corpus_members(every))
+        folder = Path(tempfile.mkdtemp(prefix=f"ragdb-slice-{every}-"))
+        atexit.register(shutil.rmtree, folder, True)
+        with tarfile.open(CORPUS_TGZ) as tar:
+            members = [m for m in tar.getmembers() if m.name in wanted]
+            tar.extractall(folder, members=members, filter="data")
+        _SLICES[every] = folder
+    shutil.copytree(_SLICES[every], dest / "data" / "raw", dirs_exist_ok=True)
     return dest
 
 
