@@ -16,6 +16,8 @@ from pathlib import Path
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
+import pytest
+
 from ragdb import RagDB
 from ragdb.retrieve import Filters
 from tests.conftest import (
@@ -312,21 +314,33 @@ def test_a_file_root_that_links_to_a_credential_is_not_indexed(tmp_path: Path) -
     assert [path for path, _sha, _size in index_rows(db)["files"]] == ["README.md"]
 
 
-def test_a_path_filter_naming_a_folder_keeps_the_files_under_it(tmp_path: Path) -> None:
+def test_a_path_filter_naming_a_folder_keeps_the_files_under_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`ragdb search ... --path docs/` (or `--path docs`, or `./docs/`) found nothing and said
     only 'no sources found', though `ragdb index --exclude 'docs/'` names a folder that way:
     a glob ending in '/', or a name with no wildcard, holds the files under that folder."""
     write_corpus(tmp_path)
     assert run_cli("index", ".", "--no-vectors", cwd=tmp_path).returncode == 0
+    monkeypatch.chdir(tmp_path)
+    rag = RagDB(tmp_path / "data" / "processed" / "rag.db")
 
     def found(*filters: str, question: str = "vLLM adapters server") -> list[str]:
-        done = run_cli("search", question, "--mode", "lexical", "--k", "10",
-                       "--json", *filters, cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        return sorted({hit["file_path"] for hit in json.loads(done.stdout)})
+        """What `ragdb search QUESTION --mode lexical --k 10 --json FILTERS` lists, in this
+        process: the command hands its --path/--exclude to Filters.of and RagDB.search as
+        given (its own run is checked once below, not once a spelling)."""
+        given: dict[str, list[str]] = {"--path": [], "--exclude": []}
+        for option, value in zip(filters[::2], filters[1::2]):
+            given[option].append(value)
+        hits = rag.search(question, 10, "lexical",
+                          Filters.of(given["--path"], None, given["--exclude"]))
+        return sorted({hit.file_path for hit in hits})
 
     docs = ["docs/features/lora.md", "docs/usage/quickstart.md"]
     assert found("--path", "docs/*") == docs
+    done = run_cli("search", "vLLM adapters server", "--mode", "lexical", "--k", "10",
+                   "--json", "--path", "docs/", cwd=tmp_path)  # the CLI, as a user spells it
+    assert done.returncode == 0, done.stderr
+    assert sorted({hit["file_path"] for hit in json.loads(done.stdout)}) == docs
     for spelled in ("docs/", "docs", "./docs/", "features/", "usage"):
         expected = docs if spelled.strip("./") == "docs" else [
             path for path in docs if f"/{spelled.strip('/')}/" in path]
@@ -334,7 +348,6 @@ def test_a_path_filter_naming_a_folder_keeps_the_files_under_it(tmp_path: Path) 
     assert found("--exclude", "docs/") == found("--exclude", "docs/*")
     assert not any(path.startswith("docs/") for path in found("--exclude", "docs"))
     assert found("--path", "notes.txt", question="scheduler") == ["notes.txt"]  # as before
-    rag = RagDB(tmp_path / "data" / "processed" / "rag.db")
     listing = rag.outline("pkg", filters=Filters.of("pkg/"))  # the symbol queries, too
     rag.close()
     assert listing.total and {place.path for place in listing.places} == {"pkg/layers.py"}
