@@ -15,6 +15,7 @@ import pytest
 
 from ragdb import RagDB
 from ragdb.database import IndexResult
+from ragdb.retrieve import Filters
 from tests.conftest import index_rows, run_cli, write_corpus
 
 # A key body no real key is: base64 of repeated bytes, 64 characters a line, as PEM writes it.
@@ -174,22 +175,37 @@ async def test_absolute_path_and_exclude_globs_read_as_stored_paths_at_every_doo
     write_corpus(tmp_path)
     assert run_cli("index", ".", "--no-vectors", "--db", "rag.db", cwd=tmp_path).returncode == 0
     top = os.path.realpath(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    rag = RagDB("rag.db")
 
-    def found(*filters: str) -> list[str]:
+    def cli(*filters: str) -> list[str]:
         done = run_cli("search", "vLLM adapters server scheduler", "--mode", "lexical", "--k",
                        "20", "--json", "--db", "rag.db", *filters, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         return sorted({hit["file_path"] for hit in json.loads(done.stdout)})
 
+    def found(*filters: str) -> list[str]:
+        """What `cli(*filters)` lists, in this process: the command hands its --path and
+        --exclude to Filters.of and RagDB.search as given (its own runs are checked below
+        on an absolute path and exclude, not once a spelling)."""
+        given: dict[str, list[str]] = {"--path": [], "--exclude": []}
+        for option, value in zip(filters[::2], filters[1::2]):
+            given[option].append(value)
+        hits = rag.search("vLLM adapters server scheduler", 20, "lexical",
+                          Filters.of(given["--path"], None, given["--exclude"]))
+        return sorted({hit.file_path for hit in hits})
+
     docs = found("--path", "docs/*")
     assert docs and all(path.startswith("docs/") for path in docs)
+    assert cli("--path", f"{top}/docs/*") == docs  # the CLI door
+    assert cli("--exclude", f"{top}/docs/") == found("--exclude", "docs/")
     for spelled in (f"{top}/docs/*", f"{top}/docs/", f"{top}/docs", f"{tmp_path}/docs/*"):
         assert found("--path", spelled) == docs, spelled
         assert found("--exclude", spelled) == found("--exclude", "docs/"), spelled
     assert found("--path", f"{top}/*.txt") == found("--path", "*.txt")
     assert found("--path", "/elsewhere/docs/*") == []  # outside the project: as given
+    rag.close()
     # HTTP, through the server's worker
-    monkeypatch.chdir(tmp_path)
     ds = make_datasette(Path("rag.db"))
     await ds.invoke_startup()
     response = await ds.client.post("/-/ragdb/search", json={
