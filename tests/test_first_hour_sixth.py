@@ -323,3 +323,31 @@ def test_a_path_filter_names_a_file_with_brackets_in_its_name(tmp_path: Path) ->
     left = run_cli("index", ".", "--no-vectors", "--exclude", "pages/posts/[id].tsx", cwd=project)
     assert "1 removed, 1 skipped (1 excluded)" in left.stdout, left
     assert found() == ["app/[slug]/page.tsx", "pages/posts/index.ts"]
+
+
+def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C on `ragdb answer -` (questions read from stdin) between two questions said
+    "interrupted; rag.db keeps what was committed: an index run's files and chunks ...": an
+    index run's account from a command that never writes the index. `ragdb index` keeps it."""
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "ragdb", "answer", "-", "--k", "1"],
+                               cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdin is not None and process.stderr is not None
+        process.stdin.write("What does NewRouter return?\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + 60
+        line = ""
+        while not line.startswith("saved") and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line or process.poll() is None, "answer - ended before answering"
+        process.send_signal(signal.SIGINT)  # waiting for the next question
+        _out, rest = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130
+    assert rest.strip() == "ragdb: interrupted", rest

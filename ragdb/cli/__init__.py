@@ -154,6 +154,19 @@ def _run(command: click.Command, argv: Optional[list[str]]) -> Any:
         raise
 
 
+def _command_name(command: click.Command, argv: Optional[list[str]]) -> str | None:
+    """The subcommand argv names (`index` in `ragdb --version index .`), as click resolves it;
+    None where it names none."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not isinstance(command, click.Group):
+        return None
+    for arg in args:
+        if not arg.startswith("-"):
+            found = command.get_command(click.Context(command), arg)
+            return found.name if found is not None else None
+    return None
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Run the CLI; any RagdbError, bad option or interrupt ends in one line and a non-zero exit."""
     command = typer.main.get_command(app)
@@ -177,7 +190,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         err(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
-        err(INTERRUPTED)
+        # The index run's account only where one ran: Ctrl-C on `ragdb answer -` waiting for
+        # its next question spoke of files, chunks and vectors it never touches.
+        err(INTERRUPTED if _command_name(command, argv) == "index" else "interrupted")
         sys.exit(130)
     except (apsw.CorruptError, apsw.NotADBError) as exc:
         err(f"the database is corrupted ({exc}); delete it and run `ragdb index`")
@@ -199,7 +214,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(1)
     # Typer turns Ctrl-C into an exit status of 130 that it returns in non-standalone mode.
     if status == 130:
-        err(INTERRUPTED)
+        err(INTERRUPTED if _command_name(command, argv) == "index" else "interrupted")
         sys.exit(130)
     if isinstance(status, int) and status:
         sys.exit(status)
