@@ -37,8 +37,10 @@ DATASETS = SHARED / "datasets" / "public"
 def pytest_sessionstart(session: pytest.Session) -> None:
     """ragdb's bytecode brought up to date once, as `make install` compiles it: where
     PYTHONDONTWRITEBYTECODE is set (as on these machines) a module edited or added since
-    would be compiled again by each of the hundreds of `ragdb` processes the tests start."""
-    compileall.compile_dir(REPO / "ragdb", quiet=1)
+    would be compiled again by each of the hundreds of `ragdb` processes the tests start (and
+    the benchmarks' and training's by each of their `--help` runs)."""
+    for folder in ("ragdb", "benchmarks", "training"):
+        compileall.compile_dir(REPO / folder, quiet=1)
     # This process keeps pytest's rewritten test modules (tests/__pycache__, ignored by git):
     # rewriting all of them again took 5 of the 11 s before the first test ran.
     sys.dont_write_bytecode = False
