@@ -7,11 +7,12 @@ The default file-type rule (every UTF-8 text, each file in its language), --incl
 from __future__ import annotations
 
 import fnmatch
+import html
 import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -55,13 +56,16 @@ _ENV_TEMPLATE = re.compile(rf"(?:.*\.)?env\.(?:{_TEMPLATE_SUFFIXES})")
 #: credentials, Terraform state (which holds every secret of what it built in plain text) and
 #: variable files (`terraform.tfvars`, `prod.auto.tfvars`: a deployment's values, passwords
 #: included, which Terraform's own .gitignore keeps out of git; `*.tfvars.example` stays),
-#: WordPress's and Rails' deployed configs, the MySQL and s3cmd logins, and shell and REPL
-#: histories (`export TOKEN=...`, `mysql -phunter2`, `psql postgres://me:pw@...` as typed).
+#: WordPress's and Rails' deployed configs, Maven's master password (settings-security.xml,
+#: which opens every password settings.xml holds encrypted: _MAVEN_ENCRYPTED), the MySQL and
+#: s3cmd logins, and shell and REPL histories (`export TOKEN=...`, `mysql -phunter2`,
+#: `psql postgres://me:pw@...` as typed).
 _SECRETS = re.compile(rf"\.env(?:rc|\.(?!(?:{_TEMPLATE_SUFFIXES})$)[\w.-]+)?|\.netrc"
                       r"|\.pypirc|\.pgpass|id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?"
                       r"|.+\.(?:pem|key|p12|pfx|keystore|jks|env)|\.git-credentials|\.npmrc"
                       r"|\.dockercfg|\.htpasswd|credentials\.json|client_secret[\w.-]*\.json"
                       r"|.+\.tfstate(?:\.backup)?|.+\.tfvars(?:\.json)?|wp-config\.php|secrets\.yml"
+                      r"|settings-security\.xml"
                       r"|\.my\.cnf|\.s3cfg|\.histfile|\.(?:bash|zsh|sh|python|psql|mysql|sqlite"
                       r"|node_repl|rediscli|irb|pry)_history")
 #: A private key with its base64 body (PEM: PKCS#1/#8, EC, DSA, OpenSSH, encrypted PKCS#8;
@@ -129,14 +133,68 @@ _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 #: `client_secret:`; its name ends in the word (`password_file:`, `token_url:`, `secretName:`
 #: name a place, not a credential). Then its value, quoted or bare (a YAML value keeps a `#`
 #: inside it: `password: Xk9#mQ2vLp`).
+_CREDENTIAL = (r"(?i:password|passwd|passphrase|secret|token|api[_.-]?key|access[_.-]?key"
+               r"|private[_.-]?key)")
 _CONFIG_SECRET = re.compile(
-    r"(?:^[ \t]*(?:-[ \t]+)?[\"']?|[{,][ \t]*[\"'])(?P<name>[\w.-]*?(?i:password|passwd"
-    r"|secret|token|api[_.-]?key|access[_.-]?key|private[_.-]?key))[\"']?[ \t]*"
+    r"(?:^[ \t]*(?:-[ \t]+)?[\"']?|[{,][ \t]*[\"'])"
+    rf"(?P<name>[\w.-]*?{_CREDENTIAL})[\"']?[ \t]*"
     r"(?:=(?![=~>])|:(?!:))[ \t]*"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s,;]*))", re.M)
-#: What a file must hold, in lower case, for _CONFIG_SECRET to be looked for.
-_CREDENTIAL_WORDS = ("passw", "secret", "token", *(f"{kind}{sep}key" for kind in (
-    "api", "access", "private") for sep in ("", "_", "-", ".")))
+#: What a file must hold, in lower case, for _CONFIG_SECRET or _XML_TAG to be looked for: one
+#: of these words, or one of _KEY_KINDS followed by one of _KEY_SEPARATORS and `key`.
+_CREDENTIAL_WORDS = frozenset(("passw", "passphrase", "secret", "token"))
+_KEY_KINDS = frozenset(("api", "access", "private"))
+_KEY_SEPARATORS = ("", "_", "-", ".")
+#: An XML name (an element's, an attribute's, or what a `name`/`key` attribute gives) that
+#: names a credential: it ends in the word, as _CONFIG_SECRET's keys do (`<password>`,
+#: `<db.password>`, `<wsse:Password>`, `apiKey="..."`, `name="hibernate.connection.password"`).
+_XML_CREDENTIAL = re.compile(rf"(?:[\w.-]*:)?(?P<local>[\w.-]*?{_CREDENTIAL})")
+#: An XML start tag: the one _xml_credentials finds around a credential's name (_XML_NAME_END).
+_XML_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*?)(?P<empty>/?)>")
+#: A credential's name ending where an XML name ends, in lower case: `password>` (an element:
+#: Maven's `<password>`), `password=` (an attribute), `password"` (a `name`/`key` attribute's
+#: value: a web.config's `<add key="SmtpPassword" value="..."/>`, Spring's `<property
+#: name="password" value="..."/>`). One literal each, each looked for only where the file holds
+#: it: an alternation of them costs a regex step at every letter of every file.
+_XML_NAME_END = tuple((word, re.compile(rf"{pattern}[\s>=\"'/]")) for word, pattern in (
+    ("passw", "passw(?:or)?d"), ("passphrase", "passphrase"), ("secret", "secret"),
+    ("token", "token"), *((kind, rf"{kind}[_.-]?key") for kind in sorted(_KEY_KINDS))))
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_XML_ATTR = re.compile(r"(?P<name>[A-Za-z_][\w.:-]*)[ \t\r\n]*=[ \t\r\n]*"
+                       r"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)')")
+#: An element's text up to its end tag, in CDATA or not: `realValue9x</password>`.
+_XML_TEXT = re.compile(r"\s*(?:<!\[CDATA\[(?P<cdata>.*?)\]\]>|(?P<text>[^<]*?))\s*"
+                       r"</(?P<end>[\w.:-]+)\s*>", re.S)
+#: A password Maven encrypted (`<password>{COQLCE6DU6GtcS5P=}</password>` in settings.xml,
+#: `<master>{...}</master>` in settings-security.xml): not plain text, but Maven opens it with
+#: the master password, and the master with a key every copy of Maven knows, so whoever reads
+#: both files reads the password. A credential, as the plain value is.
+_MAVEN_ENCRYPTED = re.compile(r"\{[A-Za-z0-9+/]{12,}={0,2}\}")
+#: A connection string's password (ADO.NET, ODBC, JDBC, Npgsql, libpq): `Password=` or
+#: `Pwd=` among other `key=value` pairs on its line (`Server=db;User Id=sa;Password=...;` in
+#: a web.config or appsettings.json, `jdbc:sqlserver://db;user=sa;password=...` in a
+#: .properties, `host=db dbname=app password=...`); _CONNECTION_KEY names the others.
+_CONNECTION_PASSWORD = re.compile(r"(?<![\w.-])(?i:password|pwd)[ \t]*=(?!=)[ \t]*"
+                                  r"(?P<value>[^;\"'\s<>]*)")
+#: Where a file may hold one, in lower case (looked for before _CONNECTION_PASSWORD, which
+#: reads either case and so costs more).
+_CONNECTION_HINTS = tuple((word, re.compile(rf"{word}[ \t]*=(?!=)"))
+                          for word in ("password", "pwd"))
+_CONNECTION_KEY = re.compile(
+    r"(?<![\w.-])(?P<key>(?i:server|data[ \t]+source|host|hostname|addr|address|network[ \t]+"
+    r"address|user[ \t]*id|uid|user|username|user[ \t]+name|database|databasename|dbname"
+    r"|initial[ \t]+catalog))[ \t]*=(?!=)[ \t]*(?P<value>[^;\"'\s<>]*)")
+_USER_KEYS = ("userid", "uid", "user", "username")
+_SERVER_KEYS = ("server", "datasource", "host", "hostname", "addr", "address", "networkaddress")
+_URL_HOST = re.compile(r"://\[?(?P<host>[\w.-]+)")
+#: Values that name no password: what _URL_PASSWORD takes for a placeholder.
+_PASSWORD_PLACEHOLDER = re.compile(r"(?i:pass|password|passwd|pwd|pw|secret|changeme|x+|\*+)")
+#: A connection string's server on the developer's machine (SQL Server's `.`, `(local)`,
+#: `(localdb)\mssqllocaldb`, `.\SQLEXPRESS`) or a sample host (_SAMPLE_HOST).
+_LOCAL_SERVER = re.compile(r"(?i:\.|\(local\)|\(localdb\))")
+#: What a connection string's server names beside its host: SQL Server's protocol
+#: (`tcp:db01`), port (`db01,1433`, `db:5432`) and instance (`.\SQLEXPRESS`).
+_SERVER_HOST = re.compile(r"(?:(?i:tcp|np|lpc):)?(?P<host>[^,:\\]*)")
 #: Python that sets Django's or Flask's SECRET_KEY to a literal: `SECRET_KEY = '...'` (a
 #: settings.py, a config class), `app.config['SECRET_KEY'] = '...'`, `'SECRET_KEY': '...'`,
 #: `SECRET_KEY='...'` as an argument, `app.secret_key = '...'`.
@@ -190,17 +248,113 @@ def _sample_name(name: str) -> bool:
 
 
 def holds_config_secret(text: str) -> bool:
-    """Whether a config file (YAML, INI, TOML, a .properties, JSON) sets a key that names a
-    credential to a real-looking literal (_CONFIG_SECRET, _real_looking): `password:
-    Xk9#mQ2vLp` in config/database.yml, `db_password = "s3cr3tValue9"` in app.ini; not
-    `password: changeme`, `${DB_PASSWORD}`, `<your-password>` or `""`."""
+    """Whether a config file (YAML, INI, TOML, a .properties, JSON, XML) sets a key that
+    names a credential to a real-looking literal (_CONFIG_SECRET, _real_looking): `password:
+    Xk9#mQ2vLp` in config/database.yml, `db_password = "s3cr3tValue9"` in app.ini,
+    `<password>realValue9x</password>` in Maven's settings.xml or its `{...}` encrypted form
+    (_xml_credentials, _MAVEN_ENCRYPTED); not `password: changeme`, `${DB_PASSWORD}`,
+    `<your-password>` or `""`. Or it holds a connection string with a password
+    (holds_connection_password: a web.config's, an appsettings.json's)."""
     lowered = text.lower()
-    if not any(word in lowered for word in _CREDENTIAL_WORDS):
+    if any(word in lowered and hint.search(lowered) for word, hint in _CONNECTION_HINTS) and (
+            holds_connection_password(text)):
+        return True
+    # Each word looked for once, for both rules (a file's every `in` costs as much as a regex).
+    present = [(word, name_end) for word, name_end in _XML_NAME_END if word in lowered]
+    if not any(word in _CREDENTIAL_WORDS or any(f"{word}{sep}key" in lowered
+                                                for sep in _KEY_SEPARATORS)
+               for word, _name_end in present):
         return False
     for m in _CONFIG_SECRET.finditer(text):
         value = m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["bare"]
         if _real_looking(m["name"], value):
             return True
+    return "<" in text and any(
+        _MAVEN_ENCRYPTED.fullmatch(value) or _real_looking(name, value)
+        for name, value in _xml_credentials(text, lowered, present))
+
+
+def _xml_credentials(text: str, lowered: str, present: Sequence[tuple[str, re.Pattern[str]]]
+                     ) -> Iterator[tuple[str, str]]:
+    """The values XML gives a name that names a credential, each with that name: an
+    element's text (`<password>realValue9x</password>`), an attribute's value (`password=
+    "..."`), and the `value` (else the text) of an element whose `name` or `key` attribute
+    names one (`<add key="SmtpPassword" value="..."/>`). Entities are read (`&amp;`). Only
+    the tags around a credential's name are read (`present`: the _XML_NAME_END the text holds
+    in lower case, `lowered`), not every tag of an XML or HTML file."""
+    if len(lowered) != len(text):  # a letter whose lower case is longer (İ): places move
+        lowered = text.translate(_ASCII_LOWER)
+    starts = set()
+    for _word, name_end in present:
+        for hit in name_end.finditer(lowered):
+            start = text.rfind("<", max(0, hit.start() - 4096), hit.start())
+            if start < 0 or start in starts or text.find(">", start, hit.start()) >= 0:
+                continue  # not inside a tag, or a tag already read
+            starts.add(start)
+            m = _XML_TAG.match(text, start)
+            if m is not None:
+                yield from _tag_credentials(text, m)
+
+
+def _tag_credentials(text: str, m: re.Match[str]) -> Iterator[tuple[str, str]]:
+    """The credentials one start tag gives (_xml_credentials), each with its name."""
+    attrs = {a["name"]: a["dq"] if a["dq"] is not None else a["sq"]
+             for a in _XML_ATTR.finditer(m["attrs"])}
+    inner = None
+    if not m["empty"]:
+        end = _XML_TEXT.match(text, m.end())
+        if end is not None and end["end"] == m["tag"]:
+            inner = end["cdata"] if end["cdata"] is not None else html.unescape(end["text"])
+    named = _XML_CREDENTIAL.fullmatch(m["tag"])
+    if named and inner is not None:
+        yield named["local"], inner
+    for name, value in attrs.items():
+        named = _XML_CREDENTIAL.fullmatch(name)
+        if named:
+            yield named["local"], html.unescape(value)
+        elif name.lower() in ("name", "key") and _XML_CREDENTIAL.fullmatch(value):
+            given = next((v for n, v in attrs.items() if n.lower() == "value"), inner)
+            if given is not None:
+                yield value, html.unescape(given)
+
+
+def _local_server(server: str) -> bool:
+    """Whether a connection string's server is the developer's machine or a sample host."""
+    m = _SERVER_HOST.match(server)
+    host = m["host"] if m else ""
+    return not host or bool(_LOCAL_SERVER.fullmatch(host) or _SAMPLE_HOST.fullmatch(host))
+
+
+def holds_connection_password(text: str) -> bool:
+    """Whether a connection string in a config file carries a password (_CONNECTION_PASSWORD
+    beside another of its keys on the line), as a URL does (_URL_PASSWORD): `Server=db;User
+    Id=sa;Password=Xk9mQ2vLp;`. Not a reference (`${DB_PASSWORD}`, `%(pw)s`), a placeholder
+    (`Password=password`, `Pwd=***`, a sample word: `Your_password123`), the user's name
+    again, a value of under 3 characters, nor a string for a local or example server
+    (`Server=localhost`, `(localdb)\\mssqllocaldb`, `Server=.\\SQLEXPRESS`: a developer's
+    database)."""
+    for m in _CONNECTION_PASSWORD.finditer(text):
+        value = m["value"]
+        if (len(value) < 3 or _REFERENCE.match(value) or _PASSWORD_PLACEHOLDER.fullmatch(value)
+                or _SAMPLE_WORD.search(value)):
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        line = text[start:end if end >= 0 else len(text)]
+        keys = {k["key"].lower().replace(" ", "").replace("\t", ""): k["value"]
+                for k in _CONNECTION_KEY.finditer(line)}
+        if not keys:
+            continue
+        user = next((keys[k] for k in _USER_KEYS if k in keys), "")
+        if value.lower() == user.lower():
+            continue
+        server = next((keys[k] for k in _SERVER_KEYS if k in keys), None)
+        if server is None:  # JDBC: jdbc:sqlserver://db:1433;user=sa;password=...
+            url = _URL_HOST.search(line)
+            server = url["host"] if url else ""
+        if server and _local_server(server):
+            continue
+        return True
     return False
 
 
