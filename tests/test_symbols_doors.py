@@ -24,6 +24,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from ragdb import RagDB
+from ragdb.retrieve import Filters
 from tests.conftest import (
     free_port, models_dir_without_writer, one_line_error, run_cli, wait_until_serving,
     write_corpus,
@@ -145,18 +147,32 @@ def test_map_ranks_the_most_used(shop: Path) -> None:
         "ragdb: tokens must be a whole number from 64")
 
 
-@pytest.mark.parametrize("name", [
+PLAIN_NAMES = [
     "'; DROP TABLE files; --", "x' OR '1'='1", "*", "Car?", "[C]art", "%", "_", "a%b_c",
     '"Cart"', "Cart*", "NEAR(Cart add)", "Cart AND add", "Cart OR x", "^Cart", "{Cart}",
     "Cart\\", "C\u0301art", "カート", "\U0001F6D2", "Cart..add", "x" * 1000,
-])
+]
+NAME_COMMANDS = ("definition", "references", "callers", "callees")
+
+
+@pytest.mark.parametrize("name", PLAIN_NAMES)
 def test_names_are_plain_data(shop: Path, name: str) -> None:
     """SQL, GLOB, LIKE and FTS5 metacharacters, Unicode: a name is compared as text. None of
-    these is a definition here: nothing listed, one line saying so, rag.db untouched."""
-    for command in ("definition", "references", "callers", "callees"):
-        done = ragdb(shop, command, name)
-        assert done.returncode == 0 and done.stdout == "", (command, done.stdout)
-        assert done.stderr.startswith("ragdb: no definition of"), done.stderr
+    these is a definition here: nothing listed, one line saying so, rag.db untouched.
+    Each name goes through the real CLI once, the four commands in turn (each command over
+    five or six names), and through all four RagDB reads those commands print: the places
+    on stdout, then `ragdb: ` and the listing's note on stderr (cli/symbols.py's _show)."""
+    command = NAME_COMMANDS[PLAIN_NAMES.index(name) % len(NAME_COMMANDS)]
+    done = ragdb(shop, command, name)
+    assert done.returncode == 0 and done.stdout == "", (command, done.stdout)
+    assert done.stderr.startswith("ragdb: no definition of"), done.stderr
+    with RagDB(shop / "rag.db") as rag:
+        for command in NAME_COMMANDS:
+            listing = getattr(rag, command)(name, filters=Filters.of(None, None, None),
+                                            kinds=None, limit=None, offset=0)
+            assert not listing.places, (command, listing.places)
+            said = listing.note or listing.shown
+            assert said.startswith("no definition of"), (command, said)
     with closing(sqlite3.connect(shop / "rag.db")) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(PKG) + len(EXTRA)
 
