@@ -122,18 +122,22 @@ def warm_up() -> None:
         rag.reranking.encoder
 
 
-SearchOutcome = tuple[list[Hit], int, float | None, str | None, dict[str, Any] | None]
+SearchOutcome = tuple[list[Hit], int, float | None, list[str], dict[str, Any] | None]
 
 
 def search(question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS,
            remember: bool = True) -> SearchOutcome:
-    """Hits, the generation, the dense leg's coverage, what the mode cannot find here, and
-    what reranking did (RagDB.last_rerank; None when off). `remember`: RagDB.search's."""
+    """Hits, the generation, the dense leg's coverage, the warnings (what the mode cannot
+    find here; for no hits, why, where the question or the filters tell:
+    RagDB.why_nothing_found), and what reranking did (RagDB.last_rerank; None when off).
+    `remember`: RagDB.search's."""
     def run() -> SearchOutcome:
         rag = _rag()
         hits = rag.search(question, k, mode, filters, remember=remember)
-        return (hits, rag.generation, rag.dense_coverage(), rag.mode_warning(mode),
-                rag.last_rerank)
+        warning = rag.mode_warning(mode)
+        why = None if hits else rag.why_nothing_found(question, filters)
+        warnings = ([warning] if warning else []) + ([f"no sources found: {why}"] if why else [])
+        return (hits, rag.generation, rag.dense_coverage(), warnings, rag.last_rerank)
     result: SearchOutcome = _busy(run)
     return result
 

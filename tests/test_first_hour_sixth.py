@@ -21,6 +21,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import run_cli, write_corpus
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -351,3 +353,25 @@ def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(tmp_path:
             process.wait()
     assert process.returncode == 130
     assert rest.strip() == "ragdb: interrupted", rest
+
+
+@pytest.mark.asyncio
+async def test_the_http_search_says_why_it_found_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP API's search gave `"sources": [], "warnings": []` for `path=nope/` or `q=T`,
+    where the CLI and MCP now say why; its `warnings` say it too."""
+    from ragdb.datasette_plugin.serve import make_datasette
+
+    project = write_corpus(tmp_path / "chi", CHI_LIKE)
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    monkeypatch.chdir(project)
+    ds = make_datasette(Path("data/processed/rag.db"))
+    await ds.invoke_startup()
+    typo = await ds.client.get("/-/ragdb/search?q=router&path=nope/&mode=lexical")
+    assert typo.status_code == 200, typo.text
+    assert typo.json()["sources"] == [] and typo.json()["warnings"] == [
+        "no sources found: path 'nope/' matches no indexed file"]
+    letter = await ds.client.get("/-/ragdb/search?q=T&mode=lexical")
+    assert letter.json()["warnings"][0].startswith("no sources found: words of one letter")
+    found = await ds.client.get("/-/ragdb/search?q=router&mode=lexical")
+    assert found.json()["sources"] and found.json()["warnings"] == []

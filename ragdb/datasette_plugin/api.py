@@ -270,8 +270,8 @@ async def search_view(service: RagdbService, request: Any, send: Any) -> Any:
     filters = parse_filters(params)
     started = time.perf_counter()
     found = await service.search(question, k, mode, filters)
-    hits, generation, coverage, warning, rerank = found
-    warnings = ([warning] if warning else []) + (rerank or {}).get("rerank_notes", [])
+    hits, generation, coverage, warnings, rerank = found
+    warnings = warnings + (rerank or {}).get("rerank_notes", [])
     return Response.json({
         "q": question,
         "k": k,

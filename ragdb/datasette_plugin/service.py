@@ -317,9 +317,10 @@ class RagdbService:
 
     async def search(self, question: str, k: int, mode: Mode, filters: Filters = NO_FILTERS,
                      remember: bool = True) -> worker.SearchOutcome:
-        """Hits, the index generation they came from, how complete the dense leg is, what
-        the mode cannot find in this index (RagDB.mode_warning) and what reranking did
-        (RagDB.last_rerank). `remember` False: the query cache is read, not written."""
+        """Hits, the index generation they came from, how complete the dense leg is, the
+        warnings (what the mode cannot find in this index; for no hits, why: worker.search)
+        and what reranking did (RagDB.last_rerank). `remember` False: the query cache is
+        read, not written."""
         result: worker.SearchOutcome = await self._call(
             "search", worker.search, question, k, mode, filters, remember)
         return result
