@@ -150,7 +150,7 @@ _KEY_SEPARATORS = ("", "_", "-", ".")
 #: `<db.password>`, `<wsse:Password>`, `apiKey="..."`, `name="hibernate.connection.password"`).
 _XML_CREDENTIAL = re.compile(rf"(?:[\w.-]*:)?(?P<local>[\w.-]*?{_CREDENTIAL})")
 #: An XML start tag: the one _xml_credentials finds around a credential's name (_XML_NAME_END).
-_XML_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*?)(?P<empty>/?)>")
+_XML_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*)>")
 #: A credential's name ending where an XML name ends, in lower case: `password>` (an element:
 #: Maven's `<password>`), `password=` (an attribute), `password"` (a `name`/`key` attribute's
 #: value: a web.config's `<add key="SmtpPassword" value="..."/>`, Spring's `<property
@@ -163,7 +163,7 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 _XML_ATTR = re.compile(r"(?P<name>[A-Za-z_][\w.:-]*)[ \t\r\n]*=[ \t\r\n]*"
                        r"(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)')")
 #: An element's text up to its end tag, in CDATA or not: `realValue9x</password>`.
-_XML_TEXT = re.compile(r"\s*(?:<!\[CDATA\[(?P<cdata>.*?)\]\]>|(?P<text>[^<]*?))\s*"
+_XML_TEXT = re.compile(r"(?:\s*<!\[CDATA\[(?P<cdata>.*?)\]\]>\s*|(?P<text>[^<]*))"
                        r"</(?P<end>[\w.:-]+)\s*>", re.S)
 #: A password Maven encrypted (`<password>{COQLCE6DU6GtcS5P=}</password>` in settings.xml,
 #: `<master>{...}</master>` in settings-security.xml): not plain text, but Maven opens it with
@@ -286,14 +286,29 @@ def _xml_credentials(text: str, lowered: str, present: Sequence[tuple[str, re.Pa
         lowered = text.translate(_ASCII_LOWER)
     starts = set()
     for _word, name_end in present:
-        for hit in name_end.finditer(lowered):
-            start = text.rfind("<", max(0, hit.start() - 4096), hit.start())
-            if start < 0 or start in starts or text.find(">", start, hit.start()) >= 0:
+        # The last `<` and `>` before each hit, found from the hit before (a file of many
+        # hits is read once, not once a hit).
+        # A tag read, the search goes on after it (or after the next `<`, for a `<` that
+        # opens no tag: `a < b`).
+        opened = closed = -1
+        before = place = 0
+        while (hit := name_end.search(lowered, place)) is not None:
+            at = place = hit.start() + 1
+            opened = max(opened, text.rfind("<", before, at))
+            closed = max(closed, text.rfind(">", before, at))
+            before = at
+            if opened <= closed or opened in starts:
                 continue  # not inside a tag, or a tag already read
-            starts.add(start)
-            m = _XML_TAG.match(text, start)
+            starts.add(opened)
+            m = _XML_TAG.match(text, opened)
             if m is not None:
                 yield from _tag_credentials(text, m)
+                place = max(place, m.end())
+            else:
+                following = text.find("<", opened + 1)
+                if following < 0:
+                    break
+                place = max(place, following)
 
 
 def _tag_credentials(text: str, m: re.Match[str]) -> Iterator[tuple[str, str]]:
@@ -301,10 +316,11 @@ def _tag_credentials(text: str, m: re.Match[str]) -> Iterator[tuple[str, str]]:
     attrs = {a["name"]: a["dq"] if a["dq"] is not None else a["sq"]
              for a in _XML_ATTR.finditer(m["attrs"])}
     inner = None
-    if not m["empty"]:
+    if not m["attrs"].endswith("/"):  # not an empty element (`<add ... />`)
         end = _XML_TEXT.match(text, m.end())
         if end is not None and end["end"] == m["tag"]:
-            inner = end["cdata"] if end["cdata"] is not None else html.unescape(end["text"])
+            inner = (end["cdata"] if end["cdata"] is not None
+                     else html.unescape(end["text"]).strip())
     named = _XML_CREDENTIAL.fullmatch(m["tag"])
     if named and inner is not None:
         yield named["local"], inner
@@ -338,9 +354,10 @@ def holds_connection_password(text: str) -> bool:
         if (len(value) < 3 or _REFERENCE.match(value) or _PASSWORD_PLACEHOLDER.fullmatch(value)
                 or _SAMPLE_WORD.search(value)):
             continue
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        line = text[start:end if end >= 0 else len(text)]
+        # Its line, up to 500 characters either side (a minified line is not read whole).
+        start = text.rfind("\n", max(0, m.start() - 500), m.start()) + 1 or m.start() - 500
+        end = text.find("\n", m.end(), m.end() + 500)
+        line = text[max(0, start):end if end >= 0 else m.end() + 500]
         keys = {k["key"].lower().replace(" ", "").replace("\t", ""): k["value"]
                 for k in _CONNECTION_KEY.finditer(line)}
         if not keys:

@@ -2,8 +2,8 @@
 to a real-looking credential (YAML, INI, TOML, a .properties, JSON), Terraform's variable
 files by name, a Python SECRET_KEY literal (a deployment's Django settings.py), a plain
 `datasette rag.db` that served an older index's secrets, and XML configs (Maven's
-settings.xml, a web.config) and connection strings with a password. Samples stay indexed. Real things:
-the CLI and Datasette as subprocesses, their rag.db."""
+settings.xml, a web.config) and connection strings with a password. Samples stay indexed.
+Real things: the CLI and Datasette as subprocesses, their rag.db."""
 
 from __future__ import annotations
 
