@@ -130,11 +130,11 @@ _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 #: A config file's key that names a credential, in any case (YAML, INI, TOML, a .properties,
 #: JSON): `password:`, `db_password =`, `aws_secret_access_key =`, `apiKey:`, `"token":`,
-#: `client_secret:`; its name ends in the word (`password_file:`, `token_url:`, `secretName:`
-#: name a place, not a credential). Then its value, quoted or bare (a YAML value keeps a `#`
-#: inside it: `password: Xk9#mQ2vLp`).
-_CREDENTIAL = (r"(?i:password|passwd|passphrase|secret|token|api[_.-]?key|access[_.-]?key"
-               r"|private[_.-]?key)")
+#: `client_secret:`, `secret_key:`, `passphrase:`; its name ends in the word (`password_file:`,
+#: `token_url:`, `secretName:` name a place, not a credential). Then its value, quoted or bare
+#: (a YAML value keeps a `#` inside it: `password: Xk9#mQ2vLp`).
+_CREDENTIAL = (r"(?i:password|passwd|passphrase|secret(?:[_.-]?key)?|token|api[_.-]?key"
+               r"|access[_.-]?key|private[_.-]?key)")
 _CONFIG_SECRET = re.compile(
     r"(?:^[ \t]*(?:-[ \t]+)?[\"']?|[{,][ \t]*[\"'])"
     rf"(?P<name>[\w.-]*?{_CREDENTIAL})[\"']?[ \t]*"
@@ -157,7 +157,7 @@ _XML_TAG = re.compile(r"<(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*)>")
 #: name="password" value="..."/>`). One literal each, each looked for only where the file holds
 #: it: an alternation of them costs a regex step at every letter of every file.
 _XML_NAME_END = tuple((word, re.compile(rf"{pattern}[\s>=\"'/]")) for word, pattern in (
-    ("passw", "passw(?:or)?d"), ("passphrase", "passphrase"), ("secret", "secret"),
+    ("passw", "passw(?:or)?d"), ("passphrase", "passphrase"), ("secret", "secret(?:[_.-]?key)?"),
     ("token", "token"), *((kind, rf"{kind}[_.-]?key") for kind in sorted(_KEY_KINDS))))
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _XML_ATTR = re.compile(r"(?P<name>[A-Za-z_][\w.:-]*)[ \t\r\n]*=[ \t\r\n]*"

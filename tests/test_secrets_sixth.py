@@ -243,3 +243,27 @@ def test_xml_config_and_connection_string_credentials_are_left_out(tmp_path: Pat
         found = run_cli("search", value, "--db", str(db), "--k", "20", cwd=tmp_path)
         assert found.returncode == 0, found.stderr
         assert not any(f"proj/{path}:" in found.stdout for path in XML_SECRETS), found.stdout
+
+
+#: A config's `secret_key` (Django's and Flask's setting as a YAML or INI key, .NET's
+#: `SecretKey`): its name ends in `key`, not in the word `secret`, so the config rule did not
+#: read it.
+SECRET_KEY_SAMPLES = {
+    "setup.cfg": "[app]\nsecret_key = dev-secret-key-1\n",
+    "deploy/values.yml": "app:\n  secret_key: ${SECRET_KEY}\n  secret_key_file: /run/secrets/k1\n",
+}
+SECRET_KEY_SECRETS = {
+    "config/settings.yml": "production:\n  secret_key: 9f8e7d6c5b4a3f2e1d0c\n",
+    "appsettings.json": "{\"Jwt\": {\"Issuer\": \"shop\", \"SecretKey\": \"Qm4vT9xK2pL7wR3z\"}}\n",
+    "conf/app.xml": "<app>\n  <secretKey>Hz5nB8cV1mX4qW7e</secretKey>\n</app>\n",
+}
+
+
+def test_a_secret_key_in_a_config_is_left_out(tmp_path: Path) -> None:
+    """`secret_key: 9f8e7d6c5b4a3f2e1d0c` in a YAML, an appsettings.json's `SecretKey` and an
+    XML `<secretKey>` were indexed: a credential's name had to end in `secret`, `password`,
+    `token` or an API, access or private key. A sample, a reference and a path stay."""
+    db = index_leaving_out_secrets(tmp_path, {**SECRET_KEY_SAMPLES, **SECRET_KEY_SECRETS},
+                                   SECRET_KEY_SAMPLES, len(SECRET_KEY_SECRETS))
+    found = run_cli("search", "9f8e7d6c5b4a3f2e1d0c", "--db", str(db), cwd=tmp_path)
+    assert found.returncode == 0 and "settings.yml" not in found.stdout, found.stdout
