@@ -163,9 +163,11 @@ def test_a_question_of_one_letter_says_why_it_found_nothing(tmp_path: Path) -> N
     assert run_cli("definition", "T", cwd=project).stdout.startswith("glom/core.py:5: constant")
     symbols = run_cli("search", "?", cwd=project)
     assert symbols.stderr.strip().endswith("and the question has no other")
-    answered = run_cli("answer", "T", cwd=project)
-    assert answered.returncode == 0
-    assert "ragdb: words of one letter and symbols are not searched" in answered.stderr
+    for json_too in ((), ("--json",)):
+        answered = run_cli("answer", "T", *json_too, cwd=project)
+        assert answered.returncode == 0
+        assert "ragdb: words of one letter and symbols are not searched" in answered.stderr
+    assert json.loads(answered.stdout)["sources"] == []  # --json: stdout stays one document
     other = run_cli("search", "zzqqxx", cwd=project)  # words searched, none found: as before
     assert other.returncode == 0 and other.stderr.strip() == "no sources found"
 

@@ -227,12 +227,15 @@ class _OneAnswer:
         if self.k and not self.warned:
             mode_warning(self.rag, self.mode)
             self.warned = True
+        why = None if answer.hits or not self.k else self.rag.why_nothing_found(
+            question, self.filters)
         if self.as_json:
             shown = answer_json(answer, lambda _chunk: None)
             typer.echo(json.dumps(shown) if batch else json.dumps(shown, indent=2))
+            if why:  # stderr: the JSON stays one document
+                err(why)
         elif not answer.hits:
             typer.echo(answer.text)
-            why = self.rag.why_nothing_found(question, self.filters)
             if why:
                 err(why)
         else:
