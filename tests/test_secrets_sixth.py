@@ -21,6 +21,7 @@ from tests.conftest import (
     one_line_error,
     run_cli,
     wait_until_serving,
+    write_corpus,
 )
 
 #: Config files as repositories ship them, their credentials samples: indexed.
@@ -267,3 +268,26 @@ def test_a_secret_key_in_a_config_is_left_out(tmp_path: Path) -> None:
                                    SECRET_KEY_SAMPLES, len(SECRET_KEY_SECRETS))
     found = run_cli("search", "9f8e7d6c5b4a3f2e1d0c", "--db", str(db), cwd=tmp_path)
     assert found.returncode == 0 and "settings.yml" not in found.stdout, found.stdout
+
+
+def test_serve_refuses_an_older_index_holding_an_xml_or_connection_string_secret(
+        tmp_path: Path) -> None:
+    """An index an older ragdb built holds a web.config's connection string, Maven's
+    settings.xml and its settings-security.xml: `ragdb serve` refuses it in one line naming
+    them, as it does an older index's .env (secrets_held judges stored chunks by these rules)."""
+    held = ("web/web.config", "ci/settings.xml", "ci/settings-security.xml",
+            "cfg/appsettings.json")
+    files = {"README.md": "# Shop\n\nThe shop's web app.\n",
+             **{rel: XML_SECRETS[rel] for rel in held}}
+    write_corpus(tmp_path / "proj", files)
+    done = run_cli("index", "proj", "--no-vectors", "--include", "*.config", "--include",
+                   "*.xml", "--include", "*.json", cwd=tmp_path)
+    assert done.returncode == 0 and "5 indexed" in done.stdout, done.stdout + done.stderr
+    db = tmp_path / "data" / "processed" / "rag.db"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE roots SET options = json_set(options, '$.include', json('[]'))")
+    served = run_cli("serve", "--db", str(db), "--port", str(free_port()), cwd=tmp_path)
+    line = one_line_error(served)
+    assert "holds 4 files that may hold secrets" in line, line
+    cleaned = run_cli("index", cwd=tmp_path)
+    assert cleaned.returncode == 0 and "4 removed" in cleaned.stdout, cleaned.stdout
