@@ -76,6 +76,17 @@ def _doc_statement(page: str, comment: str) -> str:
     return text[start:text.index(";", start) + 1]
 
 
+@pytest.fixture(scope="module")
+def chi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """CHI_LIKE indexed once (lexical) for the tests that only read it; HOME and RAGDB_DB as
+    the function-scoped conftest fixture sets them, which runs after this one."""
+    project = write_corpus(tmp_path_factory.mktemp("sixth") / "chi", CHI_LIKE)
+    done = run_cli("index", ".", "--no-vectors", cwd=project,
+                   env={"HOME": str(tmp_path_factory.getbasetemp() / "home"), "RAGDB_DB": ""})
+    assert done.returncode == 0, done.stderr
+    return project
+
+
 def test_the_docs_sql_counts_files_and_chunks_of_the_root_dot(tmp_path: Path) -> None:
     """docs/search.md's "files and chunks per root" query matched `f.path = '.'` or a prefix
     `./`, which no stored path has: a project indexed as the README says (`ragdb index .`)
@@ -131,12 +142,11 @@ def test_ctrl_c_ends_a_watch_without_a_line_of_the_watcher_library(tmp_path: Pat
     assert all(line.startswith("ragdb:") for line in rest.splitlines()), rest
 
 
-def test_callees_of_a_function_that_calls_only_built_ins_says_so(tmp_path: Path) -> None:
+def test_callees_of_a_function_that_calls_only_built_ins_says_so(chi: Path) -> None:
     """`ragdb callees Mux.Use` (chi's Use calls only panic and append) printed nothing at all
     and exited 0, as if the name were not found; `callers` of nothing says why, and so does
     callees now, in text and in --json's note."""
-    project = write_corpus(tmp_path / "chi", CHI_LIKE)
-    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    project = chi
     route = run_cli("callees", "Mux.Route", cwd=project)
     assert route.returncode == 0 and "chi.NewRouter" in route.stdout
     use = run_cli("callees", "Mux.Use", cwd=project)
@@ -172,14 +182,13 @@ def test_a_question_of_one_letter_says_why_it_found_nothing(tmp_path: Path) -> N
     assert other.returncode == 0 and other.stderr.strip() == "no sources found"
 
 
-def test_a_path_filter_that_names_no_indexed_file_says_so(tmp_path: Path) -> None:
+def test_a_path_filter_that_names_no_indexed_file_says_so(chi: Path) -> None:
     """`ragdb search ... --path nope/` (a typo, or chi's `_examples` after a rename) said only
     "no sources found", as if those files held nothing about the question, where `--lang
     pyhton` is refused with the languages held. The path is still a filter (a glob outside
     the project matches nothing on every door); the empty result now names the one that
     matches no indexed file, on the CLI and in the MCP search tool's warnings."""
-    project = write_corpus(tmp_path / "chi", CHI_LIKE)
-    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    project = chi
     typo = run_cli("search", "router", "--path", "nope/", "--path", "middleware/", cwd=project)
     assert typo.returncode == 0 and typo.stdout == ""
     assert typo.stderr.strip() == "no sources found: path 'nope/' matches no indexed file"
@@ -358,12 +367,11 @@ def test_a_path_filter_names_a_file_with_brackets_in_its_name(tmp_path: Path) ->
     assert found() == ["app/[slug]/page.tsx", "pages/posts/index.ts"]
 
 
-def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(tmp_path: Path) -> None:
+def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(chi: Path) -> None:
     """Ctrl-C on `ragdb answer -` (questions read from stdin) between two questions said
     "interrupted; rag.db keeps what was committed: an index run's files and chunks ...": an
     index run's account from a command that never writes the index. `ragdb index` keeps it."""
-    project = write_corpus(tmp_path / "chi", CHI_LIKE)
-    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    project = chi
     process = subprocess.Popen([sys.executable, "-m", "ragdb", "answer", "-", "--k", "1"],
                                cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
@@ -388,14 +396,12 @@ def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(tmp_path:
 
 @pytest.mark.asyncio
 async def test_the_http_search_says_why_it_found_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        chi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The HTTP API's search gave `"sources": [], "warnings": []` for `path=nope/` or `q=T`,
     where the CLI and MCP now say why; its `warnings` say it too."""
     from ragdb.datasette_plugin.serve import make_datasette
 
-    project = write_corpus(tmp_path / "chi", CHI_LIKE)
-    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(chi)
     ds = make_datasette(Path("data/processed/rag.db"))
     await ds.invoke_startup()
     typo = await ds.client.get("/-/ragdb/search?q=router&path=nope/&mode=lexical")
