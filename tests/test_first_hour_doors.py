@@ -24,7 +24,7 @@ def test_removed_rows_leave_the_wal_while_a_server_holds_the_db_open(tmp_path: P
     (TRUNCATE): the WAL is emptied and secure_delete's zeroed pages reach rag.db."""
     proj = tmp_path / "proj"
     write_corpus(proj, {"app.py": "def run():\n    return 1\n",
-                        "notes.txt": f"password = {MARK}\n"})
+                        "notes.txt": f"deploy note {MARK}\n"})
     db = tmp_path / "rag.db"
     with RagDB(db) as rag:
         rag.index([proj], vectors=False)
