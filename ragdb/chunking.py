@@ -55,7 +55,9 @@ PROSE_CAP_SHARE = 0.5
 # 6: MkDocs' snippet section markers (`# --8<-- [start:name]`) are not Markdown headings.
 # 7: a file saved with a UTF-8 byte order mark: its first heading is read past the mark, and
 #    its Python parses (it was cut as text).
-CHUNKER_VERSION = "7"
+# 8: a Python file ast refuses (a syntax error, Python 2, newer syntax) is cut along
+#    tree-sitter's Python tree; cut as text only when that tree is mostly errors too.
+CHUNKER_VERSION = "8"
 
 
 def chunk_cap(kind: str, max_chunk_size: int) -> int:

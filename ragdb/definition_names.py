@@ -230,6 +230,12 @@ NAME_QUERIES: dict[str, str] = {
 (constructor_signature name: (identifier) @name)
 (program (static_final_declaration_list (static_final_declaration (identifier) @name)))
 """,
+    # Only for a file Python's ast refuses (ragdb.python_chunking); its chunks then take their
+    # names from tokenize.defined_names, as a file ast cut does.
+    "python": """
+(function_definition name: (identifier) @name)
+(class_definition name: (identifier) @name)
+""",
 }
 NAME_QUERIES["tsx"] = NAME_QUERIES["typescript"]
 
@@ -263,7 +269,7 @@ def definition_names(tree: ts.Tree, grammar: str, data: bytes) -> list[tuple[int
         name = name.rsplit("::", 1)[-1].strip("'\" ")
         name = name.rstrip("?!=")  # Ruby's `empty?`, `save!`, `name=` are `empty`, ...
         name = name.rsplit(".", 1)[-1]  # Elixir's `MyApp.Accounts` is `Accounts`
-        if name.isidentifier():
+        if name.isidentifier() and name != "_":  # Go's `var _ = x`: a check, no name
             out.append((node.start_byte, name))
     out.sort()
     return out

@@ -2,7 +2,9 @@
 
 The statements of a block are grouped up to the cap; one too large is split by its own inner
 statements, each piece naming the signatures around it in `context`; a statement with no inner
-block (a long literal or docstring) is cut as text. A file that does not parse is cut as text.
+block (a long literal or docstring) is cut as text. A file `ast` refuses (a syntax error, a
+Python 2 file, syntax newer than the running Python) is cut along tree-sitter's Python tree
+instead (ragdb.syntax_chunking), with its error tolerance: a tree mostly errors is cut as text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import gc
 import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from itertools import accumulate
 
@@ -29,7 +32,8 @@ _PLUS_ONE = (1).__add__
 
 
 def chunk_python(text: str, cap: int) -> list[Chunk]:
-    """Chunks of Python source: along its syntax tree, cut as text when it does not parse."""
+    """Chunks of Python source: along its `ast` tree; along tree-sitter's when ast refuses it;
+    cut as text when that tree is mostly errors too (python_cut_as_text)."""
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
         return [] if trimmed is None else [Chunk(trimmed[0], trimmed[1], "module", "")]
@@ -43,6 +47,9 @@ def chunk_python(text: str, cap: int) -> list[Chunk]:
         if was_enabled:
             gc.enable()
     if pieces is None:
+        chunks = _tree_chunks(text, cap)
+        if chunks is not None:
+            return chunks
         return _chunk_units(text, [(0, len(text), _TOP, "", "text")], cap, _CODE_SEPS,
                             _CODE_OVERLAP_BELOW)
     if not pieces:  # comments only
@@ -50,6 +57,27 @@ def chunk_python(text: str, cap: int) -> list[Chunk]:
                             _CODE_OVERLAP_BELOW)
 
     return merge_pieces(text, pieces, cap)
+
+
+def _tree_chunks(text: str, cap: int) -> list[Chunk] | None:
+    """A file ast refuses, cut along tree-sitter's Python tree; None when that tree is mostly
+    errors or its parse ran out of time. Names are left to tokenize.defined_names, as for a
+    file ast cut, so both index a chunk's definitions alike."""
+    from ragdb.syntax_chunking import chunk_code  # here: most runs never need tree-sitter
+
+    chunks = chunk_code(text, "python", cap)
+    return None if chunks is None else [replace(c, names=()) for c in chunks]
+
+
+def python_cut_as_text(text: str) -> bool:
+    """Whether a Python file is cut as text: ast refuses it and tree-sitter's tree of it is
+    mostly errors (or its parse ran out of time). What the index run counts as a parse
+    fallback; its symbols are then not read."""
+    if parse_python(text) is not None:
+        return False
+    from ragdb.syntax_trees import parse
+
+    return parse(text, "python") is None
 
 
 def _line_starts(text: str) -> list[int]:

@@ -23,8 +23,9 @@ from typing import Callable
 
 #: Bumped when extraction changes: the next index run re-reads the symbols of every file
 #: whose rows were made by another version (files.symbols_version), without re-chunking it.
-SYMBOLS_VERSION = 9  # 7: a C body left as loose tokens ends at its own `}`; 8: .d.ts functions;
-#: 9: no C definitions inside such a body (`CASE_OP(X) {` read as a function)
+SYMBOLS_VERSION = 10  # 7: a C body left as loose tokens ends at its own `}`; 8: .d.ts functions;
+#: 9: no C definitions inside such a body (`CASE_OP(X) {` read as a function); 10: a Python
+#: file ast refuses is read from tree-sitter's tree; Go's and Rust's `_` define nothing
 
 #: Languages with an extractor (files.kind). Other files have no symbols.
 SYMBOL_LANGUAGES = frozenset({
@@ -89,7 +90,14 @@ def extract(text: str, language: str, path: Path, rel: str) -> FileSymbols | Non
         from ragdb.python_symbols import python_symbols
 
         module, package = python_module(path)
-        return python_symbols(text, module, package, is_test_file(rel))
+        found = python_symbols(text, module, package, is_test_file(rel))
+        if found is not None:
+            return found
+        # ast refuses it (a syntax error, Python 2, syntax newer than this Python): read from
+        # tree-sitter's tree, unless that is mostly errors too (the file is then cut as text).
+        from ragdb.tree_symbols import tree_symbols
+
+        return tree_symbols(text, "python", rel, module, package)
     if language in SYMBOL_LANGUAGES:
         from ragdb.tree_symbols import tree_symbols
 

@@ -36,6 +36,9 @@ GRAMMAR_MODULES: dict[str, tuple[str, str]] = {
     "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
     "zig": ("tree_sitter_zig", "language"),
     "dart": ("tree_sitter_dart", "language"),
+    # Python is read by its own `ast`; this grammar only for a file ast refuses (a syntax
+    # error, Python 2, syntax newer than the running Python): ragdb.python_chunking.
+    "python": ("tree_sitter_python", "language"),
 }
 
 
@@ -46,7 +49,7 @@ GRAMMARS: dict[str, tuple[str, ...]] = {
     "cuda": ("cpp",), "shell": ("bash",), "ruby": ("ruby",), "php": ("php",),
     "csharp": ("c_sharp",), "kotlin": ("kotlin",), "swift": ("swift",), "scala": ("scala",),
     "lua": ("lua",), "elixir": ("elixir",), "haskell": ("haskell",),
-    "ocaml": ("ocaml",), "zig": ("zig",), "dart": ("dart",),
+    "ocaml": ("ocaml",), "zig": ("zig",), "dart": ("dart",), "python": ("python",),
 }
 
 

@@ -35,6 +35,7 @@ class Imports:
     bound: dict[str, str] = field(default_factory=dict)  # name -> qualified target
     refs: list[Ref] = field(default_factory=list)
     crate: str = ""
+    package: bool = False  # Python: the file is a package's __init__.py
 
     def rust_path(self, head: str) -> str:
         """`crate`, `self` and `super` as the module they name."""
@@ -85,7 +86,7 @@ def _js_module(path: str) -> str:
 def read_imports(f: "_File", imports: Imports) -> Imports:
     g = f.grammar
     reader = {"go": _go, "rust": _rust, "java": _java, "typescript": _js, "tsx": _js,
-              "javascript": _js, "c": _c, "cpp": _c}.get(g)
+              "javascript": _js, "c": _c, "cpp": _c, "python": _python}.get(g)
     if reader is not None:
         reader(f, imports)
     return imports
@@ -227,6 +228,55 @@ def _c(f: "_File", imports: Imports) -> None:
         if path is not None:
             header = f.cut(path).strip('"<> ')
             _add(f, imports, path, header, "", name=header.rsplit("/", 1)[-1])
+
+
+def _python(f: "_File", imports: Imports) -> None:
+    """A Python file's imports at its top level (in `if`/`try` too), as ragdb.python_symbols
+    reads them: the standard library bound but not recorded, `import a.b` binds a."""
+    from ragdb.python_symbols import _STDLIB
+    from ragdb.python_types import STD
+
+    module = imports.module
+    for node in _all(f.tree.root_node, ("import_statement", "import_from_statement"), 3):
+        base = ""
+        if node.type == "import_from_statement":
+            source = node.child_by_field_name("module_name")
+            if source is None:
+                continue
+            written = f.cut(source)
+            level = len(written) - len(written.lstrip("."))
+            base = written[level:].strip()
+            if level:
+                parts = module.split(".")
+                keep = len(parts) - level + (1 if imports.package else 0)
+                head = ".".join(parts[:max(keep, 0)])
+                base = f"{head}.{base}" if head and base else head or base
+            elif base.split(".", 1)[0] in _STDLIB:
+                for name_node in node.children_by_field_name("name"):
+                    alias = name_node.child_by_field_name("alias")
+                    imports.bound[f.cut(alias if alias is not None else name_node)] = STD
+                continue
+        for name_node in node.children_by_field_name("name"):
+            alias = name_node.child_by_field_name("alias")
+            dotted = name_node.child_by_field_name("name") if alias is not None else name_node
+            if dotted is None:
+                continue
+            written = re.sub(r"\s+", "", f.cut(dotted))
+            asname = f.cut(alias) if alias is not None else ""
+            if node.type == "import_statement":
+                target = written
+                bound = asname or written.split(".", 1)[0]
+                binding = written if asname else bound
+                if target.split(".", 1)[0] in _STDLIB:
+                    imports.bound[bound] = STD
+                    continue
+            else:
+                target = f"{base}.{written}" if base else written
+                bound = asname or written
+                binding = target
+            _add(f, imports, dotted, target, bound, exported=binding == target,
+                 name=target.rsplit(".", 1)[-1])
+            imports.bound[bound] = binding
 
 
 def _all(root: ts.Node, types: str | tuple[str, ...], depth: int) -> Iterator[ts.Node]:

@@ -1,5 +1,8 @@
 """Definitions and references of Go, Rust, TypeScript, JavaScript, C, C++, CUDA and Java,
-read from the tree-sitter tree the chunker parsed (ragdb.syntax_trees.parse, which keeps it).
+read from the tree-sitter tree the chunker parsed (ragdb.syntax_trees.parse, which keeps it);
+and of a Python file its own `ast` refuses (a syntax error, Python 2, newer syntax), whose
+definitions, imports, calls, base classes, decorators and annotations are read as
+ragdb.python_symbols reads them, without its typing of locals.
 
 Two queries per grammar, run by tree-sitter in C so Python only sees what they capture: one
 for definitions (`@name`, the definition node captured by its kind), one for uses (`@call`,
@@ -21,8 +24,9 @@ import tree_sitter as ts
 
 from ragdb import c_declarations
 from ragdb.go_types import GoTypes
-from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol
-from ragdb.syntax_trees import best_tree, grammar_language
+from ragdb.python_types import BUILTINS, STD
+from ragdb.symbols import ByteOffsets, FileSymbols, Ref, Symbol, is_test_file
+from ragdb.syntax_trees import MAX_ERROR_SHARE, best_tree, grammar_language
 from ragdb.tree_imports import Imports, module_of, read_imports
 
 _C_DEFS = """
@@ -130,6 +134,14 @@ DEF_QUERIES: dict[str, str] = {
     (field_declaration name: (field_identifier) @name) @field))
 (impl_item type: (_) @name) @impl
 """,
+    "python": """
+(function_definition name: (identifier) @name) @function
+(class_definition name: (identifier) @name) @class
+(type_alias_statement left: (type (identifier) @name)) @type
+(assignment left: (identifier) @name) @variable
+(assignment left: [(pattern_list (identifier) @name) (tuple_pattern (identifier) @name)])
+    @variable
+""",
     "java": """
 (class_declaration name: (identifier) @name) @class
 (record_declaration name: (identifier) @name) @class
@@ -173,6 +185,20 @@ _TS_REFS = _JS_REFS.replace("(class_heritage (identifier) @inherit)",
 (extends_type_clause type: (type_identifier) @inherit)
 """
 REF_QUERIES: dict[str, str] = {
+    "python": """
+(call function: (identifier) @call)
+(call function: (attribute object: (_) @qual attribute: (identifier) @call))
+(class_definition superclasses: (argument_list (identifier) @inherit))
+(class_definition superclasses: (argument_list (attribute object: (_) @qual
+    attribute: (identifier) @inherit)))
+(decorator (identifier) @decorator)
+(decorator (attribute object: (_) @qual attribute: (identifier) @decorator))
+(decorator (call function: (identifier) @decorator))
+(decorator (call function: (attribute object: (_) @qual attribute: (identifier) @decorator)))
+(type (identifier) @type)
+(type (attribute object: (_) @qual attribute: (identifier) @type))
+(attribute object: (identifier) @qual attribute: (identifier) @attr)
+""",
     "c": _C_REFS,
     "cpp": _CPP_REFS,
     "javascript": _JS_REFS,
@@ -227,6 +253,9 @@ _SCOPED = frozenset({"qualified_identifier", "scoped_identifier", "scoped_type_i
                      "nested_type_identifier", "qualified_type"})
 _SELF = frozenset({"self", "this", "Self"})
 _GENERIC = re.compile(r"[<\[].*$", re.S)
+_PY_CONSTANT = re.compile(r"_*[A-Z][A-Z0-9_]*$")  # as ragdb.python_symbols names them
+#: Python's nodes whose names are local to them: an assignment inside is not a definition.
+_PY_LOCAL_SCOPES = frozenset({"function_definition", "lambda"})
 
 
 def _grammar(language: str) -> str:
@@ -404,6 +433,12 @@ class _File:
                 kind = {"struct_type": "struct", "interface_type": "interface"}.get(
                     shape.type if shape is not None else "", "type")
             name = name.strip("'\"` ")
+            if name == "_" and self.grammar in ("go", "rust"):
+                continue  # `var _ Iface = (*T)(nil)`, `const _: () = ...`: checks, no name
+            if self.grammar == "python" and kind == "variable":
+                kind = self.python_variable(node, name)
+                if not kind:
+                    continue
             if not name or (self.grammar in ("c", "cpp") and
                             name in c_declarations.TYPE_WORDS):
                 continue  # `OF((void))` read as a declaration of `void`
@@ -418,6 +453,26 @@ class _File:
             found[key] = _Def(name, qualifier, kind, node, name_node)
         return sorted(found.values(), key=lambda d: (d.start_byte, -d.node.end_byte,
                                                      d.name_node.start_byte))
+
+    @staticmethod
+    def python_variable(assignment: ts.Node, name: str) -> str:
+        """What a Python assignment defines, as ragdb.python_symbols says: a constant by its
+        name, a field (`x: int` in a class body), else a variable; '' in a function (a
+        local) or in an expression (a keyword argument's default, a walrus)."""
+        statement = assignment.parent
+        if statement is None or statement.type != "expression_statement":
+            return ""  # `a = b = 1`: the inner assignment is the outer's value
+        parent = statement.parent
+        while parent is not None and parent.type != "module":
+            if parent.type in _PY_LOCAL_SCOPES:
+                return ""
+            if parent.type == "class_definition":
+                break
+            parent = parent.parent
+        if parent is not None and parent.type == "class_definition" and \
+                assignment.child_by_field_name("right") is None:
+            return "field"
+        return "constant" if _PY_CONSTANT.match(name) else "variable"
 
     @staticmethod
     def in_body(node: ts.Node) -> bool:
@@ -467,6 +522,9 @@ class _File:
             by_qualified.setdefault(d.qualified, d.index)
 
     def is_test(self, d: _Def) -> bool:
+        if self.grammar == "python":  # as ragdb.python_symbols: test* in a file of tests
+            return d.name.startswith("test") and is_test_file(self.rel) and (
+                d.parent is None or d.parent.kind != "class" or d.parent.name.startswith("Test"))
         if self.grammar == "go":
             return d.name.startswith("Test") and self.rel.endswith("_test.go")
         if self.grammar == "rust":
@@ -494,7 +552,8 @@ class _File:
             members.setdefault(parent_q, set()).add(d.name)
         cursor = ts.QueryCursor(_query(self.grammar, "refs"))
         seen: dict[int, int] = {}  # name start byte -> index in self.refs
-        rank = {"call": 3, "new": 3, "macro": 3, "inherit": 3, "type": 2, "attr": 1, "use": 0}
+        rank = {"call": 3, "new": 3, "macro": 3, "inherit": 3, "decorator": 3, "type": 2,
+                "attr": 1, "use": 0}
         go = self.go
         for _pattern, captures in cursor.matches(self.tree.root_node):
             kind = next((k for k in captures if k != "qual"), None)
@@ -576,6 +635,9 @@ class _File:
         if qual is None:
             if g == "go" and (name in _GO_BUILTIN_TYPES or name in _GO_BUILTIN_FUNCS):
                 return None
+            if g == "python" and name not in top and name not in imports.bound and \
+                    name in BUILTINS:
+                return None
             if kind == "new":
                 kind = "type"  # `new Foo()` names the class, not a method of this one
             owner = self.owner_type(scope) if g in ("java", "cpp") and kind == "call" else ""
@@ -597,7 +659,7 @@ class _File:
             return "" if kind in ("call", "macro") else None
         head_text = self.cut(qual)
         if qual.type in ("this", "self") or head_text in _SELF or (
-                head_text == self.receiver(scope)):
+                g == "python" and head_text == "cls") or (head_text == self.receiver(scope)):
             owner = self.owner_type(scope)
             return f"{owner}.{name}" if owner else ("" if kind == "call" else None)
         if self.go is not None:  # a local of a declared type, a field of one, a result
@@ -620,23 +682,33 @@ class _File:
             base = head  # a type or namespace of another file: C++'s and Rust's global names
         elif g == "java" and head[:1].isupper():
             base = f"{module}.{head}" if module else head  # a class of the same package
+        if base == STD:
+            return None  # Python's standard library: known, never recorded
         if base is None:
             return "" if kind in ("call", "macro", "new") else None
         return ".".join([base, *rest, name])
 
 
-def tree_symbols(text: str, language: str, rel: str) -> FileSymbols | None:
+def tree_symbols(text: str, language: str, rel: str, module: str = "",
+                 package: bool = False) -> FileSymbols | None:
     """A source file's symbols and references (those its tree holds, errors or not); None
-    when its parse ran out of time (the chunker then cut it as text)."""
+    when its parse ran out of time (the chunker then cut it as text). Python (a file ast
+    refuses): `module` and `package` as ragdb.symbols.python_module says; None also when its
+    tree is mostly errors, the file then cut as text (python_chunking.python_cut_as_text)."""
     parsed = best_tree(text, language)
-    if parsed is None:
+    if parsed is None or (language == "python" and parsed[0] > MAX_ERROR_SHARE):
         return None
     _share, tree, grammar, data = parsed  # a tree with errors still holds its definitions
     if grammar not in DEF_QUERIES:
         return FileSymbols()
     f = _File(text, language, rel, tree, data)
     f.grammar = grammar  # a .h file parsed as C++
-    imports = read_imports(f, module_of(f, rel))
+    if grammar == "python":
+        f.symbols.append(Symbol(module.rsplit(".", 1)[-1], module, "module", 0, len(text), 1,
+                                text.count("\n") + 1, -1))  # as python_symbols: index 0
+        imports = read_imports(f, Imports(module, package=package))
+    else:
+        imports = read_imports(f, module_of(f, rel))
     module = imports.module
     if grammar == "go":
         f.go = GoTypes(f, imports, module)
@@ -649,4 +721,11 @@ def tree_symbols(text: str, language: str, rel: str) -> FileSymbols | None:
     f.refs.extend(imports.refs)
     for ref in imports.refs:
         ref.enclosing = -1
+    if grammar == "python":  # held by the module's own symbol, as python_symbols has them
+        for symbol in f.symbols[1:]:
+            if symbol.parent < 0:
+                symbol.parent = 0
+        for ref in f.refs:
+            if ref.enclosing < 0:
+                ref.enclosing = 0
     return FileSymbols(f.symbols, f.refs)

@@ -220,18 +220,20 @@ def test_an_empty_db_option_is_refused_as_empty(tmp_path: Path) -> None:
 
 
 def test_a_python_file_with_one_syntax_error_is_not_called_mostly_errors(tmp_path: Path) -> None:
-    """A Python file that does not parse (here a Python 2 print among good code) is cut as
-    text, as docs/indexing.md says; the run called it "its syntax tree was mostly errors",
-    which sent a user looking for a broken file where one line is."""
+    """A Python file with one bad line (here a Python 2 print among good code) was cut as text
+    and named "its syntax tree was mostly errors", which sent a user looking for a broken file
+    where one line is. It is now cut along tree-sitter's tree, no fallback (test_python_fallback);
+    a file that is mostly errors is one, and the run says both parsers failed."""
     project = write_corpus(tmp_path / "glom", {
         "glom/compat.py": "def get(target, key):\n    return target[key]\n\n\n"
                           "print 'glom 0.1'\n",
+        "glom/junk.py": "}}} {{{ ((( :::\n" * 10,
         "glom/ok.py": "def fine():\n    return 1\n"})
     done = run_cli("index", ".", "--no-vectors", cwd=project)
     assert done.returncode == 0, done.stderr
-    assert ("ragdb: parse fallback glom/compat.py: it does not parse as Python (a syntax "
-            "error), cut as text") in done.stderr.splitlines()
-    assert "mostly errors" not in done.stderr and "1 parse fallbacks" in done.stdout
+    assert ("ragdb: parse fallback glom/junk.py: it does not parse as Python and its syntax "
+            "tree was mostly errors, cut as text") in done.stderr.splitlines()
+    assert "compat.py" not in done.stderr and "1 parse fallbacks" in done.stdout
 
 
 def _mcp(db: Path, cwd: Path, *calls: tuple[str, dict[str, Any]]) -> dict[int, Any]:

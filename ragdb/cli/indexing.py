@@ -153,11 +153,12 @@ def _index_once(rag: "RagDB", roots: list[Path], options: dict[str, Any],
 
 def _fallback_reason(path: str) -> str:
     """Why a source file was cut as text, as far as its name tells: Python is cut along its
-    own parser's tree, which any syntax error refuses (a Python 2 print, a template's
-    placeholder), where "its syntax tree was mostly errors" named one bad line wrongly; the
-    tree-sitter languages fall back on a tree mostly errors (docs/indexing.md)."""
+    own parser's tree, and a file that refuses (a syntax error, Python 2, a template's
+    placeholder) along tree-sitter's, so it is cut as text only when that tree is mostly
+    errors too; the tree-sitter languages fall back on a tree mostly errors
+    (docs/indexing.md)."""
     if language_of(path) == "python":
-        return "it does not parse as Python (a syntax error)"
+        return "it does not parse as Python and its syntax tree was mostly errors"
     return "its syntax tree was mostly errors"
 
 
