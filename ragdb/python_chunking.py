@@ -33,7 +33,8 @@ _PLUS_ONE = (1).__add__
 
 def chunk_python(text: str, cap: int) -> list[Chunk]:
     """Chunks of Python source: along its `ast` tree; along tree-sitter's when ast refuses it;
-    cut as text when that tree is mostly errors too (python_cut_as_text)."""
+    cut as text when that tree is mostly errors too (the index run then counts a parse
+    fallback: ragdb.symbols.extract reads no symbols from such a file)."""
     if len(text) <= cap:
         trimmed = _trim(text, 0, len(text))
         return [] if trimmed is None else [Chunk(trimmed[0], trimmed[1], "module", "")]
@@ -67,17 +68,6 @@ def _tree_chunks(text: str, cap: int) -> list[Chunk] | None:
 
     chunks = chunk_code(text, "python", cap)
     return None if chunks is None else [replace(c, names=()) for c in chunks]
-
-
-def python_cut_as_text(text: str) -> bool:
-    """Whether a Python file is cut as text: ast refuses it and tree-sitter's tree of it is
-    mostly errors (or its parse ran out of time). What the index run counts as a parse
-    fallback; its symbols are then not read."""
-    if parse_python(text) is not None:
-        return False
-    from ragdb.syntax_trees import parse
-
-    return parse(text, "python") is None
 
 
 def _line_starts(text: str) -> list[int]:

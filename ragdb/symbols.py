@@ -3,8 +3,9 @@
 
 The index run hands each file it writes to `extract`, which reads the syntax tree the chunker
 has just parsed (Python's `ast`, ragdb.python_symbols; tree-sitter for Go, Rust, TypeScript,
-JavaScript, C, C++, CUDA and Java, ragdb.tree_symbols) and returns the file's symbols and
-references; ragdb.symbol_rows writes them in the same transaction as the chunks.
+JavaScript, C, C++, CUDA and Java, and for a Python file ast refuses, ragdb.tree_symbols) and
+returns the file's symbols and references; ragdb.symbol_rows writes them in the same
+transaction as the chunks.
 
 A reference is resolved as far as its own file tells (its `target`: the qualified name of
 what it names, through the file's imports and aliases, `self`/`this`, package qualifiers);

@@ -694,7 +694,7 @@ def tree_symbols(text: str, language: str, rel: str, module: str = "",
     """A source file's symbols and references (those its tree holds, errors or not); None
     when its parse ran out of time (the chunker then cut it as text). Python (a file ast
     refuses): `module` and `package` as ragdb.symbols.python_module says; None also when its
-    tree is mostly errors, the file then cut as text (python_chunking.python_cut_as_text)."""
+    tree is mostly errors, the file then cut as text (ragdb.python_chunking)."""
     parsed = best_tree(text, language)
     if parsed is None or (language == "python" and parsed[0] > MAX_ERROR_SHARE):
         return None
