@@ -7,6 +7,7 @@ import compileall
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -44,6 +45,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # This process keeps pytest's rewritten test modules (tests/__pycache__, ignored by git):
     # rewriting all of them again took 5 of the 11 s before the first test ran.
     sys.dont_write_bytecode = False
+    # Ctrl-C reaches the `ragdb` processes the tests send it to: pytest run as a shell's
+    # background job (`make test &`) starts with SIGINT ignored, which every child inherits
+    # across exec, so a watch or an answer loop never saw it and its test waited out its limit.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
