@@ -20,15 +20,13 @@ Met and left as they are (not defects, or not this walkthrough's to change):
   value with a default if missing?" (the CLI's `# TODO: --default?` first); "What does
   Mux.Mount do?" shows Route (a dotted pair of plain capitalised words is not read as a name;
   in backticks it is).
-- A Python file with one syntax error loses its definitions and is cut as text (the message
-  is now accurate; a tolerant parse is a chunker change); a Go file with one 2 MB line is
-  skipped as minified; Go's `var _ Router = &Mux{}` is listed as `variable chi._` by outline;
-  uses of a Rust name inside `assert!(...)` are not read (now said); a question in Japanese
-  finds nothing (dense matches past the 0.6 cosine cutoff are dropped by design).
-- Two watch tests (test_watch's Ctrl-C, test_first_hour_fifth's added root) time out when
-  pytest itself runs as a shell's background job (`pytest ... &`): its children inherit an
-  ignored SIGINT, as any background job's do, so the watch never sees the Ctrl-C they send.
-  The SIGINT tests here reset it in the child, as test_indexing's do.
+- A Go file with one 2 MB line is skipped as minified; uses of a Rust name inside
+  `assert!(...)` are not read (now said); a question in Japanese finds nothing (dense matches
+  past the 0.6 cosine cutoff are dropped by design). (A Python file with one syntax error, and
+  Go's `var _ Router = &Mux{}` listed as `variable chi._`, were mended after the walkthrough:
+  tests/test_python_fallback.py.)
+- Watch tests timed out when pytest itself ran as a shell's background job (`pytest ... &`):
+  its children inherited an ignored SIGINT; tests/conftest.py's session start sets it back.
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ import subprocess
 import sys
 import time
 from contextlib import closing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +107,26 @@ def test_the_docs_sql_counts_files_and_chunks_of_the_root_dot(tmp_path: Path) ->
     assert counted == expected
 
 
-def _default_sigint() -> None:
-    """In the child: Ctrl-C as a terminal delivers it (a shell's background job, pytest run
-    with `&`, hands its children an ignored SIGINT)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _interrupt_once(process: subprocess.Popen[str], ready: Callable[[str], bool]) -> str:
+    """Ctrl-C to a `ragdb` process once a line of its stderr says it is ready (watching,
+    waiting for the next question); what it wrote after, on stderr. Killed if it outlives
+    the test."""
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while not ready(line) and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line or process.poll() is None, "the process ended before it was ready"
+        assert ready(line), line
+        time.sleep(0.5)  # inside the loop that catches Ctrl-C (watchfiles', the stdin loop)
+        process.send_signal(signal.SIGINT)
+        _out, rest = process.communicate(timeout=60)
+        return rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def test_ctrl_c_ends_a_watch_without_a_line_of_the_watcher_library(tmp_path: Path) -> None:
@@ -120,23 +135,8 @@ def test_ctrl_c_ends_a_watch_without_a_line_of_the_watcher_library(tmp_path: Pat
     project = write_corpus(tmp_path / "chi", CHI_LIKE)
     process = subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", ".", "--no-vectors", "--watch"],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_default_sigint)
-    try:
-        assert process.stderr is not None
-        deadline = time.monotonic() + 60
-        line = ""
-        while "watching" not in line and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            assert line or process.poll() is None, "the watch ended before watching"
-        assert "watching" in line
-        time.sleep(0.5)  # inside watchfiles' loop, where Ctrl-C is caught
-        process.send_signal(signal.SIGINT)
-        _out, rest = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rest = _interrupt_once(process, lambda line: "watching" in line)
     assert process.returncode == 0
     assert "KeyboardInterrupt" not in rest, rest
     assert all(line.startswith("ragdb:") for line in rest.splitlines()), rest
@@ -376,22 +376,12 @@ def test_ctrl_c_on_answer_waiting_for_a_question_says_only_interrupted(chi: Path
     project = chi
     process = subprocess.Popen([sys.executable, "-m", "ragdb", "answer", "-", "--k", "1"],
                                cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
-    try:
-        assert process.stdin is not None and process.stderr is not None
-        process.stdin.write("What does NewRouter return?\n")
-        process.stdin.flush()
-        deadline = time.monotonic() + 60
-        line = ""
-        while not line.startswith("saved") and time.monotonic() < deadline:
-            line = process.stderr.readline()
-            assert line or process.poll() is None, "answer - ended before answering"
-        process.send_signal(signal.SIGINT)  # waiting for the next question
-        _out, rest = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdin is not None
+    process.stdin.write("What does NewRouter return?\n")
+    process.stdin.flush()
+    # Answered, so waiting for the next question when Ctrl-C comes.
+    rest = _interrupt_once(process, lambda line: line.startswith("saved"))
     assert process.returncode == 130
     assert rest.strip() == "ragdb: interrupted", rest
 

@@ -161,8 +161,6 @@ def test_killed_index_run_keeps_the_previous_index(tmp_path: Path, sig: signal.S
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db), "--no-vectors"],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        # a shell's background jobs inherit an ignored SIGINT; a user's terminal does not
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _wait_for_writes(db, proc)
     proc.send_signal(sig)
@@ -191,7 +189,6 @@ def test_ctrl_c_while_embedding_keeps_the_rows_and_says_so(tmp_path: Path) -> No
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", "data/raw", "--db", str(db)],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     files = 0

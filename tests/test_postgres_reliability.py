@@ -70,9 +70,7 @@ def big_project(tmp_path: Path, pg_url: str) -> Path:
 def _start_index(project: Path, url: str, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "ragdb", "index", "data/raw", "--no-vectors", "--db", url,
-         *extra], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # a shell's background jobs inherit an ignored SIGINT; a user's terminal does not
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+         *extra], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _writing_backend(server: Any, url: str, proc: subprocess.Popen[str],
