@@ -231,6 +231,18 @@ def test_stalled_headers_and_bodies_are_timed_out(server: tuple[str, int, Path])
         assert time.monotonic() - started < TIMEOUT_S + 5
 
 
+def _reply_complete(reply: bytes) -> bool:
+    """Whether an HTTP reply holds its headers and the whole body its Content-Length names."""
+    head, found, body = reply.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value.strip())
+    return False
+
+
 def test_a_body_trickled_a_byte_at_a_time_is_timed_out(server: tuple[str, int, Path]) -> None:
     """Each byte comes well within the pause allowed (TIMEOUT_S), so only a deadline for the
     whole body ends it: three such clients each get a 408 once it has passed."""
@@ -244,21 +256,34 @@ def test_a_body_trickled_a_byte_at_a_time_is_timed_out(server: tuple[str, int, P
         clients.append(sock)
     started = time.monotonic()
     replies = [b""] * len(clients)
+    closed = [False] * len(clients)
+    took = 0.0
     try:
-        while (not all(b"\r\n\r\n" in r for r in replies)
-               and time.monotonic() - started < BODY_DEADLINE_S + 10):
+        # A reply is read whole (its Content-Length, or until the server closes): headers and
+        # body can arrive in separate segments (CI once saw the headers without the body).
+        while not all(closed) and time.monotonic() - started < BODY_DEADLINE_S + 10:
             for n, sock in enumerate(clients):
+                if closed[n]:
+                    continue
                 try:
-                    replies[n] += sock.recv(4096)
+                    piece = sock.recv(4096)
                 except BlockingIOError:
-                    pass
-                if not replies[n]:
+                    piece = None
+                except OSError:
+                    piece = b""
+                if piece == b"":
+                    closed[n] = True
+                elif piece:
+                    if not replies[n]:
+                        took = time.monotonic() - started
+                    replies[n] += piece
+                    closed[n] = _reply_complete(replies[n])
+                if not replies[n] and not closed[n]:
                     try:
                         sock.send(b" ")
                     except OSError:
                         pass
             time.sleep(TIMEOUT_S / 3)
-        took = time.monotonic() - started
     finally:
         for sock in clients:
             sock.close()
