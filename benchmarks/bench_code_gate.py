@@ -69,7 +69,7 @@ from benchmarks.bench_rerank_quality import half
 from benchmarks.common import BENCH_DIR, Question, evaluated_sets, first_rank, host_line, recall
 from ragdb import RagDB
 from ragdb.retrieve import Mode, SearchParams
-from ragdb.walking import language_of
+from ragdb.file_types import language_of
 
 OUT = BENCH_DIR / "code_gate"
 FEATURES_SQL = Path(__file__).with_name("sql") / "gate_features.sql"

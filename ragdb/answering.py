@@ -18,7 +18,7 @@ from ragdb.generate.models import first_line
 from ragdb.generate.prompt import PromptSource
 from ragdb.jsonfiles import write_json_atomic
 from ragdb.retrieve import Hit, Mode, source_json
-from ragdb.walking import language_of
+from ragdb.file_types import language_of
 
 if TYPE_CHECKING:  # the pydantic models load with the first answer record, not every command
     from ragdb.schemas import (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 
+from ragdb.chunking import file_kind
+
 # --- which files, in which language ----------------------------------------------------------
 
 # Languages cut along their syntax tree.
@@ -163,3 +165,31 @@ def is_generated_or_minified(path: str, text: str) -> str | None:
         if len(text) > MAX_LINE_CHARS and max(map(len, text.splitlines())) > MAX_LINE_CHARS:
             return "minified"
     return None
+
+
+#: A file whose first line names one of these interpreters is in that language.
+_SHEBANG = re.compile(r"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+(?:-\S+[ \t]+)*)?"
+                      r"(sh|bash|dash|ksh|zsh|python[\d.]*|node|nodejs|ruby|perl|lua)\b")
+_SHEBANG_LANGUAGES = {"sh": "shell", "bash": "shell", "dash": "shell", "ksh": "shell",
+                      "zsh": "shell", "node": "javascript", "nodejs": "javascript",
+                      "ruby": "ruby", "perl": "perl", "lua": "lua"}
+
+
+def language_of(path: str) -> str | None:
+    """The language a file is indexed as (stored in files.kind), by name: Python and prose by
+    ragdb.chunking, every other language by ragdb.syntax_chunking; None for a file whose name
+    says nothing (file_language then reads its first line, else it is "text")."""
+    return language_for(path) or file_kind(path)
+
+
+def file_language(name: str, text: str) -> str:
+    """The language of a file read as `text`: by name, else by its #! line, else "text"."""
+    known = language_of(name)
+    if known is not None:
+        return known
+    if text.startswith("#!"):
+        m = _SHEBANG.match(text)
+        if m is not None:
+            interpreter = m.group(1)
+            return "python" if interpreter.startswith("python") else _SHEBANG_LANGUAGES[interpreter]
+    return "text"

@@ -31,7 +31,9 @@ from ragdb.db import (
 )
 from ragdb.embedder import DEFAULT_MODEL, Embedder, embedder_identity, load_embedder
 from ragdb.errors import DiskFullError, RagdbError
-from ragdb.file_types import SYNTAX_LANGUAGES, is_build_metadata, is_generated_or_minified
+from ragdb.file_types import (
+    SYNTAX_LANGUAGES, file_language, is_build_metadata, is_generated_or_minified,
+)
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.postgres import PostgresConnection, is_url
 from ragdb.resources import cache_dir, models_dir, sql
@@ -43,22 +45,19 @@ from ragdb.tokenize import TOKENIZER_VERSION, Analyser, analyse_names, defined_n
 from ragdb.vectors import (
     VectorReuse, VectorStats, sync_vectors, vector_count, vectors_pending,
 )
+from ragdb.secret_files import read_for_secrets, secret_by_content, secret_name
 from ragdb.walking import (
     SECRETS,
     INCLUDED,
     WalkOptions,
     below_root,
     distinct_roots,
-    file_language,
     holds,
     name_ok,
-    read_for_secrets,
     real_root,
     relative,
     scan_also,
     scan_roots,
-    secret_by_content,
-    secret_name,
     under,
 )
 
@@ -382,7 +381,7 @@ def refuse_held_secrets(conn: Connection, shown: str, outcome: str) -> None:
 
 class _Purge:
     """Whether a run removed the rows of a secret (a file now skipped as one, or whose chunks
-    held one as walking.secret_by_content judges it: an --include let it in, or a ragdb
+    held one as secret_files.secret_by_content judges it: an --include let it in, or a ragdb
     before the rule did): rag.db then rebuilds its full-text index without the secret's
     terms, which FTS5 would keep in its segments (deleted rows' bytes: PRAGMA secure_delete,
     db.connect). PostgreSQL: not a file a server shares; nothing to do."""

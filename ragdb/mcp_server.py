@@ -33,7 +33,7 @@ from ragdb.mcp_symbols import add_symbol_tools
 from ragdb.resources import package_version
 from ragdb.retrieve import Filters, Hit, Mode
 from ragdb.schemas import FilterValue, describe
-from ragdb.walking import language_of
+from ragdb.file_types import language_of
 
 INSTRUCTIONS = (
     "Search and answer questions over the code and docs indexed in a ragdb rag.db. "

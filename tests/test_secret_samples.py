@@ -1,4 +1,4 @@
-"""The credential-by-form rules (walking.holds_token) on what an ordinary repository ships:
+"""The credential-by-form rules (secret_files.holds_token) on what an ordinary repository ships:
 a README or .env.example showing where a key goes, a docker-compose or config sample with a
 development database's URL. These are indexed; the same files with a real-looking value are
 left out as 'may hold secrets'. Real things: the CLI as a subprocess and its rag.db."""

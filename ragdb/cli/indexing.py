@@ -19,7 +19,8 @@ from ragdb.db import found_in_parent, location
 from ragdb.errors import RagdbError
 from ragdb.indexing import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from ragdb.input_rules import check_path, one_line
-from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, language_of
+from ragdb.file_types import language_of
+from ragdb.walking import DEFAULT_EXCLUDE, DEFAULT_INCLUDE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ragdb.database import RagDB
