@@ -79,7 +79,8 @@ _TOKENS = tuple(re.compile(p) for p in (
 #: .env.example shows), or one of the name's own words (`POSTGRES_PASSWORD=postgres`, a
 #: docker image's documented default; holds_token).
 _ENV_SECRET = re.compile(
-    r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SECRET|PASSWORD|PASSWD|TOKEN)"
+    r"(?:SECRET_KEY|ACCESS_KEY|PRIVATE_KEY|API_?KEY|SIGNING_KEY|ENCRYPTION_KEY|SECRET|PASSWORD"
+    r"|PASSWD|TOKEN)"
     r"[ \t]*=(?![=~])[ \t]*[\"']?(?![$<{*%(\[]|\d+(?![^\s\"'#])|(?i:changeme|change_me"
     r"|change-me|your[\w-]*|x{3,}|none|null|nil|true|false|empty|redacted|secret|password"
     r"|test|testing|dummy|fake|example|sample|placeholder)(?![^\s\"'#]))"
@@ -99,11 +100,12 @@ _ENV_NAME = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Z0-9_]*")
 _ENV_WORDS = ("SECRET", "PASSW", "TOKEN", "KEY")
 #: A config file's key that names a credential, in any case (YAML, INI, TOML, a .properties,
 #: JSON): `password:`, `db_password =`, `aws_secret_access_key =`, `apiKey:`, `"token":`,
-#: `client_secret:`, `secret_key:`, `passphrase:`; its name ends in the word (`password_file:`,
-#: `token_url:`, `secretName:` name a place, not a credential). Then its value, quoted or bare
-#: (a YAML value keeps a `#` inside it: `password: Xk9#mQ2vLp`).
+#: `client_secret:`, `secret_key:`, `passphrase:`, `jwt_signing_key:`, `encryption_key:`; its
+#: name ends in the word (`password_file:`, `token_url:`, `secretName:` name a place, not a
+#: credential). Then its value, quoted or bare (a YAML value keeps a `#` inside it: `password:
+#: Xk9#mQ2vLp`).
 _CREDENTIAL = (r"(?i:password|passwd|passphrase|secret(?:[_.-]?key)?|token|api[_.-]?key"
-               r"|access[_.-]?key|private[_.-]?key)")
+               r"|access[_.-]?key|private[_.-]?key|signing[_.-]?key|encryption[_.-]?key)")
 _CONFIG_SECRET = re.compile(
     r"(?:^[ \t]*(?:-[ \t]+)?[\"']?|[{,][ \t]*[\"'])"
     rf"(?P<name>[\w.-]*?{_CREDENTIAL})[\"']?[ \t]*"
@@ -112,7 +114,7 @@ _CONFIG_SECRET = re.compile(
 #: What a file must hold, in lower case, for _CONFIG_SECRET or _XML_TAG to be looked for: one
 #: of these words, or one of _KEY_KINDS followed by one of _KEY_SEPARATORS and `key`.
 _CREDENTIAL_WORDS = frozenset(("passw", "passphrase", "secret", "token"))
-_KEY_KINDS = frozenset(("api", "access", "private"))
+_KEY_KINDS = frozenset(("api", "access", "private", "signing", "encryption"))
 _KEY_SEPARATORS = ("", "_", "-", ".")
 #: An XML name (an element's, an attribute's, or what a `name`/`key` attribute gives) that
 #: names a credential: it ends in the word, as _CONFIG_SECRET's keys do (`<password>`,
@@ -139,12 +141,17 @@ _XML_TEXT = re.compile(r"(?:\s*<!\[CDATA\[(?P<cdata>.*?)\]\]>\s*|(?P<text>[^<]*)
 #: the master password, and the master with a key every copy of Maven knows, so whoever reads
 #: both files reads the password. A credential, as the plain value is.
 _MAVEN_ENCRYPTED = re.compile(r"\{[A-Za-z0-9+/]{12,}={0,2}\}")
+#: A property list's credential (macOS and iOS: an app's Info.plist or a settings .plist):
+#: `<key>APIToken</key>` names it, the `<string>` after it holds it.
+_PLIST_CREDENTIAL = re.compile(rf"<key>\s*(?P<name>[\w.-]*?{_CREDENTIAL})\s*</key>\s*"
+                               r"<string>(?P<value>[^<]*)</string>")
 #: A connection string's password (ADO.NET, ODBC, JDBC, Npgsql, libpq): `Password=` or
 #: `Pwd=` among other `key=value` pairs on its line (`Server=db;User Id=sa;Password=...;` in
 #: a web.config or appsettings.json, `jdbc:sqlserver://db;user=sa;password=...` in a
-#: .properties, `host=db dbname=app password=...`); _CONNECTION_KEY names the others.
+#: .properties, `host=db dbname=app password=...`); _CONNECTION_KEY names the others. ODBC
+#: quotes a value in braces (`Pwd={Xk9;mQ2vLp}`: a `;` inside it is the password's).
 _CONNECTION_PASSWORD = re.compile(r"(?<![\w.-])(?i:password|pwd)[ \t]*=(?!=)[ \t]*"
-                                  r"(?P<value>[^;\"'\s<>]*)")
+                                  r"(?P<value>\{[^}\n]*\}|[^;\"'\s<>]*)")
 #: Where a file may hold one, in lower case (looked for before _CONNECTION_PASSWORD, which
 #: reads either case and so costs more).
 _CONNECTION_HINTS = tuple((word, re.compile(rf"{word}[ \t]*=(?!=)"))
@@ -221,7 +228,8 @@ def holds_config_secret(text: str) -> bool:
     names a credential to a real-looking literal (_CONFIG_SECRET, _real_looking): `password:
     Xk9#mQ2vLp` in config/database.yml, `db_password = "s3cr3tValue9"` in app.ini,
     `<password>realValue9x</password>` in Maven's settings.xml or its `{...}` encrypted form
-    (_xml_credentials, _MAVEN_ENCRYPTED); not `password: changeme`, `${DB_PASSWORD}`,
+    (_xml_credentials, _MAVEN_ENCRYPTED), a plist's `<key>password</key>` and the `<string>`
+    after it (_PLIST_CREDENTIAL); not `password: changeme`, `${DB_PASSWORD}`,
     `<your-password>` or `""`. Or it holds a connection string with a password
     (holds_connection_password: a web.config's, an appsettings.json's)."""
     lowered = text.lower()
@@ -238,6 +246,9 @@ def holds_config_secret(text: str) -> bool:
         value = m["dq"] if m["dq"] is not None else m["sq"] if m["sq"] is not None else m["bare"]
         if _real_looking(m["name"], value):
             return True
+    if "<key>" in text and any(_real_looking(m["name"], html.unescape(m["value"]).strip())
+                               for m in _PLIST_CREDENTIAL.finditer(text)):
+        return True
     return "<" in text and any(
         _MAVEN_ENCRYPTED.fullmatch(value) or _real_looking(name, value)
         for name, value in _xml_credentials(text, lowered, present))
@@ -313,13 +324,19 @@ def _local_server(server: str) -> bool:
 def holds_connection_password(text: str) -> bool:
     """Whether a connection string in a config file carries a password (_CONNECTION_PASSWORD
     beside another of its keys on the line), as a URL does (_URL_PASSWORD): `Server=db;User
-    Id=sa;Password=Xk9mQ2vLp;`. Not a reference (`${DB_PASSWORD}`, `%(pw)s`), a placeholder
-    (`Password=password`, `Pwd=***`, a sample word: `Your_password123`), the user's name
-    again, a value of under 3 characters, nor a string for a local or example server
-    (`Server=localhost`, `(localdb)\\mssqllocaldb`, `Server=.\\SQLEXPRESS`: a developer's
-    database)."""
+    Id=sa;Password=Xk9mQ2vLp;`, ODBC's `Pwd={Xk9;mQ2vLp}`. Not a reference (`${DB_PASSWORD}`,
+    `%(pw)s`), a placeholder (`Password=password`, `Pwd=***`, a sample word:
+    `Your_password123`), the user's name again, a value of under 3 characters, nor a string
+    for a local or example server (`Server=localhost`, `(localdb)\\mssqllocaldb`,
+    `Server=.\\SQLEXPRESS`: a developer's database)."""
     for m in _CONNECTION_PASSWORD.finditer(text):
         value = m["value"]
+        if value.startswith("{") and value.endswith("}") and len(value) > 1:
+            # ODBC's quoted value, or a template's `{password}` / `{0}`: only a real-looking
+            # one (_real_looking) is a password.
+            if not _real_looking("password", value[1:-1]):
+                continue
+            value = value[1:-1]
         if (len(value) < 3 or _REFERENCE.match(value) or _PASSWORD_PLACEHOLDER.fullmatch(value)
                 or _SAMPLE_WORD.search(value)):
             continue

@@ -291,3 +291,41 @@ def test_serve_refuses_an_older_index_holding_an_xml_or_connection_string_secret
     assert "holds 4 files that may hold secrets" in line, line
     cleaned = run_cli("index", cwd=tmp_path)
     assert cleaned.returncode == 0 and "4 removed" in cleaned.stdout, cleaned.stdout
+
+
+#: What the sixth round left open: a signing or encryption key by its name, a plist's
+#: `<key>password</key>`, and ODBC's braced `Pwd={...}`. Samples and templates beside them.
+LEFT_OPEN_SAMPLES = {
+    "config/jwt.yml": "jwt:\n  signing_key: ${JWT_SIGNING_KEY}\n  signing_key_file: /run/k1\n",
+    "config/crypto.toml": "[storage]\nencryption_key = \"changeme\"\n",
+    "ios/Settings.plist": "<plist><dict>\n  <key>password</key>\n  <string></string>\n"
+                          "  <key>apiToken</key>\n  <string>your-api-token</string>\n"
+                          "</dict></plist>\n",
+    "odbc/template.ini": "[db]\nconn = Driver={ODBC Driver 18};Server=db.corp;Uid=app;"
+                         "Pwd={password};\n",
+}
+LEFT_OPEN_SECRETS = {
+    "config/auth.yml": "jwt:\n  issuer: shop\n  signing_key: 8f2kQ9xLm4Vb7Tz1\n",
+    "config/storage.toml": "[storage]\nencryption_key = \"a8F3kLp0Qz9Xc2Vb\"\n",
+    "deploy/prod.env.list": "JWT_SIGNING_KEY=k9Fz2Lq8\n",
+    "ios/Info.plist": "<plist><dict>\n  <key>CFBundleName</key>\n  <string>Shop</string>\n"
+                      "  <key>StripeAPIKey</key>\n  <string>Wq7Lm2Zx9Pk4Tv1</string>\n"
+                      "</dict></plist>\n",
+    "odbc/prod.ini": "[db]\nconn = Driver={ODBC Driver 18};Server=db.corp;Uid=app;"
+                     "Pwd={Xk9;mQ2vLp};\n",
+}
+
+
+def test_signing_keys_plist_credentials_and_odbc_braced_passwords_are_left_out(
+        tmp_path: Path) -> None:
+    """`signing_key: 8f2kQ9xLm4Vb7Tz1`, `encryption_key = "a8F3..."`, a `.env`-style
+    `JWT_SIGNING_KEY=`, an Info.plist's `<key>StripeAPIKey</key><string>...</string>` and ODBC's
+    `Pwd={Xk9;mQ2vLp}` were indexed: the names were not a credential's, a plist names its value
+    in the element before it, and the braces read as a reference. References, placeholders and
+    empty values stay indexed."""
+    db = index_leaving_out_secrets(tmp_path, {**LEFT_OPEN_SAMPLES, **LEFT_OPEN_SECRETS},
+                                   LEFT_OPEN_SAMPLES, len(LEFT_OPEN_SECRETS))
+    for value in ("8f2kQ9xLm4Vb7Tz1", "Wq7Lm2Zx9Pk4Tv1", "mQ2vLp"):
+        found = run_cli("search", value, "--db", str(db), "--k", "20", cwd=tmp_path)
+        assert found.returncode == 0, found.stderr
+        assert not any(f"proj/{path}:" in found.stdout for path in LEFT_OPEN_SECRETS), found.stdout
