@@ -7,8 +7,11 @@ downloaded into `TARGET/.archives/` unless an archive with that hash is already 
 and unpacked as `TARGET/NAME/` (the archive's top folder stripped; a Debian binary package
 gives the source tree it installs under /usr/share/gocode or /usr/share/cargo/registry; a
 Debian source package gives its upstream tarball). Idempotent: a package already unpacked from
-the same archive is left alone. No package that any evaluation set of the project uses may
-appear in the pins (`EVALUATED` below; `tests/test_training.py` checks it).
+the same archive is left alone. A pin that does not end as a non-empty `TARGET/NAME/` is a
+failure naming it; the run goes on with the others, ends with how many failed, and exits 1.
+TARGET is made absolute first: pip and apt run in other folders, and apt reads a relative
+path against its own (/etc/apt, /var/lib/apt). No package that any evaluation set of the
+project uses may appear in the pins (`EVALUATED` below; `tests/test_training.py` checks it).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +54,9 @@ Suites: bookworm
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
+# A package list that `apt-get update` leaves in Dir::State::Lists (Acquire::GzipIndexes may
+# keep it compressed); InRelease, `lock` and `partial/` are not lists.
+PACKAGE_LIST = re.compile(r"_(Sources|Packages)(\.(gz|xz|lz4|zst|bz2))?$")
 
 
 class FetchError(Exception):
@@ -84,8 +91,39 @@ def read_pins(path: Path = PINS) -> list[Pin]:
                                  f"unknown registry {pin.registry}")
             if len(pin.sha256) != 64:
                 raise FetchError(f"{path}: pin {number} ({pin.name}): sha256 is not 64 hex digits")
+            expected = debian_file_prefix(pin)
+            if expected and not pin.archive.startswith(expected):
+                raise FetchError(f"{path}: pin {number} ({pin.name}): archive {pin.archive} "
+                                 f"should start {expected} (version {pin.version})")
             pins.append(pin)
     return pins
+
+
+def debian_file_prefix(pin: Pin) -> str:
+    """How the file apt brings for a Debian pin starts ('' for PyPI and npm).
+
+    A version may carry an epoch (`1:1.2.13.dfsg-1`): apt is asked for it whole, but file names
+    drop it (an upstream tarball is `zlib_1.2.13.dfsg.orig.`) or, for `apt-get download`,
+    write the colon as `%3a`.
+    """
+    if pin.registry == "deb":
+        return f"{pin.name}_{pin.version.replace(':', '%3a')}_"
+    if pin.registry == "debsrc":
+        upstream = pin.version.split(":", 1)[-1].rsplit("-", 1)[0]
+        return f"{pin.name}_{upstream}.orig."
+    return ""
+
+
+def apt_request(pin: Pin) -> str:
+    """What apt is asked for: NAME=VERSION, the version with its epoch, if any."""
+    return f"{pin.name}={pin.version}"
+
+
+def has_package_lists(lists: Path) -> bool:
+    """Whether `apt-get update` has filled this lists folder (an empty one, or one holding only
+    `partial/` and `lock`, has not)."""
+    return lists.is_dir() and any(PACKAGE_LIST.search(p.name) and p.is_file()
+                                  for p in lists.iterdir())
 
 
 def sha256_of(path: Path) -> str:
@@ -117,20 +155,24 @@ def download(pin: Pin, archives: Path) -> Path:
         elif pin.registry == "npm":
             _run(["npm", "pack", f"{pin.name}@{pin.version}", "--loglevel=error"], tmp, what)
         elif pin.registry == "deb":
-            _run(["apt-get", "download", "-qq", f"{pin.name}={pin.version}"], tmp, what)
+            _run(["apt-get", "download", "-qq", apt_request(pin)], tmp, what)
         else:
             lists = archives / ".apt-lists"
             (lists / "partial").mkdir(parents=True, exist_ok=True)
             parts = archives / ".apt-sources"
             parts.mkdir(exist_ok=True)
             (parts / "src.sources").write_text(DEBSRC_LIST, encoding="utf-8")
+            # No shared package caches either: apt builds them in memory from these lists.
             options = ["-o", "Dir::Etc::sourcelist=/dev/null",
+                       "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=",
                        "-o", f"Dir::Etc::sourceparts={parts}",
                        "-o", f"Dir::State::Lists={lists}"]
-            if not any(lists.iterdir()):
+            if not has_package_lists(lists):
                 _run(["apt-get", *options, "update", "-qq"], tmp, "the Debian source lists")
-            _run(["apt-get", *options, "source", "--download-only", "-qq",
-                  f"{pin.name}={pin.version}"], tmp, what)
+                if not has_package_lists(lists):
+                    raise FetchError(f"apt-get update left no package list in {lists}")
+            _run(["apt-get", *options, "source", "--download-only", "-qq", apt_request(pin)],
+                 tmp, what)
         got = tmp / pin.archive
         if not got.is_file():
             came = ", ".join(sorted(p.name for p in tmp.iterdir())) or "nothing"
@@ -190,8 +232,14 @@ def _deb_data(path: Path) -> tarfile.TarFile:
     raise FetchError(f"{path.name} holds no data.tar")
 
 
+def _holds_a_file(folder: Path) -> bool:
+    """Whether the folder holds at least one regular file, at any depth (stops at the first)."""
+    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
+
+
 def unpack(pin: Pin, archive_path: Path, dest: Path) -> None:
-    """Unpack one archive as `dest`, through a temporary folder so a stop leaves no half tree."""
+    """Unpack one archive as `dest`, through a temporary folder so a stop leaves no half tree;
+    an archive that gives no file at all is an error, and `dest` is left as it was."""
     work = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{pin.name}."))
     try:
         if pin.registry == "deb":
@@ -209,6 +257,8 @@ def unpack(pin: Pin, archive_path: Path, dest: Path) -> None:
             with tarfile.open(archive_path) as tar:
                 top = _top_folder(tar, pin.archive)
                 _extract(tar, _members_under(tar, top), work)
+        if not _holds_a_file(work):
+            raise FetchError(f"unpacking {pin.archive} left no file for {dest}")
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(work, dest)
@@ -218,7 +268,10 @@ def unpack(pin: Pin, archive_path: Path, dest: Path) -> None:
 
 
 def fetch(pin: Pin, target: Path) -> str:
-    """Bring one pin up to date in `target`; returns what was done, for the progress line."""
+    """Bring one pin up to date in `target` (an absolute path: the registry clients run in other
+    folders); returns what was done, for the progress line."""
+    if not target.is_absolute():
+        raise ValueError(f"fetch needs an absolute target, not {target}")
     if pin.name in EVALUATED:
         raise FetchError(f"{pin.name} is used by an evaluation set and must not be trained on")
     archives = target / ".archives"
@@ -228,7 +281,7 @@ def fetch(pin: Pin, target: Path) -> str:
     dest = target / pin.name
     stamp = f"{pin.name} {pin.version} {pin.sha256}\n"
     stamp_file = stamps / pin.name
-    if dest.is_dir() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+    if stamp_file.is_file() and stamp_file.read_text() == stamp and _holds_a_file(dest):
         return "up to date"
     archive_path = archives / pin.archive
     action = "unpacked"
@@ -245,28 +298,42 @@ def fetch(pin: Pin, target: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Fetch every pin (or those named), one line each; a failure is one line and exit 1."""
+    """Fetch every pin (or those named), one line each; any failure names its pin, and the run
+    ends with how many failed and exit 1."""
     parser = argparse.ArgumentParser(prog="python -m training.fetch",
                                      description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--target", type=Path, default=Path("data/train/raw"))
+    parser.add_argument("--target", type=Path, default=Path("data/train/raw"),
+                        help="where the packages go (default: data/train/raw; made absolute)")
     parser.add_argument("--only", nargs="*", default=None, help="pin names to fetch (default: all)")
     args = parser.parse_args(argv)
+    target: Path = args.target.expanduser().resolve()
     try:
-        pins = read_pins()
+        pins = read_pins(PINS)
     except FetchError as error:
         print(f"fetch: {error}", file=sys.stderr)
         return 1
+    if args.only is not None:
+        unknown = sorted(set(args.only) - {p.name for p in pins})
+        if unknown:
+            print(f"fetch: no pin named {', '.join(unknown)} in {PINS}", file=sys.stderr)
+            return 1
     chosen = [p for p in pins if args.only is None or p.name in args.only]
-    failed = 0
+    failed: list[str] = []
     for number, pin in enumerate(chosen, start=1):
+        head = f"[{number}/{len(chosen)}] {pin.name} {pin.version} ({pin.language})"
         try:
-            action = fetch(pin, args.target)
+            action = fetch(pin, target)
         except (FetchError, OSError, tarfile.TarError, subprocess.TimeoutExpired) as error:
-            failed += 1
-            print(f"fetch: {pin.name} {pin.version}: {error}", file=sys.stderr)
+            failed.append(pin.name)
+            print(f"{head}: FAILED: {error}", file=sys.stderr, flush=True)
             continue
-        print(f"[{number}/{len(chosen)}] {pin.name} {pin.version} ({pin.language}): {action}")
-    return 1 if failed else 0
+        print(f"{head}: {action}", flush=True)
+    if failed:
+        print(f"fetch: {len(failed)} of {len(chosen)} failed ({', '.join(failed)}); "
+              f"the others are in {target}", file=sys.stderr)
+        return 1
+    print(f"fetch: all {len(chosen)} in {target}")
+    return 0
 
 
 if __name__ == "__main__":
