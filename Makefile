@@ -43,8 +43,11 @@ lint:
 	$(RUN) flake8 ragdb tests benchmarks training
 	$(RUN) mypy --disallow-untyped-defs --check-untyped-defs ragdb tests benchmarks training
 
+# Two workers (pytest-xdist), each taking whole test files, so a file's shared index or server
+# is built once: much of the suite waits on real `ragdb` processes, servers and sockets
+# (docs/development.md, Tests, has the times).
 test:
-	$(RUN) pytest -q
+	$(RUN) pytest -q -n 2 --dist loadfile
 
 bench: corpus
 	$(RUN) python -m benchmarks.bench

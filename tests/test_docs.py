@@ -94,7 +94,7 @@ def test_the_readme_is_a_short_front_page() -> None:
             assert f"(docs/{page.name})" in README, f"README does not link docs/{page.name}"
     assert "make test" in README
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^test:\n\t\$\(RUN\) pytest -q$", makefile, re.M)
+    assert re.search(r"^test:\n\t\$\(RUN\) pytest -q -n 2 --dist loadfile$", makefile, re.M)
 
 
 def _anchors(text: str) -> set[str]:
