@@ -1,8 +1,9 @@
 """`ragdb index`: its options, one run (with progress bars on a terminal) and its summary line.
 
 The summary says what the run did in one line on stdout; the files it skipped or cut as text
-are named on stderr, at most MAX_SKIPPED_SHOWN of each, so a log stays readable. A skip an
-earlier run named already (the file unchanged since) is only counted, unless --verbose.
+are named on stderr, at most MAX_SKIPPED_SHOWN of each (all with --verbose), so a log stays
+readable. A skip an earlier run named already (the file unchanged since) is only counted, unless
+--verbose.
 """
 
 from __future__ import annotations
@@ -179,14 +180,16 @@ def _index_summary(result: Any, verbose: bool = False) -> str:
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(stats.skipped.items()))
     before = set() if verbose else set(stats.skipped_before)
     named = [(path, why) for path, why in stats.skipped_paths if path not in before]
-    for path, why in named[:MAX_SKIPPED_SHOWN]:
+    shown = len(named) if verbose else MAX_SKIPPED_SHOWN  # --verbose: every one, no count
+    for path, why in named[:shown]:
         err(f"skipped {one_line(path)}: {why}")
-    if len(named) > MAX_SKIPPED_SHOWN:
-        err(f"... and {len(named) - MAX_SKIPPED_SHOWN} more skipped")
-    for path in stats.fallback_paths[:MAX_SKIPPED_SHOWN]:
+    if len(named) > shown:
+        err(f"... and {len(named) - shown} more skipped")
+    shown = len(stats.fallback_paths) if verbose else MAX_SKIPPED_SHOWN
+    for path in stats.fallback_paths[:shown]:
         err(f"parse fallback {one_line(path)}: {_fallback_reason(path)}, cut as text")
-    if len(stats.fallback_paths) > MAX_SKIPPED_SHOWN:
-        err(f"... and {len(stats.fallback_paths) - MAX_SKIPPED_SHOWN} more parse fallbacks")
+    if len(stats.fallback_paths) > shown:
+        err(f"... and {len(stats.fallback_paths) - shown} more parse fallbacks")
     fallbacks = (f"; {stats.parse_fallbacks} parse fallbacks (cut as text)"
                  if stats.parse_fallbacks else "")
     languages = ", ".join(f"{lang} {n}" for lang, n in sorted(
