@@ -104,7 +104,9 @@ LOCKFILES = frozenset({
     "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock", "composer.lock",
     "Gemfile.lock", "go.sum", "flake.lock", "conda-lock.yml",
 })
-_MINIFIED_NAME = re.compile(r"[.-]min\.(?:js|mjs|css)$|\.bundle\.js$|\.(?:js|css)\.map$")
+# Source maps of scripts, styles and TypeScript's declarations (`index.d.ts.map`, `x.mjs.map`).
+_MINIFIED_NAME = re.compile(
+    r"[.-]min\.(?:js|mjs|css)$|\.bundle\.js$|\.(?:[cm]?[jt]sx?|css)\.map$")
 _GENERATED_NAME = re.compile(
     r"(?:_pb2(?:_grpc)?\.pyi?|\.pb\.(?:go|h|cc)|\.pb\.gw\.go|_grpc\.pb\.go|\.g\.dart"
     r"|\.generated\.\w+|_generated\.\w+)$")

@@ -51,3 +51,23 @@ def test_verbose_names_every_skipped_file(tmp_path: Path) -> None:
         assert "25 skipped (25 minified)" in done.stdout
     plain = run_cli("index", ".", "--no-vectors", cwd=project)
     assert plain.returncode == 0 and "skipped tests/" not in plain.stderr, plain.stderr
+
+
+def test_typescript_declaration_source_maps_are_left_out(tmp_path: Path) -> None:
+    """docs/indexing.md leaves source maps out as minified, but only `*.js.map` and
+    `*.css.map` were named: a package's small `dist/error.d.ts.map` (one short line, under
+    the length rule) was indexed as text, and ranked among the declarations it maps."""
+    mapping = ('{"version":3,"file":"error.d.ts","sourceRoot":"","sources":["../src/error.ts"],'
+               '"names":[],"mappings":"AAAA;;GAEG;AAEH,MAAM,MAAM,OAAO,GAAG"}\n')
+    project = write_corpus(tmp_path / "structish", {
+        "dist/error.d.ts": "/** A failure of a struct. */\nexport type Failure = {\n"
+                           "    value: any;\n    message: string;\n};\n",
+        "dist/error.d.ts.map": mapping,
+        "dist/index.mjs.map": mapping.replace("error.d.ts", "index.mjs"),
+        "dist/index.cjs.map": mapping.replace("error.d.ts", "index.cjs"),
+        "dist/types.d.mts.map": mapping.replace("error.d.ts", "types.d.mts"),
+    })
+    done = run_cli("index", ".", "--no-vectors", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "4 skipped (4 minified)" in done.stdout, done.stdout
+    assert _indexed_paths(project) == {"dist/error.d.ts"}
