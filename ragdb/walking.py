@@ -236,7 +236,8 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
           ) -> None:
     """Files under a root (or the root itself when it is a file), in a stable order: ignore
     rules, vendored and hidden folders, symlinks that leave the root or lead where the rules
-    leave out, and ragdb's own files (`own`: real paths, ragdb_files) are left out.
+    leave out, and ragdb's own files (`own`: real paths, ragdb_files; and the outputs/answers
+    folder beside any rag.db the walk meets) are left out.
 
     Depth first with a stack of its own (os.walk recurses, and a tree about 990 folders deep
     ended the run in a RecursionError)."""
@@ -280,6 +281,10 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
             continue
         if options.ignore:
             rules = rules + folder_rules(folder, out, (folder / ".git").is_dir(), top, skip)
+        if "rag.db" in filenames:
+            # Another project's index under this root (indexed alone before): the answers
+            # `ragdb answer` saved beside it are ragdb's output, not the project's files.
+            own = own | {os.path.join(real, "outputs", "answers")}
         kept = []
         for d in sorted(dirnames):
             if options.skips_folder(d):

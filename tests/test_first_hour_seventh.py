@@ -71,3 +71,30 @@ def test_typescript_declaration_source_maps_are_left_out(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert "4 skipped (4 minified)" in done.stdout, done.stdout
     assert _indexed_paths(project) == {"dist/error.d.ts"}
+
+
+def test_answers_saved_beside_another_roots_index_are_not_indexed(tmp_path: Path) -> None:
+    """A project indexed and asked alone keeps `ragdb answer`'s saved answers in
+    data/processed/outputs/answers beside its rag.db; indexed later as the second root of
+    another index, those JSON files were indexed as its files, and ranked first for the very
+    question they answered, above the code they quote."""
+    toml = write_corpus(tmp_path / "tomlish", {
+        "pkg/exceptions.py": "class KeyAlreadyPresent(Exception):\n"
+                             '    """A key that is already in the table."""\n',
+    })
+    alone = run_cli("index", ".", "--no-vectors", cwd=toml)
+    assert alone.returncode == 0, alone.stderr
+    asked = run_cli("answer", "Which exception says a key is already present?", cwd=toml)
+    assert asked.returncode == 0, asked.stderr
+    saved = list((toml / "data" / "processed" / "outputs" / "answers").glob("*.json"))
+    assert saved, asked.stderr
+    both = write_corpus(tmp_path / "both", {"notes.md": "# Notes\n\nTwo packages.\n"})
+    done = run_cli("index", ".", "../tomlish", "--no-vectors", cwd=both)
+    assert done.returncode == 0, done.stderr
+    paths = _indexed_paths(both)
+    assert "../tomlish/pkg/exceptions.py" in paths
+    assert not [p for p in paths if "outputs/answers" in p], paths
+    found = run_cli("search", "Which exception says a key is already present?", "--k", "1",
+                    cwd=both)
+    assert found.returncode == 0, found.stderr
+    assert "1. ../tomlish/pkg/exceptions.py" in found.stdout, found.stdout
