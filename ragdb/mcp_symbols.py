@@ -60,8 +60,8 @@ def _listing(listing: Any) -> CallToolResult:
     lines = [p.text() for p in listing.places]
     if listing.note:
         lines.append(listing.note)
-    if listing.shown:
-        lines.append(listing.shown)
+    if listing.shown:  # the next page as the tool's argument, not the CLI's --offset
+        lines.append(listing.page_note("offset="))
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines) or
                                                "nothing found")],
                           structured_content=model.model_dump(mode="json"))

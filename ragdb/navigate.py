@@ -87,12 +87,18 @@ class Listing:
 
     @property
     def shown(self) -> str:
-        """"showing 51-100 of 10,000" when the page is not all of it; '' otherwise."""
+        """"showing 51-100 of 10,000; --offset 100 for more" when the page is not all of it;
+        '' otherwise."""
+        return self.page_note("--offset ")
+
+    def page_note(self, offset: str) -> str:
+        """`shown`, the next page named as `offset` says: the CLI's `--offset `, the MCP
+        tools' argument `offset=`."""
         if not self.places or (self.offset == 0 and len(self.places) >= self.total):
             return ""
         first = self.offset + 1
         return (f"showing {first}-{self.offset + len(self.places)} of {self.total:,}; "
-                f"--offset {self.offset + len(self.places)} for more"
+                f"{offset}{self.offset + len(self.places)} for more"
                 if self.offset + len(self.places) < self.total
                 else f"showing {first}-{self.offset + len(self.places)} of {self.total:,}")
 
