@@ -49,9 +49,10 @@ _KEY_BODY = re.compile(r"(?:\\[nr]|\s)+(?:[A-Za-z][\w-]*:[^\n\\]*(?:\\[nr]|\s)+)
                        r"[A-Za-z0-9+/=]{40,}")
 #: A credential by its form, as secret scanners know it: an AWS access key id or an assigned
 #: secret access key, GitHub, npm, PyPI, Slack, Stripe and Google API tokens, a registry's
-#: `_authToken=` and a .netrc `machine ... password` line, a signed JWT, a kubeconfig's
-#: client key, a Docker config's "auth" (a .env line and a URL's password: _ENV_SECRET,
-#: _URL_PASSWORD). The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE) hold none.
+#: `_authToken=`, `_auth=` or `_password=` and a .netrc `machine ... password` line, a signed
+#: JWT, a kubeconfig's client key, a Docker config's "auth" (a .env line and a URL's
+#: password: _ENV_SECRET, _URL_PASSWORD). The values AWS's own docs use (AKIAIOSFODNN7EXAMPLE)
+#: hold none.
 _TOKENS = tuple(re.compile(p) for p in (
     r"AKIA[0-9A-Z]{16}(?![0-9A-Z])", r"ASIA[0-9A-Z]{16}(?![0-9A-Z])",
     *(name + r"[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
@@ -59,7 +60,11 @@ _TOKENS = tuple(re.compile(p) for p in (
     r"gh[pousr]_[A-Za-z0-9]{36,}", r"github_pat_[A-Za-z0-9_]{50,}", r"npm_[A-Za-z0-9]{36}\b",
     r"pypi-AgEIcHlwaS5vcmc[\w-]{20,}", r"xox[abposr]-[0-9A-Za-z-]{10,}",
     r"sk_live_[0-9A-Za-z]{20,}", r"rk_live_[0-9A-Za-z]{20,}", r"AIza[0-9A-Za-z_-]{35}(?![\w-])",
-    r"_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}", r"machine[ \t]+\S+[^\n]*[ \t]password[ \t]+\S+",
+    r"_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}",
+    # npm's other registry logins: `_auth=` (base64 of user:password), `_password=` (base64),
+    # bare or scoped to a registry (`//npm.acme.io/:_password=...`), as .npmrc writes them.
+    r"(?m)(?:^|/:)_(?:auth|password)[ \t]*=[ \t]*[^\s$\"'{][^\s\"']{7,}",
+    r"machine[ \t]+\S+[^\n]*[ \t]password[ \t]+\S+",
     # A signed JSON Web Token (a kubeconfig's bearer token, a session), a kubeconfig's client
     # key, a Docker config's registry login.
     r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}", r"client-key-data:[ \t]*[A-Za-z0-9+/=]{40,}",

@@ -6,14 +6,24 @@ suites with their minified, binary and non-UTF-8 cases, a uv-compiled requiremen
 superstruct 2.0.2 (npm pack: a built `dist/` of `.d.ts` declarations, their `.d.ts.map` source
 maps and the `.mjs`/`.cjs` bundles), indexed alone and as two roots of one index (the first
 after `ragdb answer` had saved an answer beside its own rag.db); search, answer, `--json`,
-`--verbose`, bad flags and paths. The fixtures below are small files modelled on what met the
-defects, never the packages themselves.
+`--verbose`, serve (curl), mcp (JSON-RPC lines on stdin), --watch while editing, adding a
+`.env`, moving and deleting, the docs' SQL, Ctrl-C mid-index, bad flags, paths and questions,
+and credentials as npm, Yarn, Poetry and pip keep them. The fixtures below are small files
+modelled on what met the defects, never the packages themselves.
 
 Met and left as they are (not defects, or not this walkthrough's to change):
 - A file a newer rule skips by its name (a `.d.ts.map` indexed before the rule below) keeps
   its rows until it changes: generated and minified files are judged when new or changed,
   as ragdb/indexing.py says (secrets on every run).
 - superstruct's `dist/index.mjs` and `index.cjs` (bundles, readable lines) are indexed as code.
+- A TypeScript or JavaScript name is qualified by its path as stored, so a second root's
+  carries it (`../ss/package/dist/struct.Struct`), as docs/search.md says; a token in
+  TypeScript code (`const token = "ghp_..."`) is indexed as code's samples are (documented).
+- Ctrl-C before the first commit leaves an index with no root: the next plain `ragdb index`
+  says "nothing to index ... name what to index", though the interrupted line says
+  "`ragdb index` finishes them" (of vectors; the roots must be named again).
+- "no sources found: words of one letter and symbols are not searched, and the question has
+  no other" for `🙂🙂` (the sixth's wording, tested there).
 - Ranking a developer would call weak, not tuned here: tomlkit's "What exception is raised on
   a duplicate key?" (Parser.parse first, KeyAlreadyPresent in tomlkit/exceptions.py not in the
   first five); superstruct's "coerce a value with a default" (the bundles before
@@ -138,3 +148,23 @@ def test_an_mcp_outline_page_names_the_tools_offset_argument(tmp_path: Path) -> 
     cli = run_cli("outline", "dist/struct.d.ts", "--limit", "3", cwd=project)
     assert cli.returncode == 0, cli.stderr
     assert cli.stderr.strip() == "ragdb: showing 1-3 of 7; --offset 3 for more"
+
+
+def test_npm_registry_passwords_in_a_copied_npmrc_are_not_indexed(tmp_path: Path) -> None:
+    """`.npmrc` is left out by its name, and a copy under another name by its `_authToken=`;
+    npm's two other logins were indexed in such a copy (`ci-npmrc`, `npmrc.txt`): `_auth=`
+    (base64 of user:password) and a registry's `_password=`. References and other keys that
+    end in `_password` (an INI's `db_password = ...`, judged by the config rules) are not
+    this rule's."""
+    project = write_corpus(tmp_path / "structish", {
+        "ci-npmrc": "always-auth=true\n_auth=Ym9iOmh1bnRlcjJodW50ZXIy\n",
+        "npmrc.txt": "registry=https://npm.acme.io/\n"
+                     "//npm.acme.io/:_password=c2VjcmV0cGFzc3dvcmQxMjM=\n"
+                     "//npm.acme.io/:username=bob\n",
+        "ci/npmrc.tmpl": "//npm.acme.io/:_password=${NPM_PASSWORD}\n_auth=${NPM_AUTH}\n",
+        "conf/app.ini": "[db]\ndb_password = changeme\n",
+    })
+    done = run_cli("index", ".", "--no-vectors", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "2 skipped (2 may hold secrets)" in done.stdout, done.stdout
+    assert _indexed_paths(project) == {"ci/npmrc.tmpl", "conf/app.ini"}
