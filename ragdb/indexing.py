@@ -226,6 +226,7 @@ def index_paths(
         known = {path: (file_id, sha, symbols) for file_id, path, sha, symbols
                  in conn.execute(sql("index_files_known"))}
         seen: set[str] = set()
+        held: set[str] = set()  # the files this run leaves in the index (indexed, unchanged)
         purge = _Purge(conn)
         fts = _FullText(conn)
         symbol_rows = SymbolRows(conn)
@@ -261,6 +262,7 @@ def index_paths(
             else:
                 kind = file_language(path.name, text)
                 languages[kind] = languages.get(kind, 0) + 1
+                held.add(rel)
                 if old is not None and old[1] == digest:
                     stats.files_unchanged += 1
                     if old[2] != SYMBOLS_VERSION:
@@ -304,7 +306,12 @@ def index_paths(
             set_setting(conn, Setting.BASE_DIR, os.getcwd())  # check_working_folder
         # A root's last run is when its walk began: a file changed after that is new to it.
         for root in roots:
-            conn.execute(sql("roots_touch"), {"path": relative(root), "now": started_at,
+            rel = relative(root)
+            if rel not in recorded and rel not in held and root.is_file():
+                # A file named as a root and skipped (`ragdb index pkg.tgz`: binary): no
+                # root of 0 files that every later run walks again.
+                continue
+            conn.execute(sql("roots_touch"), {"path": rel, "now": started_at,
                                               "options": options.to_json()})
         for other in rebuilt:
             conn.execute(sql("roots_touch"), {"path": other, "now": started_at,

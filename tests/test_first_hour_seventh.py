@@ -168,3 +168,25 @@ def test_npm_registry_passwords_in_a_copied_npmrc_are_not_indexed(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "2 skipped (2 may hold secrets)" in done.stdout, done.stdout
     assert _indexed_paths(project) == {"ci/npmrc.tmpl", "conf/app.ini"}
+
+
+def test_an_archive_named_as_a_root_is_skipped_without_becoming_a_root(tmp_path: Path) -> None:
+    """`ragdb index superstruct-2.0.2.tgz` (the file `npm pack` wrote, before unpacking it)
+    said "skipped ...: binary" and recorded the archive as a root: `ragdb roots` listed it
+    with 0 files, and every plain `ragdb index` walked it again. A file root the run skips is
+    not recorded; one recorded before keeps its record (its rows go, as any skipped file's)."""
+    write_corpus(tmp_path / "pkg", {"Readme.md": "# structish\n\nValidate data.\n"})
+    (tmp_path / "structish-2.0.2.tgz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)))
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_cli("index", "../structish-2.0.2.tgz", "--no-vectors", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert "skipped ../structish-2.0.2.tgz: binary" in done.stderr
+    listed = run_cli("roots", "--json", cwd=work)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == [], listed.stdout
+    both = run_cli("index", "../pkg", "../structish-2.0.2.tgz", "--no-vectors", cwd=work)
+    assert both.returncode == 0, both.stderr
+    listed = run_cli("roots", "--json", cwd=work)
+    assert [root["path"] for root in json.loads(listed.stdout)] == ["../pkg"], listed.stdout
+    again = run_cli("index", "--no-vectors", cwd=work)
+    assert again.returncode == 0 and "1 files: 0 indexed, 1 unchanged" in again.stdout, again
