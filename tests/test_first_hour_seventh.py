@@ -190,3 +190,20 @@ def test_an_archive_named_as_a_root_is_skipped_without_becoming_a_root(tmp_path:
     assert [root["path"] for root in json.loads(listed.stdout)] == ["../pkg"], listed.stdout
     again = run_cli("index", "--no-vectors", cwd=work)
     assert again.returncode == 0 and "1 files: 0 indexed, 1 unchanged" in again.stdout, again
+
+
+def test_search_json_that_finds_nothing_says_why_on_stderr(tmp_path: Path) -> None:
+    """docs/search.md: a search that finds nothing says why on stderr (a path filter that
+    names no indexed file, words of one letter). With --json it printed `[]` and nothing else
+    (a mistyped `--path 'ss/**'` for `../ss/package/...` looked like an empty answer), where
+    `ragdb answer --json` says why; stdout stays one JSON document."""
+    project = write_corpus(tmp_path / "tomlish", {
+        "pkg/api.py": "def parse(text):\n    return text\n"})
+    assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
+    done = run_cli("search", "parse", "--path", "nothing/**", "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+    assert "no sources found: path 'nothing/**' matches no indexed file" in done.stderr
+    found = run_cli("search", "parse", "--json", cwd=project)
+    assert json.loads(found.stdout)[0]["file_path"] == "pkg/api.py"
+    assert "no sources found" not in found.stderr, found.stderr

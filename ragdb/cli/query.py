@@ -63,13 +63,14 @@ def search_command(
         else:
             err(f"the dense leg covers {coverage:.0%} of the chunks it will: vectors are "
                 "incomplete and no index run is computing them; `ragdb index` completes them")
+    if not hits:  # why, on stderr with --json too (its `[]` says nothing of a bad filter)
+        why = rag.why_nothing_found(question, Filters.of(path, lang, exclude))
+        typer.echo("no sources found" + (f": {why}" if why else ""), err=True)
     if as_json:
         terms = query_terms(question)
         typer.echo(json.dumps([_source(h, with_text, terms) for h in hits], indent=2))
         return
     if not hits:
-        why = rag.why_nothing_found(question, Filters.of(path, lang, exclude))
-        typer.echo("no sources found" + (f": {why}" if why else ""), err=True)
         return
     terms = query_terms(question)
     for rank, hit in enumerate(hits, 1):
