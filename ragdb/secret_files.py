@@ -63,7 +63,9 @@ _TOKENS = tuple(re.compile(p) for p in (
     r"_authToken\s*=\s*[^\s$\"'{][^\s\"']{7,}",
     # npm's other registry logins: `_auth=` (base64 of user:password), `_password=` (base64),
     # bare or scoped to a registry (`//npm.acme.io/:_password=...`), as .npmrc writes them.
-    r"(?m)(?:^|/:)_(?:auth|password)[ \t]*=[ \t]*[^\s$\"'{][^\s\"']{7,}",
+    # The `_` opens the pattern (a line start before it is checked behind it): `(?m)^` first
+    # cost a regex step at every line of every file (training corpora: 2.5 s against 0.1 s).
+    r"_(?:auth(?<![^\n:]_auth)|password(?<![^\n:]_password))[ \t]*=[ \t]*[^\s$\"'{][^\s\"']{7,}",
     r"machine[ \t]+\S+[^\n]*[ \t]password[ \t]+\S+",
     # A signed JSON Web Token (a kubeconfig's bearer token, a session), a kubeconfig's client
     # key, a Docker config's registry login.
