@@ -20,8 +20,8 @@ Met and left as they are (not defects, or not this walkthrough's to change):
   carries it (`../ss/package/dist/struct.Struct`), as docs/search.md says; a token in
   TypeScript code (`const token = "ghp_..."`) is indexed as code's samples are (documented).
 - Ctrl-C before the first commit leaves an index with no root: the next plain `ragdb index`
-  says "nothing to index ... name what to index", though the interrupted line says
-  "`ragdb index` finishes them" (of vectors; the roots must be named again).
+  says "nothing to index ... name what to index". The interrupted line said "`ragdb index`
+  finishes them"; it says "the same `ragdb index` again" now (tests/test_indexing.py).
 - "no sources found: words of one letter and symbols are not searched, and the question has
   no other" for `🙂🙂` (the sixth's wording, tested there).
 - Ranking a developer would call weak, not tuned here: tomlkit's "What exception is raised on

@@ -58,9 +58,12 @@ def _options(
 
 
 # Accurate in every phase: an index run commits its files and chunks in one transaction, then
-# its vectors batch by batch, so a stop while embedding keeps the rows and some vectors.
+# its vectors batch by batch, so a stop while embedding keeps the rows and some vectors. The
+# same command again, not a plain `ragdb index`: a stop before the first commit recorded no
+# root, and a plain run then has nothing to index.
 INTERRUPTED = ("interrupted; rag.db keeps what was committed: an index run's files and chunks "
-               "whole or not at all, its vectors batch by batch (`ragdb index` finishes them)")
+               "whole or not at all, its vectors batch by batch (the same `ragdb index` again "
+               "finishes them)")
 
 
 def serve_command(
