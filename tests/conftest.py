@@ -274,6 +274,27 @@ def index_leaving_out_secrets(tmp_path: Path, files: dict[str, str], kept: Itera
     return db
 
 
+def mcp_calls(cwd: Path, *calls: tuple[str, dict[str, Any]], db: Path | None = None
+              ) -> dict[int, Any]:
+    """`ragdb mcp` (with `--db DB` where given) started in `cwd`, fed the handshake and one
+    tools/call per call on stdin (as `printf ... | ragdb mcp`): each call's result by its id,
+    from 2 on."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}
+    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}}
+              for n, (name, arguments) in enumerate(calls, 2)]
+    command = [sys.executable, "-m", "ragdb", "mcp", *(["--db", str(db)] if db else [])]
+    done = subprocess.run(command, cwd=cwd,
+                          input="".join(json.dumps(line) + "\n" for line in lines),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    return {reply["id"]: reply["result"] for reply in replies if reply["id"] != 1}
+
+
 def index_rows(db: Path) -> dict[str, Any]:
     """What a clean run is compared on: files, chunks and integrity (through stock sqlite3)."""
     # Read-write although it only reads: closing the last connection removes -wal and -shm

@@ -39,13 +39,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
-from tests.conftest import run_cli, write_corpus
+from tests.conftest import mcp_calls, run_cli, write_corpus
 
 
 def _indexed_paths(project: Path) -> set[str]:
@@ -117,24 +114,6 @@ def test_answers_saved_beside_another_roots_index_are_not_indexed(tmp_path: Path
     assert "1. ../tomlish/pkg/exceptions.py" in found.stdout, found.stdout
 
 
-def _mcp(cwd: Path, *calls: tuple[str, dict[str, Any]]) -> dict[int, Any]:
-    """`ragdb mcp` started in `cwd`, fed the handshake and one tools/call per call on stdin (as
-    `printf ... | ragdb mcp`): each call's result by its id, from 2 on."""
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}
-    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
-               "params": {"name": name, "arguments": arguments}}
-              for n, (name, arguments) in enumerate(calls, 2)]
-    done = subprocess.run([sys.executable, "-m", "ragdb", "mcp"], cwd=cwd,
-                          input="".join(json.dumps(line) + "\n" for line in lines),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
-    return {reply["id"]: reply["result"] for reply in replies if reply["id"] != 1}
-
-
 def test_an_mcp_outline_page_names_the_tools_offset_argument(tmp_path: Path) -> None:
     """The MCP `outline` tool (superstruct's struct.d.ts, `limit` 3) ended its text "showing
     1-3 of 20; --offset 3 for more": the CLI's flag, which an agent cannot pass; the tool's
@@ -143,8 +122,8 @@ def test_an_mcp_outline_page_names_the_tools_offset_argument(tmp_path: Path) -> 
     project = write_corpus(tmp_path / "structish", {
         "dist/struct.d.ts": f"export declare class Struct {{\n{fields}}}\n"})
     assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
-    replies = _mcp(project, ("outline", {"path": "dist/struct.d.ts", "limit": 3}),
-                   ("outline", {"path": "dist/struct.d.ts", "limit": 3, "offset": 3}))
+    replies = mcp_calls(project, ("outline", {"path": "dist/struct.d.ts", "limit": 3}),
+                        ("outline", {"path": "dist/struct.d.ts", "limit": 3, "offset": 3}))
     first = replies[2]["content"][0]["text"]
     assert first.endswith("showing 1-3 of 7; offset=3 for more"), first
     assert "field2" in replies[3]["content"][0]["text"], replies[3]

@@ -40,11 +40,10 @@ import time
 from contextlib import closing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli, write_corpus
+from tests.conftest import mcp_calls, run_cli, write_corpus
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -197,9 +196,8 @@ def test_a_path_filter_that_names_no_indexed_file_says_so(chi: Path) -> None:
     answered = run_cli("answer", "router", "--path", "*.rs", cwd=project)
     assert answered.returncode == 0
     assert "ragdb: path '*.rs' matches no indexed file" in answered.stderr
-    replies = _mcp(project / "data" / "processed" / "rag.db", project,
-                   ("search", {"query": "router", "path": "nope/"}),
-                   ("search", {"query": "T"}))
+    replies = mcp_calls(project, ("search", {"query": "router", "path": "nope/"}),
+                        ("search", {"query": "T"}), db=project / "data" / "processed" / "rag.db")
     assert replies[2]["structuredContent"]["warnings"] == [
         "no sources found: path 'nope/' matches no indexed file"]
     assert replies[3]["structuredContent"]["warnings"][0].startswith(
@@ -236,24 +234,6 @@ def test_a_python_file_with_one_syntax_error_is_not_called_mostly_errors(tmp_pat
     assert "compat.py" not in done.stderr and "1 parse fallbacks" in done.stdout
 
 
-def _mcp(db: Path, cwd: Path, *calls: tuple[str, dict[str, Any]]) -> dict[int, Any]:
-    """`ragdb mcp --db DB` started in `cwd`, fed the handshake and one tools/call per call on
-    stdin (as `printf ... | ragdb mcp`): each call's result by its id, from 2 on."""
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"}}}
-    lines = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
-               "params": {"name": name, "arguments": arguments}}
-              for n, (name, arguments) in enumerate(calls, 2)]
-    done = subprocess.run([sys.executable, "-m", "ragdb", "mcp", "--db", str(db)], cwd=cwd,
-                          input="".join(json.dumps(line) + "\n" for line in lines),
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    replies = [json.loads(line) for line in done.stdout.splitlines()]
-    return {reply["id"]: reply["result"] for reply in replies if reply["id"] != 1}
-
-
 def test_mcp_started_in_a_folder_above_the_project_re_indexes_it(tmp_path: Path) -> None:
     """serving.md: an agent starts `ragdb mcp --db /abs/.../rag.db` in a folder of its own
     choosing and the server works from the folder the index was built from. Started in `/`
@@ -264,7 +244,8 @@ def test_mcp_started_in_a_folder_above_the_project_re_indexes_it(tmp_path: Path)
     project = write_corpus(tmp_path / "work" / "chi", CHI_LIKE)
     assert run_cli("index", ".", "--no-vectors", cwd=project).returncode == 0
     (project / "middleware" / "throttle.go").unlink()
-    indexed = _mcp(project / "data" / "processed" / "rag.db", tmp_path, ("index", {}))[2]
+    db = project / "data" / "processed" / "rag.db"
+    indexed = mcp_calls(tmp_path, ("index", {}), db=db)[2]
     assert indexed["isError"] is False, indexed
     assert indexed["structuredContent"]["files_removed"] == 1, indexed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
