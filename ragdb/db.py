@@ -36,7 +36,7 @@ from ragdb.errors import (
     read_only_error,
 )
 from ragdb.postgres import PostgresConnection, is_url
-from ragdb.resources import cache_dir, resource_dir, sql
+from ragdb.resources import SAVED_ANSWERS, cache_dir, resource_dir, sql
 
 DEFAULT_DB = Path("data/processed/rag.db")
 #: An open index: rag.db through apsw, or a PostgreSQL database (ragdb/postgres.py).
@@ -143,13 +143,13 @@ def answers_dir(where: Location) -> Path:
     rag.db, never the folder the command runs from; the user's cache folder for a PostgreSQL
     index or a rag.db in a folder that cannot be written (a shared, read-only index)."""
     if isinstance(where, Path):
-        folder = where.parent / "outputs" / "answers"
+        folder = where.parent / SAVED_ANSWERS
         probe = folder
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         if probe.is_dir() and os.access(probe, os.W_OK | os.X_OK):
             return folder
-    return cache_dir() / "outputs" / "answers"
+    return cache_dir() / SAVED_ANSWERS
 
 
 def shown(where: Location) -> str:

@@ -36,7 +36,7 @@ from ragdb.file_types import (
 )
 from ragdb.reading import UNREADABLE, VANISHED, inside, read_text
 from ragdb.postgres import PostgresConnection, is_url
-from ragdb.resources import cache_dir, models_dir, sql
+from ragdb.resources import SAVED_ANSWERS, cache_dir, models_dir, sql
 from ragdb.run_lock import index_lock, index_lock_path
 from ragdb.symbol_rows import SymbolRows
 from ragdb.symbols import SYMBOLS_VERSION
@@ -455,7 +455,7 @@ def ragdb_files(conn: Connection) -> frozenset[str]:
         for db in (database, os.path.realpath(database)):
             paths += [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
         paths += [index_lock_path(database), answers_dir(Path(database)),
-                  Path(database).parent / "outputs" / "answers"]
+                  Path(database).parent / SAVED_ANSWERS]
     return frozenset(os.path.realpath(path) for path in paths)
 
 

@@ -39,6 +39,11 @@ def sql(name: str) -> SqlText:
     return SqlText((resource_dir("sql") / f"{name}.sql").read_text(encoding="utf-8"), name)
 
 
+#: Where `ragdb answer` saves its records: beside rag.db (db.answers_dir), else in cache_dir.
+#: The walk never indexes such a folder beside any rag.db it meets (ragdb's output).
+SAVED_ANSWERS = Path("outputs", "answers")
+
+
 def cache_dir() -> Path:
     """ragdb's folder in the user's cache: `$XDG_CACHE_HOME/ragdb`, else `~/.cache/ragdb`.
 

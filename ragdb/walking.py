@@ -20,6 +20,7 @@ from ragdb.errors import RagdbError
 from ragdb.file_types import is_vendored_dir
 from ragdb.ignore_rules import Rules, ancestor_rules, folder_rules, ignored
 from ragdb.reading import inside, link_target
+from ragdb.resources import SAVED_ANSWERS
 from ragdb.secret_files import secret_name
 
 DEFAULT_INCLUDE: tuple[str, ...] = ()  # globs --include adds to the default file-type rule
@@ -284,7 +285,7 @@ def _walk(root: Path, options: WalkOptions, scan: Scan, own: frozenset[str] = fr
         if "rag.db" in filenames:
             # Another project's index under this root (indexed alone before): the answers
             # `ragdb answer` saved beside it are ragdb's output, not the project's files.
-            own = own | {os.path.join(real, "outputs", "answers")}
+            own = own | {os.path.join(real, SAVED_ANSWERS)}
         kept = []
         for d in sorted(dirnames):
             if options.skips_folder(d):
